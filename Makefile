@@ -1,0 +1,62 @@
+# gpujit — build, test and run.  `make test` is what CI runs: it installs
+# what is missing (Debian packages), builds, and runs the busted suite.
+
+LLVM_CONFIG ?= llvm-config-15
+LUAJIT      ?= luajit
+LUA_INC     ?= /usr/include/luajit-2.1
+BUILD       ?= build
+CC          ?= cc
+
+# Debian packages the project needs, each checked before installing.
+DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check
+
+LLVM_CFLAGS  = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
+LLVM_LDFLAGS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null)
+LLVM_LIBS    = $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
+           -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS)
+LDFLAGS += -shared $(LLVM_LDFLAGS)
+LDLIBS  += $(LLVM_LIBS) -lpthread -ldl -lm
+
+SRCS = $(wildcard src/*.c) $(wildcard backends/*.c)
+OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS))
+CORE = $(BUILD)/gpujit/core.so
+
+LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
+
+.PHONY: all deps test run lint clean
+
+all: $(CORE)
+
+$(CORE): $(OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+
+$(BUILD)/obj/%.o: %.c $(wildcard src/*.h) $(wildcard backends/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# Install the Debian packages that are missing; a no-op when all are there.
+deps:
+	@missing=""; for p in $(DEPS_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "make deps: all present"; fi
+
+test: deps
+	$(MAKE) all
+	$(LUA_ENV) sh spec/run.sh
+
+run: all
+	$(LUA_ENV) $(LUAJIT) examples/saxpy.lua
+
+lint:
+	luacheck lua spec examples
+
+clean:
+	rm -rf $(BUILD)

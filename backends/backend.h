@@ -1,0 +1,104 @@
+/*
+** The one interface every backend implements.
+**
+** The core never asks which backend it talks to: what differs between
+** targets is data in the compile job (gj_job) and the functions below.
+** Adding a backend is adding one file that defines a gj_backend and one
+** line in backends/registry.c.
+**
+** Conventions between the core and a backend (see docs/backends.md):
+**
+** - The core emits `define internal void @gj_body(ptr %wi, <params>)`.
+**   %wi is an opaque pointer to the backend's per-work-item state (GPU
+**   backends may pass null).  A scalar parameter is one LLVM argument of its
+**   type (bool is i1); an array parameter is two: `ptr addrspace(G)` (G is
+**   job->as_global) and `i64` length.
+** - Target-neutral intrinsics are calls to declared functions that the
+**   job's `intrinsics_ir` defines (as alwaysinline functions):
+**     i64 @gj.global_id(ptr %wi, i32 %d)   and likewise gj.local_id,
+**     gj.group_id, gj.group_size, gj.num_groups, gj.global_size
+**     <T> @gj.math.<fn>.<f32|f64>(<T> ...)  math functions, see gj_codegen.c
+**   The core links that IR into the module before optimization.
+** - `wrap` adds the target's entry point that calls @gj_body.
+*/
+#ifndef GJ_BACKEND_H
+#define GJ_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "../src/gj_err.h"
+#include "../src/gj_type.h"
+
+typedef struct gj_device_info {
+  char name[128];
+  char vendor[128];
+  char type[16];           /* "cpu", "gpu", "accelerator" */
+  int64_t memory;          /* bytes of global memory */
+  int compute_units;
+  int64_t max_group;       /* work items in one group, all dims together */
+  int64_t max_group_dim[3];
+} gj_device_info;
+
+/* The compile job: everything about the target that code generation and
+** optimization need.  The backend fills it; the core (and, later, plugins)
+** may read and adjust it before compiling. */
+typedef struct gj_job {
+  char triple[64];
+  char datalayout[256];
+  char cpu[64];
+  char features[1024];
+  unsigned as_global;      /* address space of array arguments */
+  unsigned as_shared;      /* gpu.shared arrays */
+  unsigned as_local;       /* gpu.local_array arrays */
+  const char *intrinsics_ir;   /* LLVM IR text defining the gj.* functions */
+  char passes[256];        /* new-PM pipeline text, e.g. "default<O3>" */
+  LLVMCodeGenOptLevel codegen_opt;
+  LLVMRelocMode reloc;
+  LLVMCodeModel code_model;
+} gj_job;
+
+typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
+typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
+
+/* Direction for gj_backend.copy. */
+enum { GJ_COPY_TO_DEVICE = 0, GJ_COPY_TO_HOST = 1 };
+
+typedef struct gj_backend {
+  const char *name;
+  /* Open the backend in one context.  -1 (with err) when its driver or
+  ** device is absent; the core then lists it as unavailable. */
+  int (*open)(gj_bstate **st, gj_err *err);
+  void (*close)(gj_bstate *st);
+  int (*ndevices)(gj_bstate *st);
+  int (*device_info)(gj_bstate *st, int dev, gj_device_info *out);
+  int (*job)(gj_bstate *st, int dev, gj_job *job, gj_err *err);
+  /* Add the target's entry point to m around `body` (@gj_body). */
+  int (*wrap)(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+              LLVMValueRef body, const gj_sig *sig, gj_err *err);
+  /* Optimized module -> artifact (asm != 0: the readable assembly text).
+  ** *out is malloc'ed and owned by the caller. */
+  int (*emit)(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+              LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
+  int (*load)(gj_bstate *st, int dev, const char *art, size_t len,
+              const gj_sig *sig, gj_program **out, gj_err *err);
+  void (*unload)(gj_bstate *st, gj_program *p);
+  /* Run the kernel and return when it has finished.  args is the argument
+  ** block laid out by gj_sig_layout. */
+  int (*launch)(gj_bstate *st, gj_program *p, const gj_dims *dims,
+                void *args, gj_err *err);
+  void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
+  void (*free)(gj_bstate *st, int dev, void *ptr);
+  int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,
+              int dir, gj_err *err);
+  int (*sync)(gj_bstate *st, int dev, gj_err *err);
+} gj_backend;
+
+/* backends/registry.c: every backend compiled in, in default order. */
+extern const gj_backend *const gj_backends[];
+extern const int gj_nbackends;
+
+#endif

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Run the busted suite under LuaJIT and end with the plain line
+# "N passed, N failed, N skipped" that CI counts.  Fails when busted
+# reports a failure or an error, or ends without its summary line.
+out=$(mktemp)
+luajit /usr/bin/busted "$@" 2>&1 | tee "$out"
+line=$(grep -E '^[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$out" | tail -n 1)
+rm -f "$out"
+if [ -z "$line" ]; then
+  echo "busted ended without a summary"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+set -- $(echo "$line" | sed -E 's#^([0-9]+) successes? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \2 \3 \4#')
+failed=$(($2 + $3))
+echo "$1 passed, $failed failed, $4 skipped"
+[ "$failed" -eq 0 ]

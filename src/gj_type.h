@@ -1,0 +1,64 @@
+/*
+** Scalar kinds, kernel signatures and launch shapes: the vocabulary shared by
+** the core, the backends and (through gpujit.h) the Lua dispatcher.
+*/
+#ifndef GJ_TYPE_H
+#define GJ_TYPE_H
+
+#include <stdint.h>
+
+/* Element and value kinds a kernel can see.  Order matters: the integer
+** kinds are sorted by width so that promotion can compare them. */
+typedef enum gj_scalar {
+  GJ_BOOL,
+  GJ_I8, GJ_U8, GJ_I16, GJ_U16, GJ_I32, GJ_U32, GJ_I64, GJ_U64,
+  GJ_F32, GJ_F64,
+  GJ_SCALAR__MAX
+} gj_scalar;
+
+#define gj_scalar_isint(s)   ((s) >= GJ_I8 && (s) <= GJ_U64)
+#define gj_scalar_isfloat(s) ((s) == GJ_F32 || (s) == GJ_F64)
+#define gj_scalar_issigned(s) \
+  ((s) == GJ_I8 || (s) == GJ_I16 || (s) == GJ_I32 || (s) == GJ_I64)
+
+const char *gj_scalar_name(gj_scalar s);     /* "int32_t", "float", ... */
+int gj_scalar_size(gj_scalar s);             /* bytes in memory (bool: 1) */
+int gj_scalar_bits(gj_scalar s);             /* value bits (bool: 1) */
+/* Canonical names and the usual C spellings ("int", "unsigned char", ...).
+** Returns 0 and sets *out, or -1 for an unknown name. */
+int gj_scalar_parse(const char *name, gj_scalar *out);
+
+#define GJ_MAXPARAMS 64
+
+/* One kernel parameter as the launch sees it.  In the argument block a
+** scalar is stored at its natural alignment; an array is a descriptor
+** { void *ptr; int64_t len; } (16 bytes, 8-aligned) where ptr already
+** points at element 0 of the kernel's indexing (a 1-based Lua table passes
+** its buffer address minus one element). */
+typedef struct gj_param {
+  uint8_t is_array;
+  uint8_t elem;        /* gj_scalar */
+  uint8_t read;        /* arrays: the kernel may load from it */
+  uint8_t written;     /* arrays: the kernel may store to it */
+  uint32_t offset;     /* byte offset in the argument block */
+  uint32_t size;       /* bytes in the argument block */
+} gj_param;
+
+typedef struct gj_sig {
+  int nparams;
+  uint32_t argsize;    /* whole block, a multiple of 8 */
+  gj_param params[GJ_MAXPARAMS];
+} gj_sig;
+
+/* Fill offsets, sizes and argsize from is_array/elem. */
+void gj_sig_layout(gj_sig *sig);
+
+/* A launch's shape.  group[0] == 0 means "the backend chooses". */
+typedef struct gj_dims {
+  int64_t global[3];
+  int64_t group[3];
+  int32_t ndim;        /* 1, 2 or 3 */
+  int32_t pad_;
+} gj_dims;
+
+#endif
