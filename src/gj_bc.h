@@ -1,0 +1,88 @@
+/*
+** Frontend: a Lua function's LuaJIT bytecode, read through jit.util.
+**
+** The core never links against LuaJIT internals: it asks jit.util for the
+** instructions, constants and line numbers of a function, and maps opcode
+** numbers to its own enum by name (jit.vmdef's names when present, else a
+** table kept for each known LuaJIT version), so a LuaJIT whose opcode
+** numbering differs is read correctly or refused with a clear error.
+*/
+#ifndef GJ_BC_H
+#define GJ_BC_H
+
+#include <stdint.h>
+
+#include "gj_err.h"
+
+typedef struct lua_State lua_State;
+
+/* LuaJIT 2.1's opcodes, by name.  The order here is ours, not LuaJIT's. */
+#define GJ_BCDEF(_) \
+  _(ISLT) _(ISGE) _(ISLE) _(ISGT) _(ISEQV) _(ISNEV) _(ISEQS) _(ISNES) \
+  _(ISEQN) _(ISNEN) _(ISEQP) _(ISNEP) _(ISTC) _(ISFC) _(IST) _(ISF) \
+  _(ISTYPE) _(ISNUM) _(MOV) _(NOT) _(UNM) _(LEN) _(ADDVN) _(SUBVN) \
+  _(MULVN) _(DIVVN) _(MODVN) _(ADDNV) _(SUBNV) _(MULNV) _(DIVNV) _(MODNV) \
+  _(ADDVV) _(SUBVV) _(MULVV) _(DIVVV) _(MODVV) _(POW) _(CAT) _(KSTR) \
+  _(KCDATA) _(KSHORT) _(KNUM) _(KPRI) _(KNIL) _(UGET) _(USETV) _(USETS) \
+  _(USETN) _(USETP) _(UCLO) _(FNEW) _(TNEW) _(TDUP) _(GGET) _(GSET) \
+  _(TGETV) _(TGETS) _(TGETB) _(TGETR) _(TSETV) _(TSETS) _(TSETB) _(TSETM) \
+  _(TSETR) _(CALLM) _(CALL) _(CALLMT) _(CALLT) _(ITERC) _(ITERN) _(VARG) \
+  _(ISNEXT) _(RETM) _(RET) _(RET0) _(RET1) _(FORI) _(JFORI) _(FORL) \
+  _(IFORL) _(JFORL) _(ITERL) _(IITERL) _(JITERL) _(LOOP) _(ILOOP) _(JLOOP) \
+  _(JMP) _(FUNCF) _(IFUNCF) _(JFUNCF) _(FUNCV) _(IFUNCV) _(JFUNCV) \
+  _(FUNCC) _(FUNCCW)
+
+typedef enum gj_bcop {
+#define GJ_BCENUM(name) GJ_BC_##name,
+  GJ_BCDEF(GJ_BCENUM)
+#undef GJ_BCENUM
+  GJ_BC__MAX
+} gj_bcop;
+
+extern const char *const gj_bc_names[GJ_BC__MAX];
+
+/* The opcode map of the running LuaJIT, built once per context. */
+typedef struct gj_bcmap {
+  uint8_t op[256];   /* LuaJIT opcode number -> gj_bcop (GJ_BC__MAX: none) */
+  int fr2;           /* 1 when call frames take two slots (GC64 builds) */
+} gj_bcmap;
+
+/* Needs jit.util; reads jit.vmdef when present.  Leaves the stack as is. */
+int gj_bc_mapinit(lua_State *L, gj_bcmap *map, gj_err *err);
+
+/* One decoded instruction.  Jumps are resolved to instruction indices. */
+typedef struct gj_ins {
+  uint8_t op;        /* gj_bcop, JIT-specialized forms folded to the base */
+  uint8_t a;
+  uint8_t b;
+  uint8_t c;
+  uint16_t d;
+  int32_t target;    /* jumps: index of the target instruction, else -1 */
+  int32_t line;
+} gj_ins;
+
+/* A function prototype as the compiler sees it.  Instruction i is LuaJIT
+** pc i+1 (pc 0 is the function header). */
+typedef struct gj_proto {
+  int fnref;           /* registry reference to the Lua function */
+  char chunk[256];     /* source name for messages: "file.lua" */
+  char name[128];      /* function name for messages */
+  int linedefined;
+  int nparams;
+  int framesize;
+  int nuv;
+  int nins;
+  gj_ins *ins;
+  int nknum;
+  double *knum;        /* numeric constants, by D */
+  int nkgc;
+  char **kstr;         /* string constants by D (funck(-D-1)), or NULL */
+} gj_proto;
+
+/* Read the function at stack index idx.  The proto holds a registry
+** reference to it until gj_bc_free. */
+int gj_bc_read(lua_State *L, int idx, const gj_bcmap *map, gj_proto *p,
+               gj_err *err);
+void gj_bc_free(lua_State *L, gj_proto *p);
+
+#endif

@@ -1,0 +1,639 @@
+/*
+** Codegen of functions: slots, blocks and edges, loops, array access,
+** calls and returns.  Types come from replaying the typer through each
+** block (gj_typer_block / gj_typer_step), so codegen never re-derives a
+** rule.  Device functions are emitted on demand, when a call to them is
+** emitted (deferred codegen).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lua.h>
+
+#include "gj_cg_int.h"
+#include "gj_intr.h"
+
+/* --- Slots ------------------------------------------------------------- */
+
+static LLVMValueRef slot_addr(gj_cg *g, int slot, int lt)
+{
+  LLVMValueRef *a = &g->slots[slot * LT__MAX + lt];
+  if (!*a) {
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->C);
+    LLVMValueRef first = LLVMGetFirstInstruction(g->allocas);
+    if (first) LLVMPositionBuilderBefore(b, first);
+    else LLVMPositionBuilderAtEnd(b, g->allocas);
+    *a = LLVMBuildAlloca(b, g->lt[lt], "");
+    LLVMDisposeBuilder(b);
+  }
+  return *a;
+}
+
+LLVMValueRef gj_cg_load(gj_cg *g, int slot, gj_ty t)
+{
+  int lt;
+  if ((t.k == GJ_T_WINT || t.k == GJ_T_WFLT || t.k == GJ_T_BOOL) && t.hasc)
+    return gj_cg_const(g, t);
+  lt = gj_cg_lt(g->cs, t);
+  if (lt < 0) return NULL;
+  return LLVMBuildLoad2(g->B, g->lt[lt], slot_addr(g, slot, lt), "");
+}
+
+void gj_cg_store(gj_cg *g, int slot, gj_ty t, LLVMValueRef v)
+{
+  int lt = gj_cg_lt(g->cs, t);
+  if (lt < 0 || !v) return;
+  LLVMBuildStore(g->B, v, slot_addr(g, slot, lt));
+}
+
+/* --- Function types ------------------------------------------------------ */
+
+static LLVMTypeRef ret_type(gj_cg *g, gj_fn *fn)
+{
+  LLVMTypeRef el[GJ_MAXRET];
+  int j, n = 0;
+  for (j = 0; j < fn->nret; j++)
+    if (gj_cg_type(g, fn->ret[j])) el[n++] = gj_cg_type(g, fn->ret[j]);
+  if (n == 0) return LLVMVoidTypeInContext(g->C);
+  if (fn->nret == 1) return el[0];
+  return LLVMStructTypeInContext(g->C, el, (unsigned)n, 0);
+}
+
+static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
+{
+  LLVMTypeRef ps[GJ_MAXPARAMS * 2 + 1];
+  unsigned n = 0;
+  int j;
+  LLVMValueRef f;
+  ps[n++] = g->ptr_wi;
+  for (j = 0; j < fn->nparams; j++) {
+    gj_ty t = fn->params[j];
+    if (fn->kv < 0 && t.k == GJ_T_ARR) {  /* kernel: (ptr, i64) per array */
+      ps[n++] = g->ptr_global;
+      ps[n++] = g->lt[LT_I64];
+    } else if (gj_cg_type(g, t)) {
+      ps[n++] = gj_cg_type(g, t);
+    }
+  }
+  f = LLVMAddFunction(g->M, name, LLVMFunctionType(ret_type(g, fn), ps, n, 0));
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  if (g->opts->fastmath) {
+    static const char *const attrs[] = {
+      "unsafe-fp-math", "no-nans-fp-math", "no-infs-fp-math",
+      "no-signed-zeros-fp-math", "approx-func-fp-math"
+    };
+    size_t k;
+    for (k = 0; k < sizeof(attrs) / sizeof(attrs[0]); k++)
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateStringAttribute(g->C, attrs[k], (unsigned)strlen(attrs[k]), "true", 4));
+  }
+  fn->llfn = f;
+  return f;
+}
+
+/* --- Edges --------------------------------------------------------------- */
+
+typedef struct fnstate {
+  LLVMBasicBlockRef *bb;     /* per typer block (NULL: unreached) */
+  gj_tstate st, pre;
+} fnstate;
+
+/* Branch target for the edge from the current state (st) into block s:
+** a fresh block converting slots whose storage differs, or s itself. */
+static LLVMBasicBlockRef edge(gj_cg *g, fnstate *fs, const gj_ty *out, int s,
+                              int copy_a, int copy_d)
+{
+  gj_fn *fn = g->fn;
+  const gj_ty *in = gj_fn_entry(fn, s);
+  int n = fn->proto->framesize, k, need = copy_a >= 0;
+  LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->B), eb;
+  for (k = 0; k < n && !need; k++) {
+    int lo = gj_cg_lt(g->cs, out[k]), li = gj_cg_lt(g->cs, in[k]);
+    if (in[k].k == GJ_T_CONFLICT || li < 0 || lo < 0) continue;
+    if (lo != li || (out[k].hasc && !in[k].hasc)) need = 1;
+  }
+  if (!need) return fs->bb[s];
+  eb = LLVMAppendBasicBlockInContext(g->C, g->llfn, "edge");
+  LLVMPositionBuilderAtEnd(g->B, eb);
+  for (k = 0; k < n; k++) {
+    gj_ty from = out[k];
+    int src = k, lo, li = gj_cg_lt(g->cs, in[k]);
+    if (k == copy_a) {
+      from = out[copy_d];
+      src = copy_d;
+    }
+    lo = gj_cg_lt(g->cs, from);
+    if (in[k].k == GJ_T_CONFLICT || li < 0 || lo < 0) continue;
+    if (lo == li && !(from.hasc && !in[k].hasc) && src == k) continue;
+    gj_cg_store(g, k, in[k], gj_cg_convert(g, gj_cg_load(g, src, from), from, in[k]));
+  }
+  LLVMBuildBr(g->B, fs->bb[s]);
+  LLVMPositionBuilderAtEnd(g->B, cur);
+  return eb;
+}
+
+/* --- Instructions -------------------------------------------------------- */
+
+#define PRE(x) (fs->pre.slot[(x)])
+#define POST(x) (fs->st.slot[(x)])
+
+static int emit_fn(gj_cg *g, gj_fn *fn);
+
+static LLVMValueRef elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                             LLVMValueRef idx, gj_ty ti)
+{
+  LLVMTypeRef et = gj_cg_scalar_type(g, (gj_scalar)ta.s);
+  LLVMValueRef p = LLVMBuildExtractValue(g->B, arr, 0, "");
+  if ((gj_scalar)ta.s == GJ_BOOL) et = g->lt[LT_I8];
+  idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
+  return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
+}
+
+static LLVMValueRef emit_aload(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                               LLVMValueRef idx, gj_ty ti)
+{
+  LLVMValueRef p = elem_ptr(g, arr, ta, idx, ti);
+  if ((gj_scalar)ta.s == GJ_BOOL)
+    return LLVMBuildICmp(g->B, LLVMIntNE, LLVMBuildLoad2(g->B, g->lt[LT_I8], p, ""),
+                         LLVMConstInt(g->lt[LT_I8], 0, 0), "");
+  return LLVMBuildLoad2(g->B, gj_cg_scalar_type(g, (gj_scalar)ta.s), p, "");
+}
+
+static void emit_astore(gj_cg *g, LLVMValueRef arr, gj_ty ta, LLVMValueRef idx,
+                        gj_ty ti, LLVMValueRef v, gj_ty tv)
+{
+  LLVMValueRef p = elem_ptr(g, arr, ta, idx, ti);
+  v = gj_cg_to_scalar(g, v, tv, (gj_scalar)ta.s);
+  if ((gj_scalar)ta.s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
+  LLVMBuildStore(g->B, v, p);
+}
+
+/* Values of n slots from base in their types (pre state). */
+static void load_range(gj_cg *g, fnstate *fs, int base, int n,
+                       LLVMValueRef *v, gj_ty *t)
+{
+  int j;
+  for (j = 0; j < n; j++) {
+    t[j] = PRE(base + j);
+    v[j] = gj_cg_load(g, base + j, t[j]);
+  }
+}
+
+static void emit_return(gj_cg *g, gj_fn *fn, int n, LLVMValueRef *v,
+                        const gj_ty *t)
+{
+  LLVMTypeRef rt = ret_type(g, fn);
+  LLVMValueRef agg;
+  int j, k = 0;
+  if (LLVMGetTypeKind(rt) == LLVMVoidTypeKind) {
+    LLVMBuildRetVoid(g->B);
+    return;
+  }
+  if (fn->nret == 1) {
+    LLVMBuildRet(g->B, gj_cg_convert(g, v[0], t[0], fn->ret[0]));
+    return;
+  }
+  agg = LLVMGetUndef(rt);
+  for (j = 0; j < n && j < fn->nret; j++) {
+    if (!gj_cg_type(g, fn->ret[j])) continue;
+    agg = LLVMBuildInsertValue(g->B, agg, gj_cg_convert(g, v[j], t[j], fn->ret[j]),
+                               (unsigned)k++, "");
+  }
+  LLVMBuildRet(g->B, agg);
+}
+
+/* A call: results (nout of them, types rt) into res. */
+static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
+                     gj_ty *rt, int *nout)
+{
+  gj_cs *cs = g->cs;
+  const gj_ins *in = &g->fn->proto->ins[i];
+  LLVMValueRef args[GJ_MAXPARAMS];
+  gj_ty at[GJ_MAXPARAMS];
+  int fslot, arg0, nargs, nres, j;
+  gj_ty f = PRE(in->a);
+  gj_call_shape(cs, in, &fs->pre, &fslot, &arg0, &nargs, &nres);
+  load_range(g, fs, arg0, nargs, args, at);
+  if (cs->kv[f.aux].kind == GJ_KV_INTR) {
+    int intr = cs->kv[f.aux].intr;
+    if (gj_typer_intr(cs, g->fn, i, intr, nargs, at, rt, nout)) return -1;
+    return gj_cg_intr(g, i, intr, nargs, args, at, rt, *nout, res);
+  } else {
+    gj_fn *callee, *saved = g->fn;
+    LLVMValueRef cargs[GJ_MAXPARAMS + 1], r;
+    LLVMTypeRef fty;
+    unsigned n = 0;
+    if (gj_typer_callee(cs, f.aux, nargs, at, in->line, g->fn, &callee))
+      return -1;
+    if (!callee->llfn) {
+      /* deferred codegen: emit the callee now, with its own builder state */
+      gj_cg sub = *g;
+      char name[160];
+      snprintf(name, sizeof(name), "gj_fn_%s", callee->proto->name);
+      declare_fn(&sub, callee, name);
+      sub.B = LLVMCreateBuilderInContext(g->C);
+      if (emit_fn(&sub, callee)) {
+        LLVMDisposeBuilder(sub.B);
+        return -1;
+      }
+      LLVMDisposeBuilder(sub.B);
+    }
+    g->fn = saved;
+    cargs[n++] = g->wi;
+    for (j = 0; j < callee->nparams; j++) {
+      gj_ty pt = callee->params[j];
+      if (!gj_cg_type(g, pt)) continue;
+      cargs[n++] = gj_cg_convert(g, args[j], at[j], pt);
+    }
+    fty = LLVMGlobalGetValueType((LLVMValueRef)callee->llfn);
+    r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
+    *nout = callee->nret;
+    for (j = 0; j < callee->nret; j++) rt[j] = callee->ret[j];
+    if (callee->nret == 1) {
+      res[0] = gj_cg_type(g, rt[0]) ? r : NULL;
+    } else {
+      unsigned k = 0;
+      for (j = 0; j < callee->nret; j++)
+        res[j] = gj_cg_type(g, rt[j]) ? LLVMBuildExtractValue(g->B, r, k++, "") : NULL;
+    }
+    (void)nres;
+    return 0;
+  }
+}
+
+/* FORI/FORL: does the loop go on? idx, stop, step in the loop's type t. */
+static LLVMValueRef for_cond(gj_cg *g, LLVMValueRef idx, LLVMValueRef stop,
+                             LLVMValueRef step, gj_ty t)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar s = gj_ty_scalar(g->cs, t);
+  LLVMValueRef up, le, ge;
+  if (gj_scalar_isfloat(s)) {
+    LLVMValueRef z = LLVMConstReal(gj_cg_scalar_type(g, s), 0);
+    up = LLVMBuildFCmp(B, LLVMRealOGE, step, z, "");
+    le = LLVMBuildFCmp(B, LLVMRealOLE, idx, stop, "");
+    ge = LLVMBuildFCmp(B, LLVMRealOGE, idx, stop, "");
+  } else {
+    int sg = gj_scalar_issigned(s);
+    up = sg ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
+            : LLVMConstInt(g->lt[LT_I1], 1, 0);
+    le = LLVMBuildICmp(B, sg ? LLVMIntSLE : LLVMIntULE, idx, stop, "");
+    ge = LLVMBuildICmp(B, sg ? LLVMIntSGE : LLVMIntUGE, idx, stop, "");
+  }
+  return LLVMBuildSelect(B, up, le, ge, "");
+}
+
+/* FORI with an integer counter and a float limit: round the limit once,
+** toward the side the loop never passes (floor going up, ceil going down). */
+static LLVMValueRef int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
+                              LLVMValueRef step, gj_ty t)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar s = gj_ty_scalar(g->cs, ts), is = gj_ty_scalar(g->cs, t);
+  LLVMValueRef up, r, nan;
+  LLVMTypeRef ft;
+  char fl[32], ce[32];
+  if (!gj_scalar_isfloat(s)) return gj_cg_to_scalar(g, stop, ts, is);
+  ft = gj_cg_scalar_type(g, s);
+  snprintf(fl, sizeof(fl), "gj.math.floor.%s", s == GJ_F32 ? "f32" : "f64");
+  snprintf(ce, sizeof(ce), "gj.math.ceil.%s", s == GJ_F32 ? "f32" : "f64");
+  up = gj_scalar_issigned(is)
+           ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
+           : LLVMConstInt(g->lt[LT_I1], 1, 0);
+  r = LLVMBuildSelect(B, up, gj_cg_call(g, fl, ft, &ft, 1, &stop),
+                      gj_cg_call(g, ce, ft, &ft, 1, &stop), "");
+  r = gj_cg_to_scalar(g, r, gj_ty_num(s), is);
+  /* a NaN limit runs no iteration */
+  nan = LLVMBuildFCmp(B, LLVMRealUNO, stop, stop, "");
+  {
+    LLVMTypeRef it = gj_cg_scalar_type(g, is);
+    unsigned bits = (unsigned)gj_scalar_bits(is);
+    unsigned long long minv = gj_scalar_issigned(is) ? (1ull << (bits - 1)) : 0;
+    unsigned long long maxv = gj_scalar_issigned(is) ? (1ull << (bits - 1)) - 1
+                                                     : ~0ull >> (64 - bits);
+    LLVMValueRef never = LLVMBuildSelect(B, up, LLVMConstInt(it, minv, 0),
+                                         LLVMConstInt(it, maxv, 0), "");
+    r = LLVMBuildSelect(B, nan, never, r, "");
+  }
+  return r;
+}
+
+static void cond_branch(gj_cg *g, fnstate *fs, int b, LLVMValueRef cond,
+                        const gj_edges *ed)
+{
+  const gj_block *blk = &g->fn->blocks[b];
+  LLVMBasicBlockRef t0 = NULL, t1 = NULL;
+  int ca = ed->copy_a, cd = ed->copy_d;
+  if (ed->live[0]) t0 = edge(g, fs, fs->st.slot, blk->succ[0], -1, 0);
+  if (ed->live[1]) t1 = edge(g, fs, fs->st.slot, blk->succ[1], ca, cd);
+  if (t0 && t1 && cond) LLVMBuildCondBr(g->B, cond, t1, t0);
+  else if (t1) LLVMBuildBr(g->B, t1);
+  else if (t0) LLVMBuildBr(g->B, t0);
+  else LLVMBuildUnreachable(g->B);
+}
+
+static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
+{
+  gj_cs *cs = g->cs;
+  gj_fn *fn = g->fn;
+  const gj_ins *in = &fn->proto->ins[i];
+  const gj_proto *p = fn->proto;
+  LLVMBuilderRef B = g->B;
+  LLVMValueRef va, vb, vc;
+  memcpy(fs->pre.slot, fs->st.slot, sizeof(gj_ty) * (size_t)p->framesize);
+  fs->pre.mr_base = fs->st.mr_base;
+  fs->pre.mr_n = fs->st.mr_n;
+  ed->live[0] = ed->live[1] = 1;
+  ed->copy_a = -1;
+  if (gj_typer_step(cs, fn, i, &fs->st, ed)) return -1;
+  switch (in->op) {
+  case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
+  case GJ_BC_ISEQV: case GJ_BC_ISNEV: case GJ_BC_ISEQN: case GJ_BC_ISNEN:
+  case GJ_BC_ISEQP: case GJ_BC_ISNEP: {
+    LLVMValueRef cond = NULL;
+    if (ed->live[0] && ed->live[1]) {
+      gj_ty ta = PRE(in->a), tb;
+      va = gj_cg_load(g, in->a, ta);
+      if (in->op == GJ_BC_ISEQN || in->op == GJ_BC_ISNEN) {
+        tb = gj_ty_const(p->knum[in->d]);
+        vb = gj_cg_const(g, tb);
+      } else if (in->op == GJ_BC_ISEQP || in->op == GJ_BC_ISNEP) {
+        tb = gj_ty_num(GJ_BOOL);
+        vb = LLVMConstInt(g->lt[LT_I1], in->d == 2, 0);
+      } else {
+        tb = PRE(in->d);
+        vb = gj_cg_load(g, in->d, tb);
+      }
+      {
+        int op = in->op == GJ_BC_ISEQP ? GJ_BC_ISEQV
+               : in->op == GJ_BC_ISNEP ? GJ_BC_ISNEV : in->op;
+        cond = gj_cg_compare(g, op, va, ta, vb, tb);
+      }
+    }
+    cond_branch(g, fs, b, cond, ed);
+    return 1;
+  }
+  case GJ_BC_ISTC: case GJ_BC_ISFC: case GJ_BC_IST: case GJ_BC_ISF: {
+    LLVMValueRef cond = NULL;
+    if (ed->live[0] && ed->live[1]) {   /* only a boolean is unknown */
+      cond = gj_cg_load(g, in->d, PRE(in->d));
+      if (in->op == GJ_BC_ISF || in->op == GJ_BC_ISFC) cond = LLVMBuildNot(B, cond, "");
+    }
+    cond_branch(g, fs, b, cond, ed);
+    return 1;
+  }
+  case GJ_BC_MOV:
+    gj_cg_store(g, in->a, POST(in->a), gj_cg_load(g, in->d, PRE(in->d)));
+    return 0;
+  case GJ_BC_NOT:
+    if (!POST(in->a).hasc)
+      gj_cg_store(g, in->a, POST(in->a), LLVMBuildNot(B, gj_cg_load(g, in->d, PRE(in->d)), ""));
+    return 0;
+  case GJ_BC_UNM:
+    if (!POST(in->a).hasc)
+      gj_cg_store(g, in->a, POST(in->a),
+                  gj_cg_unm(g, gj_cg_load(g, in->d, PRE(in->d)), PRE(in->d), POST(in->a)));
+    return 0;
+  case GJ_BC_LEN:
+    gj_cg_store(g, in->a, POST(in->a),
+                LLVMBuildExtractValue(B, gj_cg_load(g, in->d, PRE(in->d)), 1, ""));
+    return 0;
+  case GJ_BC_ADDVN: case GJ_BC_SUBVN: case GJ_BC_MULVN: case GJ_BC_DIVVN:
+  case GJ_BC_MODVN: case GJ_BC_ADDNV: case GJ_BC_SUBNV: case GJ_BC_MULNV:
+  case GJ_BC_DIVNV: case GJ_BC_MODNV: case GJ_BC_ADDVV: case GJ_BC_SUBVV:
+  case GJ_BC_MULVV: case GJ_BC_DIVVV: case GJ_BC_MODVV: case GJ_BC_POW: {
+    gj_ty tb = PRE(in->b), tc;
+    int vn = in->op >= GJ_BC_ADDVN && in->op <= GJ_BC_MODVN;
+    int nv = in->op >= GJ_BC_ADDNV && in->op <= GJ_BC_MODNV;
+    int op = in->op == GJ_BC_POW ? GJ_BC_POW
+           : GJ_BC_ADDVV + (in->op - (vn ? GJ_BC_ADDVN : nv ? GJ_BC_ADDNV : GJ_BC_ADDVV));
+    if (POST(in->a).hasc) return 0;   /* folded by the typer */
+    vb = gj_cg_load(g, in->b, tb);
+    if (vn || nv) {
+      tc = gj_ty_const(p->knum[in->c]);
+      vc = gj_cg_const(g, tc);
+    } else {
+      tc = PRE(in->c);
+      vc = gj_cg_load(g, in->c, tc);
+    }
+    va = nv ? gj_cg_arith(g, op, vc, tc, vb, tb, POST(in->a))
+            : gj_cg_arith(g, op, vb, tb, vc, tc, POST(in->a));
+    gj_cg_store(g, in->a, POST(in->a), va);
+    return 0;
+  }
+  case GJ_BC_KSHORT: case GJ_BC_KNUM: case GJ_BC_KPRI: case GJ_BC_KNIL:
+  case GJ_BC_KSTR: case GJ_BC_UGET: case GJ_BC_GGET: case GJ_BC_TGETS:
+  case GJ_BC_UCLO: case GJ_BC_LOOP:
+    return 0;   /* constants and known values: nothing at run time */
+  case GJ_BC_TGETB: case GJ_BC_TGETV: case GJ_BC_TGETR: {
+    gj_ty ta = PRE(in->b), ti;
+    if (ta.k != GJ_T_ARR) return 0;   /* a field of a known table */
+    if (in->op == GJ_BC_TGETB) {
+      ti = gj_ty_const(in->c);
+      vc = gj_cg_const(g, ti);
+    } else {
+      ti = PRE(in->c);
+      vc = gj_cg_load(g, in->c, ti);
+    }
+    gj_cg_store(g, in->a, POST(in->a), emit_aload(g, gj_cg_load(g, in->b, ta), ta, vc, ti));
+    return 0;
+  }
+  case GJ_BC_TSETB: case GJ_BC_TSETV: case GJ_BC_TSETR: {
+    gj_ty ta = PRE(in->b), ti;
+    if (in->op == GJ_BC_TSETB) {
+      ti = gj_ty_const(in->c);
+      vc = gj_cg_const(g, ti);
+    } else {
+      ti = PRE(in->c);
+      vc = gj_cg_load(g, in->c, ti);
+    }
+    emit_astore(g, gj_cg_load(g, in->b, ta), ta, vc, ti,
+                gj_cg_load(g, in->a, PRE(in->a)), PRE(in->a));
+    return 0;
+  }
+  case GJ_BC_CALL: case GJ_BC_CALLM: case GJ_BC_CALLT: case GJ_BC_CALLMT: {
+    LLVMValueRef res[GJ_MAXRET + 1];
+    gj_ty rt[GJ_MAXRET + 1];
+    int nout = 0, j, fslot, arg0, nargs, nres;
+    if (emit_call(g, fs, i, res, rt, &nout)) return -1;
+    if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT) {
+      emit_return(g, fn, nout, res, rt);
+      return 1;
+    }
+    gj_call_shape(cs, in, &fs->pre, &fslot, &arg0, &nargs, &nres);
+    if (nres < 0) nres = nout;
+    for (j = 0; j < nres && j < nout; j++)
+      gj_cg_store(g, fslot + j, POST(fslot + j), gj_cg_convert(g, res[j], rt[j], POST(fslot + j)));
+    return 0;
+  }
+  case GJ_BC_RET0: case GJ_BC_RET1: case GJ_BC_RET: case GJ_BC_RETM: {
+    LLVMValueRef v[GJ_MAXRET];
+    gj_ty t[GJ_MAXRET];
+    int n = fn->nret;
+    load_range(g, fs, in->a, n, v, t);
+    emit_return(g, fn, n, v, t);
+    return 1;
+  }
+  case GJ_BC_FORI: case GJ_BC_FORL: {
+    gj_ty t = POST(in->a);
+    LLVMValueRef idx, stop, step, cond;
+    if (in->op == GJ_BC_FORI) {
+      gj_ty t0 = PRE(in->a), t1 = PRE(in->a + 1), t2 = PRE(in->a + 2);
+      step = gj_cg_convert(g, gj_cg_load(g, in->a + 2, t2), t2, t);
+      idx = gj_cg_convert(g, gj_cg_load(g, in->a, t0), t0, t);
+      stop = int_limit(g, gj_cg_load(g, in->a + 1, t1), t1, step, t);
+    } else {
+      idx = gj_cg_load(g, in->a, t);
+      stop = gj_cg_load(g, in->a + 1, t);
+      step = gj_cg_load(g, in->a + 2, t);
+      idx = gj_scalar_isfloat(gj_ty_scalar(cs, t)) ? LLVMBuildFAdd(B, idx, step, "")
+                                                  : LLVMBuildAdd(B, idx, step, "");
+    }
+    gj_cg_store(g, in->a, t, idx);
+    gj_cg_store(g, in->a + 1, t, stop);
+    gj_cg_store(g, in->a + 2, t, step);
+    gj_cg_store(g, in->a + 3, t, idx);
+    cond = for_cond(g, idx, stop, step, t);
+    {
+      /* FORI: succ[0] exit, succ[1] body; FORL: succ[0] exit, succ[1] loop */
+      const gj_block *blk = &fn->blocks[b];
+      LLVMBasicBlockRef go = edge(g, fs, fs->st.slot, blk->succ[1], -1, 0);
+      LLVMBasicBlockRef out = edge(g, fs, fs->st.slot, blk->succ[0], -1, 0);
+      LLVMBuildCondBr(B, cond, go, out);
+    }
+    return 1;
+  }
+  case GJ_BC_JMP: {
+    const gj_block *blk = &fn->blocks[b];
+    LLVMBuildBr(B, edge(g, fs, fs->st.slot, blk->succ[0], -1, 0));
+    return 1;
+  }
+  default:
+    return gj_typer_error(cs, fn, i, "internal error: no codegen for %s",
+                          gj_bc_names[in->op]);
+  }
+}
+
+/* --- Functions ----------------------------------------------------------- */
+
+static int emit_fn(gj_cg *g, gj_fn *fn)
+{
+  gj_proto *p = fn->proto;
+  fnstate fs;
+  int b, j, k, rc = -1;
+  size_t nslots = (size_t)p->framesize * LT__MAX;
+  LLVMBasicBlockRef first;
+  memset(&fs, 0, sizeof(fs));
+  g->fn = fn;
+  g->llfn = (LLVMValueRef)fn->llfn;
+  g->slots = calloc(nslots + 1, sizeof(LLVMValueRef));
+  fs.bb = calloc((size_t)fn->nblocks, sizeof(LLVMBasicBlockRef));
+  fs.st.slot = calloc((size_t)p->framesize + 1, sizeof(gj_ty));
+  fs.pre.slot = calloc((size_t)p->framesize + 1, sizeof(gj_ty));
+  if (!g->slots || !fs.bb || !fs.st.slot || !fs.pre.slot) {
+    gj_err_set(g->cs->err, "out of memory");
+    goto done;
+  }
+  g->allocas = LLVMAppendBasicBlockInContext(g->C, g->llfn, "entry");
+  for (b = 0; b < fn->nblocks; b++)
+    if (fn->reached[b])
+      fs.bb[b] = LLVMAppendBasicBlockInContext(g->C, g->llfn, "");
+  /* parameters into their slots */
+  LLVMPositionBuilderAtEnd(g->B, g->allocas);
+  g->wi = LLVMGetParam(g->llfn, 0);
+  for (j = 0, k = 1; j < fn->nparams; j++) {
+    gj_ty t = fn->params[j];
+    LLVMValueRef v;
+    if (fn->kv < 0 && t.k == GJ_T_ARR) {
+      v = LLVMGetUndef(g->lt[LT_ARR]);
+      v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 0, "");
+      v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 1, "");
+    } else if (gj_cg_type(g, t)) {
+      v = LLVMGetParam(g->llfn, (unsigned)k++);
+    } else {
+      continue;
+    }
+    gj_cg_store(g, j, t, v);
+  }
+  first = fs.bb[0];
+  LLVMBuildBr(g->B, first);
+  for (b = 0; b < fn->nblocks; b++) {
+    const gj_block *blk = &fn->blocks[b];
+    gj_edges ed;
+    int i, term = 0;
+    if (!fs.bb[b]) continue;
+    LLVMPositionBuilderAtEnd(g->B, fs.bb[b]);
+    memcpy(fs.st.slot, gj_fn_entry(fn, b), sizeof(gj_ty) * (size_t)p->framesize);
+    fs.st.mr_base = -1;
+    fs.st.mr_n = 0;
+    for (i = blk->start; i < blk->end; i++) {
+      term = emit_ins(g, &fs, b, i, &ed);
+      if (term < 0) goto done;
+    }
+    if (!term) {
+      if (blk->nsucc == 1)
+        LLVMBuildBr(g->B, edge(g, &fs, fs.st.slot, blk->succ[0], -1, 0));
+      else
+        LLVMBuildUnreachable(g->B);
+    }
+  }
+  rc = 0;
+done:
+  free(g->slots);
+  g->slots = NULL;
+  free(fs.bb);
+  free(fs.st.slot);
+  free(fs.pre.slot);
+  return rc;
+}
+
+int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
+                 const gj_cgopts *opts, LLVMContextRef C, LLVMModuleRef *out,
+                 LLVMValueRef *body, gj_sig *sig)
+{
+  gj_cg g;
+  LLVMTypeRef arr[2];
+  int j, rc;
+  memset(&g, 0, sizeof(g));
+  g.cs = cs;
+  g.job = job;
+  g.opts = opts;
+  g.C = C;
+  g.M = LLVMModuleCreateWithNameInContext(kernel->proto->name, C);
+  g.B = LLVMCreateBuilderInContext(C);
+  g.lt[LT_I1] = LLVMInt1TypeInContext(C);
+  g.lt[LT_I8] = LLVMInt8TypeInContext(C);
+  g.lt[LT_I16] = LLVMInt16TypeInContext(C);
+  g.lt[LT_I32] = LLVMInt32TypeInContext(C);
+  g.lt[LT_I64] = LLVMInt64TypeInContext(C);
+  g.lt[LT_F32] = LLVMFloatTypeInContext(C);
+  g.lt[LT_F64] = LLVMDoubleTypeInContext(C);
+  g.ptr_global = LLVMPointerTypeInContext(C, job->as_global);
+  g.ptr_wi = LLVMPointerTypeInContext(C, 0);
+  arr[0] = g.ptr_global;
+  arr[1] = g.lt[LT_I64];
+  g.lt[LT_ARR] = LLVMStructTypeInContext(C, arr, 2, 0);
+  LLVMSetTarget(g.M, job->triple);
+  if (job->datalayout[0]) LLVMSetDataLayout(g.M, job->datalayout);
+  *body = declare_fn(&g, kernel, "gj_body");
+  rc = emit_fn(&g, kernel);
+  LLVMDisposeBuilder(g.B);
+  if (rc) {
+    LLVMDisposeModule(g.M);
+    return -1;
+  }
+  memset(sig, 0, sizeof(*sig));
+  sig->nparams = kernel->nparams;
+  for (j = 0; j < kernel->nparams; j++) {
+    gj_ty t = kernel->params[j];
+    gj_param *pp = &sig->params[j];
+    pp->is_array = t.k == GJ_T_ARR;
+    pp->elem = (uint8_t)(t.k == GJ_T_ARR ? t.s : gj_ty_scalar(cs, t));
+    pp->read = (kernel->rmask >> j) & 1;
+    pp->written = (kernel->wmask >> j) & 1;
+  }
+  gj_sig_layout(sig);
+  *out = g.M;
+  return 0;
+}

@@ -1,0 +1,29 @@
+/*
+** Codegen: LLVM IR from typed bytecode.
+**
+** The module holds `internal void @gj_body(ptr %wi, <params>)` (see
+** backends/backend.h for the parameter convention), one internal function
+** per device-function specialization that is called, and declarations of
+** the target-neutral intrinsics (gj.global_id, gj.math.*) that the job's
+** intrinsics_ir defines.  Slots live in allocas, one per (slot, LLVM type);
+** mem2reg/SROA turn them into SSA.
+*/
+#ifndef GJ_CG_H
+#define GJ_CG_H
+
+#include <llvm-c/Core.h>
+
+#include "../backends/backend.h"
+#include "gj_typer.h"
+
+typedef struct gj_cgopts {
+  int fastmath;
+} gj_cgopts;
+
+/* Emit the kernel fn (typed) into a new module in C.  Fills sig (params,
+** read/written flags, layout) and *body (@gj_body). */
+int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
+                 const gj_cgopts *opts, LLVMContextRef C, LLVMModuleRef *out,
+                 LLVMValueRef *body, gj_sig *sig);
+
+#endif

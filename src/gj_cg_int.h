@@ -1,0 +1,61 @@
+/*
+** Codegen internals shared by gj_cg.c (functions, blocks, slots, calls) and
+** gj_cg_ops.c (arithmetic, comparisons, conversions, intrinsics).
+*/
+#ifndef GJ_CG_INT_H
+#define GJ_CG_INT_H
+
+#include "gj_cg.h"
+#include "gj_typer_int.h"
+
+/* LLVM storage classes of slot values. */
+enum { LT_I1, LT_I8, LT_I16, LT_I32, LT_I64, LT_F32, LT_F64, LT_ARR, LT__MAX };
+
+typedef struct gj_cg {
+  gj_cs *cs;
+  const gj_job *job;
+  const gj_cgopts *opts;
+  LLVMContextRef C;
+  LLVMModuleRef M;
+  LLVMBuilderRef B;
+  LLVMTypeRef lt[LT__MAX];
+  LLVMTypeRef ptr_global;   /* arrays' element pointers */
+  LLVMTypeRef ptr_wi;       /* work-item state pointer */
+  /* the function being emitted */
+  gj_fn *fn;
+  LLVMValueRef llfn;
+  LLVMValueRef wi;
+  LLVMBasicBlockRef allocas;  /* entry block holding the allocas */
+  LLVMValueRef *slots;        /* framesize * LT__MAX */
+} gj_cg;
+
+int gj_cg_lt(const gj_cs *cs, gj_ty t);          /* -1: no storage */
+LLVMTypeRef gj_cg_type(gj_cg *g, gj_ty t);       /* NULL: no storage */
+LLVMTypeRef gj_cg_scalar_type(gj_cg *g, gj_scalar s);
+LLVMValueRef gj_cg_const(gj_cg *g, gj_ty t);     /* for hasc types */
+
+/* Convert value v of type from to type to (both with storage). */
+LLVMValueRef gj_cg_convert(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to);
+LLVMValueRef gj_cg_to_scalar(gj_cg *g, LLVMValueRef v, gj_ty from,
+                             gj_scalar to);
+
+/* Slot access with the slot's type before the instruction. */
+LLVMValueRef gj_cg_load(gj_cg *g, int slot, gj_ty t);
+void gj_cg_store(gj_cg *g, int slot, gj_ty t, LLVMValueRef v);
+
+/* Call a declared (or declare) function name of type (ret, params). */
+LLVMValueRef gj_cg_call(gj_cg *g, const char *name, LLVMTypeRef ret,
+                        LLVMTypeRef *params, unsigned n, LLVMValueRef *args);
+
+/* Arithmetic op (GJ_BC_*VV or POW) on a, b giving type res. */
+LLVMValueRef gj_cg_arith(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
+                         LLVMValueRef b, gj_ty tb, gj_ty res);
+LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res);
+/* Numeric comparison for ISLT..ISGT / ISEQV.. (i1, true: the test holds). */
+LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
+                           LLVMValueRef b, gj_ty tb);
+/* Intrinsic call: results into res[] (types rt[]). */
+int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
+               const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);
+
+#endif

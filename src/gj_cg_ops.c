@@ -1,0 +1,370 @@
+/*
+** Codegen of values: conversions, arithmetic with Lua's meaning,
+** comparisons, and the math/bit/id intrinsics.  Math goes through
+** gj.math.<fn>.<f32|f64> calls that each target defines in its job.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gj_cg_int.h"
+#include "gj_intr.h"
+
+int gj_cg_lt(const gj_cs *cs, gj_ty t)
+{
+  static const int8_t of_scalar[GJ_SCALAR__MAX] = {
+    LT_I1, LT_I8, LT_I8, LT_I16, LT_I16, LT_I32, LT_I32, LT_I64, LT_I64,
+    LT_F32, LT_F64
+  };
+  gj_scalar s;
+  if (t.k == GJ_T_ARR) return LT_ARR;
+  s = gj_ty_scalar(cs, t);
+  return s == GJ_SCALAR__MAX ? -1 : of_scalar[s];
+}
+
+LLVMTypeRef gj_cg_type(gj_cg *g, gj_ty t)
+{
+  int lt = gj_cg_lt(g->cs, t);
+  return lt < 0 ? NULL : g->lt[lt];
+}
+
+LLVMTypeRef gj_cg_scalar_type(gj_cg *g, gj_scalar s)
+{
+  return gj_cg_type(g, gj_ty_num(s));
+}
+
+LLVMValueRef gj_cg_const(gj_cg *g, gj_ty t)
+{
+  gj_scalar s = gj_ty_scalar(g->cs, t);
+  LLVMTypeRef ty = gj_cg_scalar_type(g, s);
+  if (gj_scalar_isfloat(s)) return LLVMConstReal(ty, t.u.c);
+  if (s == GJ_BOOL) return LLVMConstInt(ty, t.u.c != 0, 0);
+  return LLVMConstInt(ty, (unsigned long long)(long long)t.u.c, 1);
+}
+
+LLVMValueRef gj_cg_call(gj_cg *g, const char *name, LLVMTypeRef ret,
+                        LLVMTypeRef *params, unsigned n, LLVMValueRef *args)
+{
+  LLVMTypeRef fty = LLVMFunctionType(ret, params, n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(g->M, name);
+  if (!f) f = LLVMAddFunction(g->M, name, fty);
+  return LLVMBuildCall2(g->B, fty, f, args, n, "");
+}
+
+/* llvm.fptosi.sat: out-of-range floats saturate and NaN gives 0, where a
+** plain fptosi would be poison. */
+static LLVMValueRef fptosi_sat(gj_cg *g, LLVMValueRef v, LLVMTypeRef to)
+{
+  LLVMTypeRef tys[2] = { to, LLVMTypeOf(v) };
+  unsigned id = LLVMLookupIntrinsicID("llvm.fptosi.sat", 15);
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(g->M, id, tys, 2);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(g->C, id, tys, 2);
+  return LLVMBuildCall2(g->B, fty, f, &v, 1, "");
+}
+
+LLVMValueRef gj_cg_to_scalar(gj_cg *g, LLVMValueRef v, gj_ty from,
+                             gj_scalar ts)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar fs = gj_ty_scalar(g->cs, from);
+  LLVMTypeRef to = gj_cg_scalar_type(g, ts);
+  if (fs == ts) return v;
+  if (fs == GJ_BOOL || ts == GJ_BOOL) {
+    if (fs == GJ_BOOL) return LLVMBuildZExt(B, v, to, "");
+    return gj_scalar_isfloat(fs)
+               ? LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0), "")
+               : LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+  }
+  if (gj_scalar_isint(fs) && gj_scalar_isint(ts)) {
+    int fb = gj_scalar_bits(fs), tb = gj_scalar_bits(ts);
+    if (fb == tb) return v;
+    if (fb > tb) return LLVMBuildTrunc(B, v, to, "");
+    return gj_scalar_issigned(fs) ? LLVMBuildSExt(B, v, to, "")
+                                  : LLVMBuildZExt(B, v, to, "");
+  }
+  if (gj_scalar_isint(fs))
+    return gj_scalar_issigned(fs) ? LLVMBuildSIToFP(B, v, to, "")
+                                  : LLVMBuildUIToFP(B, v, to, "");
+  if (gj_scalar_isfloat(ts))
+    return fs == GJ_F32 ? LLVMBuildFPExt(B, v, to, "")
+                        : LLVMBuildFPTrunc(B, v, to, "");
+  /* float -> integer, as LuaJIT's FFI converts: through int64 (truncating
+  ** toward zero) then keeping the low bits; uint64 above 2^63 directly. */
+  {
+    LLVMValueRef d = fs == GJ_F32 ? LLVMBuildFPExt(B, v, g->lt[LT_F64], "") : v;
+    LLVMValueRef r = fptosi_sat(g, d, g->lt[LT_I64]);
+    if (ts == GJ_U64) {
+      LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOGE, d,
+                                       LLVMConstReal(g->lt[LT_F64], 9223372036854775808.0), "");
+      LLVMValueRef u = LLVMBuildFPToUI(B, d, g->lt[LT_I64], "");
+      r = LLVMBuildSelect(B, big, LLVMBuildFreeze(B, u, ""), r, "");
+    }
+    return gj_scalar_bits(ts) < 64 ? LLVMBuildTrunc(B, r, to, "") : r;
+  }
+}
+
+LLVMValueRef gj_cg_convert(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to)
+{
+  if (to.k == GJ_T_ARR || from.k == GJ_T_ARR) return v;
+  return gj_cg_to_scalar(g, v, from, gj_ty_scalar(g->cs, to));
+}
+
+static LLVMValueRef math1(gj_cg *g, const char *fn, gj_scalar s,
+                          LLVMValueRef a)
+{
+  char name[64];
+  LLVMTypeRef t = gj_cg_scalar_type(g, s);
+  snprintf(name, sizeof(name), "gj.math.%s.%s", fn, s == GJ_F32 ? "f32" : "f64");
+  return gj_cg_call(g, name, t, &t, 1, &a);
+}
+
+static LLVMValueRef math2(gj_cg *g, const char *fn, gj_scalar s,
+                          LLVMValueRef a, LLVMValueRef b)
+{
+  char name[64];
+  LLVMTypeRef t = gj_cg_scalar_type(g, s), ps[2] = { t, t };
+  LLVMValueRef args[2] = { a, b };
+  snprintf(name, sizeof(name), "gj.math.%s.%s", fn, s == GJ_F32 ? "f32" : "f64");
+  return gj_cg_call(g, name, t, ps, 2, args);
+}
+
+/* Lua's floored modulo. */
+static LLVMValueRef modulo(gj_cg *g, LLVMValueRef a, LLVMValueRef b,
+                           gj_scalar s)
+{
+  LLVMBuilderRef B = g->B;
+  LLVMTypeRef t = gj_cg_scalar_type(g, s);
+  LLVMValueRef zero = LLVMConstNull(t), r, bsafe, isz;
+  if (gj_scalar_isfloat(s)) {
+    LLVMValueRef q = math1(g, "floor", s, LLVMBuildFDiv(B, a, b, ""));
+    return LLVMBuildFSub(B, a, LLVMBuildFMul(B, q, b, ""), "");
+  }
+  /* x % 0 is 0 here (an integer cannot hold LuaJIT's nan), and the divisor
+  ** -1 is replaced by 1 to keep INT_MIN % -1 defined: both give 0. */
+  isz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+  if (!gj_scalar_issigned(s)) {
+    bsafe = LLVMBuildSelect(B, isz, LLVMConstInt(t, 1, 0), b, "");
+    r = LLVMBuildURem(B, a, bsafe, "");
+    return LLVMBuildSelect(B, isz, zero, r, "");
+  }
+  bsafe = LLVMBuildSelect(B, LLVMBuildOr(B, isz,
+                                         LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(t), ""), ""),
+                          LLVMConstInt(t, 1, 0), b, "");
+  r = LLVMBuildSRem(B, a, bsafe, "");
+  {
+    LLVMValueRef fix = LLVMBuildAnd(B,
+        LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+        LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, bsafe, ""), zero, ""), "");
+    r = LLVMBuildSelect(B, fix, LLVMBuildAdd(B, r, bsafe, ""), r, "");
+  }
+  return r;
+}
+
+LLVMValueRef gj_cg_arith(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
+                         LLVMValueRef b, gj_ty tb, gj_ty res)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar s = gj_ty_scalar(g->cs, res);
+  int fl = gj_scalar_isfloat(s);
+  a = gj_cg_to_scalar(g, a, ta, s);
+  b = gj_cg_to_scalar(g, b, tb, s);
+  switch (op) {
+  case GJ_BC_ADDVV: return fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+  case GJ_BC_SUBVV: return fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+  case GJ_BC_MULVV: return fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+  case GJ_BC_DIVVV: return LLVMBuildFDiv(B, a, b, "");
+  case GJ_BC_MODVV: return modulo(g, a, b, s);
+  default: return math2(g, "pow", s, a, b);
+  }
+}
+
+LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res)
+{
+  gj_scalar s = gj_ty_scalar(g->cs, res);
+  a = gj_cg_to_scalar(g, a, ta, s);
+  return gj_scalar_isfloat(s) ? LLVMBuildFNeg(g->B, a, "")
+                              : LLVMBuildNeg(g->B, a, "");
+}
+
+LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
+                           LLVMValueRef b, gj_ty tb)
+{
+  LLVMBuilderRef B = g->B;
+  gj_ty j = gj_ty_arith(g->cs, ta, tb);
+  gj_scalar s = gj_ty_scalar(g->cs, j);
+  int eq = (op == GJ_BC_ISEQV || op == GJ_BC_ISEQN);
+  int ne = (op == GJ_BC_ISNEV || op == GJ_BC_ISNEN);
+  if (ta.k == GJ_T_BOOL || ta.k == GJ_T_ARR) {   /* ISEQ/ISNE only */
+    if (ta.k == GJ_T_ARR) {
+      a = LLVMBuildExtractValue(B, a, 0, "");
+      b = LLVMBuildExtractValue(B, b, 0, "");
+    }
+    return LLVMBuildICmp(B, eq ? LLVMIntEQ : LLVMIntNE, a, b, "");
+  }
+  a = gj_cg_to_scalar(g, a, ta, s);
+  b = gj_cg_to_scalar(g, b, tb, s);
+  if (gj_scalar_isfloat(s)) {
+    /* ISGE and ISGT are the negations of < and <= (NaN makes them true). */
+    LLVMRealPredicate p = eq ? LLVMRealOEQ : ne ? LLVMRealUNE
+                        : op == GJ_BC_ISLT ? LLVMRealOLT
+                        : op == GJ_BC_ISLE ? LLVMRealOLE
+                        : op == GJ_BC_ISGE ? LLVMRealUGE : LLVMRealUGT;
+    return LLVMBuildFCmp(B, p, a, b, "");
+  } else {
+    int sg = gj_scalar_issigned(s);
+    LLVMIntPredicate p = eq ? LLVMIntEQ : ne ? LLVMIntNE
+                       : op == GJ_BC_ISLT ? (sg ? LLVMIntSLT : LLVMIntULT)
+                       : op == GJ_BC_ISLE ? (sg ? LLVMIntSLE : LLVMIntULE)
+                       : op == GJ_BC_ISGE ? (sg ? LLVMIntSGE : LLVMIntUGE)
+                                          : (sg ? LLVMIntSGT : LLVMIntUGT);
+    return LLVMBuildICmp(B, p, a, b, "");
+  }
+}
+
+/* bit.tobit: LuaJIT adds 2^52+2^51 and keeps the low 32 bits of the
+** double's pattern, which rounds to nearest and wraps modulo 2^32. */
+static LLVMValueRef tobit(gj_cg *g, LLVMValueRef v, gj_ty t)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar s = gj_ty_scalar(g->cs, t);
+  if (gj_scalar_isint(s)) return gj_cg_to_scalar(g, v, t, GJ_I32);
+  if (s == GJ_F32) v = LLVMBuildFPExt(B, v, g->lt[LT_F64], "");
+  v = LLVMBuildFAdd(B, v, LLVMConstReal(g->lt[LT_F64], 6755399441055744.0), "");
+  v = LLVMBuildBitCast(B, v, g->lt[LT_I64], "");
+  return LLVMBuildTrunc(B, v, g->lt[LT_I32], "");
+}
+
+static const char *const math_fn1[] = {
+  /* indexed by intrinsic - GJ_I_M_ABS; NULL: handled specially */
+  NULL, "ceil", "floor", "sqrt", "exp", "log", "log10", "sin", "cos", "tan",
+  "asin", "acos", "atan", NULL, "sinh", "cosh", "tanh", NULL, NULL, NULL,
+  NULL, NULL
+};
+
+static LLVMValueRef id_call(gj_cg *g, int intr, int nargs, LLVMValueRef *args,
+                            const gj_ty *at)
+{
+  char name[64];
+  LLVMTypeRef ps[2] = { g->ptr_wi, g->lt[LT_I32] };
+  LLVMValueRef a[2];
+  snprintf(name, sizeof(name), "gj.%s", gj_intr_names[intr]);
+  a[0] = g->wi;
+  a[1] = nargs > 0 ? gj_cg_to_scalar(g, args[0], at[0], GJ_I32)
+                   : LLVMConstInt(g->lt[LT_I32], 0, 0);
+  return gj_cg_call(g, name, g->lt[LT_I64], ps, 2, a);
+}
+
+int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
+               const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar s = nres > 0 ? gj_ty_scalar(g->cs, rt[0]) : GJ_I64;
+  LLVMTypeRef t = gj_cg_scalar_type(g, s);
+  int j;
+  (void)i;
+  if (intr <= GJ_I_GLOBAL_SIZE) {
+    res[0] = id_call(g, intr, nargs, args, at);
+    return 0;
+  }
+  if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
+    LLVMValueRef x = tobit(g, args[0], at[0]), n, m31;
+    switch (intr) {
+    case GJ_I_B_TOBIT: res[0] = x; return 0;
+    case GJ_I_B_BNOT: res[0] = LLVMBuildNot(B, x, ""); return 0;
+    case GJ_I_B_BAND: case GJ_I_B_BOR: case GJ_I_B_BXOR:
+      for (j = 1; j < nargs; j++) {
+        LLVMValueRef y = tobit(g, args[j], at[j]);
+        x = intr == GJ_I_B_BAND ? LLVMBuildAnd(B, x, y, "")
+          : intr == GJ_I_B_BOR  ? LLVMBuildOr(B, x, y, "")
+                                : LLVMBuildXor(B, x, y, "");
+      }
+      res[0] = x;
+      return 0;
+    default:
+      break;
+    }
+    /* shifts and rotates use the count modulo 32, as LuaJIT does */
+    m31 = LLVMConstInt(g->lt[LT_I32], 31, 0);
+    n = LLVMBuildAnd(B, tobit(g, args[1], at[1]), m31, "");
+    switch (intr) {
+    case GJ_I_B_LSHIFT: res[0] = LLVMBuildShl(B, x, n, ""); break;
+    case GJ_I_B_RSHIFT: res[0] = LLVMBuildLShr(B, x, n, ""); break;
+    case GJ_I_B_ARSHIFT: res[0] = LLVMBuildAShr(B, x, n, ""); break;
+    default: {
+      LLVMValueRef m = LLVMBuildAnd(B, LLVMBuildSub(B, LLVMConstInt(g->lt[LT_I32], 32, 0), n, ""), m31, "");
+      res[0] = intr == GJ_I_B_ROL
+                   ? LLVMBuildOr(B, LLVMBuildShl(B, x, n, ""), LLVMBuildLShr(B, x, m, ""), "")
+                   : LLVMBuildOr(B, LLVMBuildLShr(B, x, n, ""), LLVMBuildShl(B, x, m, ""), "");
+    }
+    }
+    return 0;
+  }
+  switch (intr) {
+  case GJ_I_M_ABS:
+    args[0] = gj_cg_to_scalar(g, args[0], at[0], s);
+    if (gj_scalar_isfloat(s)) res[0] = math1(g, "fabs", s, args[0]);
+    else if (!gj_scalar_issigned(s)) res[0] = args[0];
+    else
+      res[0] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, args[0], LLVMConstNull(t), ""),
+                               LLVMBuildNeg(B, args[0], ""), args[0], "");
+    return 0;
+  case GJ_I_M_CEIL: case GJ_I_M_FLOOR:
+    args[0] = gj_cg_to_scalar(g, args[0], at[0], s);
+    res[0] = gj_scalar_isfloat(s)
+                 ? math1(g, intr == GJ_I_M_CEIL ? "ceil" : "floor", s, args[0])
+                 : args[0];
+    return 0;
+  case GJ_I_M_MIN: case GJ_I_M_MAX: {
+    /* as LuaJIT's minsd/maxsd loop: r = (r < x) ? r : x, left to right */
+    LLVMValueRef r = gj_cg_to_scalar(g, args[0], at[0], s);
+    for (j = 1; j < nargs; j++) {
+      LLVMValueRef x = gj_cg_to_scalar(g, args[j], at[j], s), c;
+      if (gj_scalar_isfloat(s))
+        c = LLVMBuildFCmp(B, intr == GJ_I_M_MIN ? LLVMRealOLT : LLVMRealOGT, r, x, "");
+      else if (gj_scalar_issigned(s))
+        c = LLVMBuildICmp(B, intr == GJ_I_M_MIN ? LLVMIntSLT : LLVMIntSGT, r, x, "");
+      else
+        c = LLVMBuildICmp(B, intr == GJ_I_M_MIN ? LLVMIntULT : LLVMIntUGT, r, x, "");
+      r = LLVMBuildSelect(B, c, r, x, "");
+    }
+    res[0] = r;
+    return 0;
+  }
+  case GJ_I_M_ATAN2: case GJ_I_M_POW: case GJ_I_M_FMOD:
+    res[0] = math2(g, intr == GJ_I_M_ATAN2 ? "atan2" : intr == GJ_I_M_POW ? "pow" : "fmod",
+                   s, gj_cg_to_scalar(g, args[0], at[0], s),
+                   gj_cg_to_scalar(g, args[1], at[1], s));
+    return 0;
+  case GJ_I_M_LOG:
+    if (nargs == 1) {
+      res[0] = math1(g, "log", s, gj_cg_to_scalar(g, args[0], at[0], s));
+    } else {  /* LuaJIT: log2(x) * (1 / log2(base)) */
+      LLVMValueRef x = math1(g, "log2", s, gj_cg_to_scalar(g, args[0], at[0], s));
+      LLVMValueRef y = math1(g, "log2", s, gj_cg_to_scalar(g, args[1], at[1], s));
+      y = LLVMBuildFDiv(B, LLVMConstReal(t, 1.0), y, "");
+      res[0] = LLVMBuildFMul(B, x, y, "");
+    }
+    return 0;
+  case GJ_I_M_MODF: {
+    LLVMValueRef x = gj_cg_to_scalar(g, args[0], at[0], s);
+    LLVMValueRef ip = math1(g, "trunc", s, x);
+    LLVMValueRef inf = LLVMBuildFCmp(B, LLVMRealOEQ, math1(g, "fabs", s, x),
+                                     LLVMConstReal(t, HUGE_VAL), "");
+    LLVMValueRef zero = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, LLVMConstReal(t, 0), ""),
+                                        LLVMConstReal(t, -0.0), LLVMConstReal(t, 0.0), "");
+    res[0] = ip;
+    if (nres > 1)
+      res[1] = LLVMBuildSelect(B, inf, zero, LLVMBuildFSub(B, x, ip, ""), "");
+    return 0;
+  }
+  default:
+    break;
+  }
+  if (intr >= GJ_I_M_ABS && intr <= GJ_I_M_MODF && math_fn1[intr - GJ_I_M_ABS]) {
+    res[0] = math1(g, math_fn1[intr - GJ_I_M_ABS], s,
+                   gj_cg_to_scalar(g, args[0], at[0], s));
+    return 0;
+  }
+  return gj_err_set(g->cs->err, "internal error: no codegen for %s",
+                    gj_intr_names[intr]);
+}

@@ -1,0 +1,26 @@
+/*
+** The per-lua_State context: everything gpujit keeps for one state.
+** Nothing in the core is global; two states never share a gj_ctx.
+*/
+#ifndef GJ_CTX_H
+#define GJ_CTX_H
+
+#include "../backends/backend.h"
+#include "gj_bc.h"
+#include "gj_err.h"
+
+#define GJ_MAXBACKENDS 8
+
+struct gj_ctx {
+  gj_bcmap bcmap;
+  int ref_intr;        /* registry: table Lua function -> intrinsic name */
+  gj_bstate *bst[GJ_MAXBACKENDS];
+  int bopened[GJ_MAXBACKENDS];   /* 0 not tried, 1 open, -1 failed */
+  gj_err berr[GJ_MAXBACKENDS];   /* why a backend failed to open */
+  gj_err err;          /* last error of an FFI-path call */
+};
+
+/* Open backend bk on first use.  0, or -1 with ctx->berr[bk] copied to err. */
+int gj_ctx_backend(struct gj_ctx *ctx, int bk, gj_err *err);
+
+#endif

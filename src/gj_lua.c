@@ -1,0 +1,406 @@
+/*
+** The Lua binding: the module `gpujit.core`, the per-state context, and the
+** FFI entry points of gpujit.h.
+**
+** The compile path (core.compile, core.inspect) uses the Lua C API; the
+** launch path (gj_launch, gj_mem_*) does not: lua/gpujit calls it through
+** the FFI with the context and kernel pointers handed out here.
+*/
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  /* dladdr */
+#endif
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "gj_ctx.h"
+#include "gj_intr.h"
+#include "gj_pipeline.h"
+#include "gpujit.h"
+
+#define CTX_MT "gpujit.ctx"
+#define KERNEL_MT "gpujit.kernel"
+
+/* Kernel objects: a userdata owning one loaded gj_kernel.  The context
+** keeps a list so that closing the state unloads every kernel before the
+** backends go away, whatever order the finalizers run in. */
+typedef struct kobj {
+  gj_kernel *k;
+  struct kobj *next, *prev;
+} kobj;
+
+typedef struct ctxobj {
+  gj_ctx ctx;
+  kobj head;
+  int closed;
+} ctxobj;
+
+static ctxobj *ctx_of(lua_State *L)
+{
+  ctxobj *c;
+  lua_getfield(L, LUA_REGISTRYINDEX, CTX_MT ".instance");
+  c = (ctxobj *)lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!c || c->closed) luaL_error(L, "gpujit: the context is closed");
+  return c;
+}
+
+int gj_ctx_backend(gj_ctx *ctx, int bk, gj_err *err)
+{
+  if (bk < 0 || bk >= gj_nbackends)
+    return gj_err_set(err, "no backend #%d", bk);
+  if (ctx->bopened[bk] == 0) {
+    if (gj_backends[bk]->open(&ctx->bst[bk], &ctx->berr[bk]) == 0) {
+      ctx->bopened[bk] = 1;
+    } else {
+      ctx->bopened[bk] = -1;
+      ctx->bst[bk] = NULL;
+    }
+  }
+  if (ctx->bopened[bk] < 0) {
+    *err = ctx->berr[bk];
+    return gj_err_prefix(err, "backend %s is not available: ", gj_backends[bk]->name);
+  }
+  return 0;
+}
+
+/* --- Lua functions ----------------------------------------------------- */
+
+static int core_intrinsic(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  const char *name;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  name = luaL_checkstring(L, 2);
+  if (gj_intr_lookup(name) < 0) return luaL_error(L, "no intrinsic '%s'", name);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ctx.ref_intr);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_rawset(L, -3);
+  return 0;
+}
+
+static int core_backends(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  int i;
+  lua_createtable(L, gj_nbackends, 0);
+  for (i = 0; i < gj_nbackends; i++) {
+    gj_err e;
+    int ok = gj_ctx_backend(&c->ctx, i, &e) == 0;
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, gj_backends[i]->name);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, i);
+    lua_setfield(L, -2, "index");
+    lua_pushboolean(L, ok);
+    lua_setfield(L, -2, "available");
+    if (!ok) {
+      lua_pushstring(L, e.msg);
+      lua_setfield(L, -2, "error");
+    }
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int core_devices(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  int i, n = 0;
+  lua_newtable(L);
+  for (i = 0; i < gj_nbackends; i++) {
+    gj_err e;
+    int d, nd;
+    if (gj_ctx_backend(&c->ctx, i, &e)) continue;
+    nd = gj_backends[i]->ndevices(c->ctx.bst[i]);
+    for (d = 0; d < nd; d++) {
+      gj_device_info di;
+      memset(&di, 0, sizeof(di));
+      if (gj_backends[i]->device_info(c->ctx.bst[i], d, &di)) continue;
+      lua_createtable(L, 0, 10);
+      lua_pushstring(L, gj_backends[i]->name);
+      lua_setfield(L, -2, "backend");
+      lua_pushinteger(L, i);
+      lua_setfield(L, -2, "bk");
+      lua_pushinteger(L, d);
+      lua_setfield(L, -2, "index");
+      lua_pushstring(L, di.name);
+      lua_setfield(L, -2, "name");
+      lua_pushstring(L, di.vendor);
+      lua_setfield(L, -2, "vendor");
+      lua_pushstring(L, di.type);
+      lua_setfield(L, -2, "type");
+      lua_pushnumber(L, (lua_Number)di.memory);
+      lua_setfield(L, -2, "memory");
+      lua_pushinteger(L, di.compute_units);
+      lua_setfield(L, -2, "compute_units");
+      lua_pushnumber(L, (lua_Number)di.max_group);
+      lua_setfield(L, -2, "max_group");
+      lua_rawseti(L, -2, ++n);
+    }
+  }
+  return 1;
+}
+
+/* Read (fn, types, opts) at 1..3 into o. */
+static void read_compile_args(lua_State *L, gj_compile_opts *o)
+{
+  int j;
+  memset(o, 0, sizeof(*o));
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  o->nparams = (int)lua_objlen(L, 2);
+  if (o->nparams > GJ_MAXPARAMS)
+    luaL_error(L, "a kernel takes at most %d arguments", GJ_MAXPARAMS);
+  for (j = 0; j < o->nparams; j++) {
+    lua_rawgeti(L, 2, j + 1);
+    o->types[j] = lua_tostring(L, -1);
+    lua_pop(L, 1);   /* the string stays alive in the table */
+    if (!o->types[j]) luaL_error(L, "type %d is not a string", j + 1);
+  }
+  lua_getfield(L, 3, "bk");
+  o->bk = (int)lua_tointeger(L, -1);
+  lua_getfield(L, 3, "device");
+  o->dev = (int)lua_tointeger(L, -1);
+  lua_getfield(L, 3, "name");
+  o->name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
+  lua_getfield(L, 3, "precision");
+  o->single = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "single") == 0;
+  lua_getfield(L, 3, "fastmath");
+  o->fastmath = lua_toboolean(L, -1);
+  lua_pop(L, 4);   /* the strings stay referenced by the opts table */
+}
+
+static void push_sig(lua_State *L, const gj_sig *sig)
+{
+  int j;
+  lua_pushinteger(L, (lua_Integer)sig->argsize);
+  lua_setfield(L, -2, "argsize");
+  lua_createtable(L, sig->nparams, 0);
+  for (j = 0; j < sig->nparams; j++) {
+    const gj_param *p = &sig->params[j];
+    lua_createtable(L, 0, 7);
+    lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
+    if (p->is_array) {
+      lua_pushliteral(L, "[]");
+      lua_concat(L, 2);
+    }
+    lua_setfield(L, -2, "type");
+    lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
+    lua_setfield(L, -2, "elem");
+    lua_pushboolean(L, p->is_array);
+    lua_setfield(L, -2, "is_array");
+    lua_pushboolean(L, p->read);
+    lua_setfield(L, -2, "read");
+    lua_pushboolean(L, p->written);
+    lua_setfield(L, -2, "written");
+    lua_pushinteger(L, (lua_Integer)p->offset);
+    lua_setfield(L, -2, "offset");
+    lua_pushinteger(L, (lua_Integer)p->size);
+    lua_setfield(L, -2, "size");
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_setfield(L, -2, "params");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "uses_barrier");
+}
+
+static int core_compile(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  gj_compile_opts o;
+  gj_compile_out out;
+  gj_err err;
+  kobj *ko;
+  read_compile_args(L, &o);
+  o.want_kernel = 1;
+  if (gj_pipeline_compile(&c->ctx, L, 1, &o, &out, &err)) {
+    lua_pushstring(L, err.msg);
+    return lua_error(L);
+  }
+  lua_createtable(L, 0, 6);
+  ko = (kobj *)lua_newuserdata(L, sizeof(kobj));
+  ko->k = out.kernel;
+  ko->next = c->head.next;
+  ko->prev = &c->head;
+  if (c->head.next) c->head.next->prev = ko;
+  c->head.next = ko;
+  luaL_getmetatable(L, KERNEL_MT);
+  lua_setmetatable(L, -2);
+  lua_setfield(L, -2, "owner");
+  lua_pushlightuserdata(L, out.kernel);
+  lua_setfield(L, -2, "handle");
+  push_sig(L, &out.kernel->sig);
+  return 1;
+}
+
+static int core_inspect(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  gj_compile_opts o;
+  gj_compile_out out;
+  gj_err err;
+  const char *what = luaL_checkstring(L, 4);
+  read_compile_args(L, &o);
+  o.want_llvm = strcmp(what, "llvm") == 0;
+  o.want_asm = strcmp(what, "asm") == 0;
+  if (!o.want_llvm && !o.want_asm)
+    return luaL_error(L, "inspect: what must be \"llvm\" or \"asm\"");
+  if (gj_pipeline_compile(&c->ctx, L, 1, &o, &out, &err)) {
+    lua_pushstring(L, err.msg);
+    return lua_error(L);
+  }
+  lua_pushstring(L, o.want_llvm ? out.llvm : out.asm_text);
+  free(out.llvm);
+  free(out.asm_text);
+  return 1;
+}
+
+static void kobj_release(kobj *ko)
+{
+  if (!ko->k) return;
+  gj_kernel_free(ko->k);
+  ko->k = NULL;
+  ko->prev->next = ko->next;
+  if (ko->next) ko->next->prev = ko->prev;
+}
+
+static int kernel_gc(lua_State *L)
+{
+  kobj_release((kobj *)luaL_checkudata(L, 1, KERNEL_MT));
+  return 0;
+}
+
+static int ctx_gc(lua_State *L)
+{
+  ctxobj *c = (ctxobj *)luaL_checkudata(L, 1, CTX_MT);
+  int i;
+  if (c->closed) return 0;
+  while (c->head.next) kobj_release(c->head.next);
+  for (i = 0; i < gj_nbackends; i++)
+    if (c->ctx.bopened[i] > 0) gj_backends[i]->close(c->ctx.bst[i]);
+  c->closed = 1;
+  return 0;
+}
+
+/* The math.* and bit.* functions of this state, by identity. */
+static void register_libs(lua_State *L, int tintr)
+{
+  int i;
+  for (i = 0; i < GJ_I__MAX; i++) {
+    const char *nm = gj_intr_names[i], *dot = strchr(nm, '.');
+    char lib[16];
+    if (!dot || (size_t)(dot - nm) >= sizeof(lib)) continue;
+    memcpy(lib, nm, (size_t)(dot - nm));
+    lib[dot - nm] = '\0';
+    lua_getglobal(L, "require");
+    lua_pushstring(L, lib);
+    if (lua_pcall(L, 1, 1, 0) != 0 || !lua_istable(L, -1)) {
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_getfield(L, -1, dot + 1);
+    if (lua_isfunction(L, -1)) {
+      lua_pushstring(L, nm);
+      lua_rawset(L, tintr);
+      lua_pop(L, 1);
+    } else {
+      lua_pop(L, 2);
+    }
+  }
+}
+
+static const luaL_Reg core_funcs[] = {
+  { "intrinsic", core_intrinsic },
+  { "backends", core_backends },
+  { "devices", core_devices },
+  { "compile", core_compile },
+  { "inspect", core_inspect },
+  { NULL, NULL }
+};
+
+GJ_API int luaopen_gpujit_core(lua_State *L)
+{
+  ctxobj *c;
+  gj_err err;
+  Dl_info dl;
+  lua_getfield(L, LUA_REGISTRYINDEX, CTX_MT ".instance");
+  c = (ctxobj *)lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  if (!c) {
+    c = (ctxobj *)lua_newuserdata(L, sizeof(ctxobj));
+    memset(c, 0, sizeof(*c));
+    luaL_newmetatable(L, CTX_MT);
+    lua_pushcfunction(L, ctx_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, CTX_MT ".instance");
+    if (gj_bc_mapinit(L, &c->ctx.bcmap, &err)) {
+      c->closed = 1;
+      lua_pushstring(L, err.msg);
+      return lua_error(L);
+    }
+    lua_newtable(L);
+    register_libs(L, lua_gettop(L));
+    c->ctx.ref_intr = luaL_ref(L, LUA_REGISTRYINDEX);
+    luaL_newmetatable(L, KERNEL_MT);
+    lua_pushcfunction(L, kernel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+  }
+  lua_newtable(L);
+  luaL_register(L, NULL, core_funcs);
+  lua_pushlightuserdata(L, &c->ctx);
+  lua_setfield(L, -2, "ctx");
+  lua_pushstring(L, GPUJIT_VERSION);
+  lua_setfield(L, -2, "version");
+  if (dladdr((void *)luaopen_gpujit_core, &dl) && dl.dli_fname) {
+    lua_pushstring(L, dl.dli_fname);
+    lua_setfield(L, -2, "path");
+  }
+  return 1;
+}
+
+/* --- FFI entry points (no Lua C API below) ------------------------------- */
+
+GJ_API int gj_launch(gj_kernel *k, const gj_dims *dims, void *args)
+{
+  if (!k || !k->prog) return -1;
+  return k->be->launch(k->bst, k->prog, dims, args, &k->ctx->err);
+}
+
+GJ_API const char *gj_errmsg(gj_ctx *c)
+{
+  return c->err.msg;
+}
+
+GJ_API void *gj_mem_alloc(gj_ctx *c, int bk, int dev, uint64_t bytes)
+{
+  if (gj_ctx_backend(c, bk, &c->err)) return NULL;
+  return gj_backends[bk]->alloc(c->bst[bk], dev, (size_t)bytes, &c->err);
+}
+
+GJ_API void gj_mem_free(gj_ctx *c, int bk, int dev, void *p)
+{
+  if (bk < 0 || bk >= gj_nbackends || c->bopened[bk] <= 0 || !p) return;
+  gj_backends[bk]->free(c->bst[bk], dev, p);
+}
+
+GJ_API int gj_mem_copy(gj_ctx *c, int bk, int dev, void *dst, const void *src,
+                       uint64_t bytes, int dir)
+{
+  if (gj_ctx_backend(c, bk, &c->err)) return -1;
+  return gj_backends[bk]->copy(c->bst[bk], dev, dst, src, (size_t)bytes, dir,
+                               &c->err);
+}
+
+GJ_API int gj_sync(gj_ctx *c, int bk, int dev)
+{
+  if (gj_ctx_backend(c, bk, &c->err)) return -1;
+  return gj_backends[bk]->sync(c->bst[bk], dev, &c->err);
+}

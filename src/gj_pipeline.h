@@ -1,0 +1,47 @@
+/*
+** The compile pipeline: the list of stages from a Lua function to a
+** launchable kernel (DESIGN.md, "One launch, end to end").
+*/
+#ifndef GJ_PIPELINE_H
+#define GJ_PIPELINE_H
+
+#include "gj_ctx.h"
+#include "gpujit.h"
+
+typedef struct gj_compile_opts {
+  int bk;                 /* backend index (gj_backends) */
+  int dev;
+  const char *name;       /* kernel name for messages */
+  int single;             /* precision = "single" */
+  int fastmath;
+  int nparams;
+  const char *types[GJ_MAXPARAMS];   /* type names: "float", "int32_t[]" */
+  /* what to produce: a loaded kernel and/or text dumps */
+  int want_kernel;
+  int want_llvm;          /* optimized IR text */
+  int want_asm;           /* target assembly text */
+} gj_compile_opts;
+
+typedef struct gj_compile_out {
+  gj_kernel *kernel;      /* when want_kernel */
+  char *llvm;             /* malloc'ed text, when asked */
+  char *asm_text;
+} gj_compile_out;
+
+/* Compile the Lua function at stack index fidx. */
+int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
+                        const gj_compile_opts *o, gj_compile_out *out,
+                        gj_err *err);
+
+struct gj_kernel {
+  gj_ctx *ctx;
+  const gj_backend *be;
+  gj_bstate *bst;
+  int bk, dev;
+  gj_program *prog;
+  gj_sig sig;
+};
+
+void gj_kernel_free(gj_kernel *k);
+
+#endif

@@ -1,0 +1,204 @@
+/*
+** The type lattice of docs/typing.md: joins, promotion, names.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "gj_typer.h"
+
+gj_ty gj_ty_num(gj_scalar s)
+{
+  gj_ty t;
+  memset(&t, 0, sizeof(t));
+  t.k = s == GJ_BOOL ? GJ_T_BOOL : GJ_T_NUM;
+  t.s = (uint8_t)s;
+  return t;
+}
+
+gj_scalar gj_ty_deffloat(const gj_cs *cs)
+{
+  return cs->single ? GJ_F32 : GJ_F64;
+}
+
+gj_scalar gj_ty_scalar(const gj_cs *cs, gj_ty t)
+{
+  switch (t.k) {
+  case GJ_T_BOOL: return GJ_BOOL;
+  case GJ_T_NUM: return (gj_scalar)t.s;
+  case GJ_T_WINT: return GJ_I64;
+  case GJ_T_WFLT: return gj_ty_deffloat(cs);
+  default: return GJ_SCALAR__MAX;
+  }
+}
+
+int gj_ty_isnumeric(gj_ty t)
+{
+  return t.k == GJ_T_NUM || t.k == GJ_T_WINT || t.k == GJ_T_WFLT;
+}
+
+int gj_ty_eq(gj_ty a, gj_ty b)
+{
+  if (a.k != b.k) return 0;
+  switch (a.k) {
+  case GJ_T_NUM: return a.s == b.s;
+  case GJ_T_ARR: return a.s == b.s && a.space == b.space;
+  case GJ_T_KV: case GJ_T_STR: return a.aux == b.aux;
+  default: return 1;
+  }
+}
+
+gj_ty gj_ty_elem(gj_ty arr)
+{
+  return gj_ty_num((gj_scalar)arr.s);
+}
+
+static int width(gj_scalar s) { return gj_scalar_size(s); }
+
+static gj_scalar int_of(int bytes, int issigned)
+{
+  switch (bytes) {
+  case 1: return issigned ? GJ_I8 : GJ_U8;
+  case 2: return issigned ? GJ_I16 : GJ_U16;
+  case 4: return issigned ? GJ_I32 : GJ_U32;
+  default: return issigned ? GJ_I64 : GJ_U64;
+  }
+}
+
+static gj_scalar promote(gj_scalar s)
+{
+  return (gj_scalar_isint(s) && width(s) < 4) ? GJ_I32 : s;
+}
+
+/* Two different integer kinds: the narrowest kind holding both once each is
+** promoted to 32 bits; mixed signedness goes to the next signed width,
+** capped at int64_t. */
+static gj_scalar int_join(gj_scalar a, gj_scalar b)
+{
+  int sa, sb, wa, wb;
+  if (a == b) return a;
+  a = promote(a);
+  b = promote(b);
+  if (a == b) return a;
+  sa = gj_scalar_issigned(a);
+  sb = gj_scalar_issigned(b);
+  wa = width(a);
+  wb = width(b);
+  if (sa == sb) return wa >= wb ? a : b;
+  if (sa && wa > wb) return a;
+  if (sb && wb > wa) return b;
+  return int_of((wa > wb ? wa : wb) * 2 > 8 ? 8 : (wa > wb ? wa : wb) * 2, 1);
+}
+
+static uint32_t code(gj_ty t)
+{
+  return (uint32_t)t.k | ((uint32_t)t.s << 4);
+}
+
+static gj_ty conflict(gj_ty a, gj_ty b)
+{
+  gj_ty t;
+  memset(&t, 0, sizeof(t));
+  t.k = GJ_T_CONFLICT;
+  if (a.k == GJ_T_CONFLICT) return a;
+  if (b.k == GJ_T_CONFLICT) return b;
+  t.aux = (int32_t)(code(a) | (code(b) << 8));
+  return t;
+}
+
+static gj_ty num_join(const gj_cs *cs, gj_ty a, gj_ty b)
+{
+  gj_ty t;
+  memset(&t, 0, sizeof(t));
+  if (a.k == GJ_T_NUM && b.k == GJ_T_NUM) {
+    gj_scalar sa = (gj_scalar)a.s, sb = (gj_scalar)b.s;
+    if (gj_scalar_isfloat(sa) || gj_scalar_isfloat(sb)) {
+      if (gj_scalar_isfloat(sa) && gj_scalar_isfloat(sb))
+        return gj_ty_num(sa == GJ_F64 || sb == GJ_F64 ? GJ_F64 : GJ_F32);
+      return gj_ty_num(gj_scalar_isfloat(sa) ? sa : sb);
+    }
+    return gj_ty_num(int_join(sa, sb));
+  }
+  if (a.k == GJ_T_NUM || b.k == GJ_T_NUM) {
+    gj_ty n = a.k == GJ_T_NUM ? a : b, w = a.k == GJ_T_NUM ? b : a;
+    if (w.k == GJ_T_WFLT && gj_scalar_isint((gj_scalar)n.s))
+      return gj_ty_num(gj_ty_deffloat(cs));
+    return gj_ty_num((gj_scalar)n.s);
+  }
+  /* both weak */
+  t.k = (a.k == GJ_T_WINT && b.k == GJ_T_WINT) ? GJ_T_WINT : GJ_T_WFLT;
+  if (a.hasc && b.hasc && a.u.c == b.u.c) {
+    t.hasc = 1;
+    t.u.c = a.u.c;
+  }
+  return t;
+}
+
+gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
+{
+  if (a.k == GJ_T_UNDEF) return b;
+  if (b.k == GJ_T_UNDEF) return a;
+  if (gj_ty_isnumeric(a) && gj_ty_isnumeric(b)) return num_join(cs, a, b);
+  if (a.k != b.k) return conflict(a, b);
+  switch (a.k) {
+  case GJ_T_NIL:
+    return a;
+  case GJ_T_BOOL:
+    if (!(a.hasc && b.hasc && a.u.c == b.u.c)) a.hasc = 0;
+    return a;
+  case GJ_T_ARR:
+    if (a.s != b.s || a.space != b.space) return conflict(a, b);
+    a.u.origin |= b.u.origin;
+    return a;
+  case GJ_T_KV: case GJ_T_STR:
+    return a.aux == b.aux ? a : conflict(a, b);
+  default:
+    return conflict(a, b);
+  }
+}
+
+gj_ty gj_ty_arith(const gj_cs *cs, gj_ty a, gj_ty b)
+{
+  gj_ty t = num_join(cs, a, b);
+  if (t.k == GJ_T_NUM) t.s = (uint8_t)promote((gj_scalar)t.s);
+  return t;
+}
+
+static const char *kind_name(const gj_cs *cs, int k, int s, char *buf,
+                             size_t n)
+{
+  switch (k) {
+  case GJ_T_UNDEF: return "no value";
+  case GJ_T_NIL: return "nil";
+  case GJ_T_BOOL: return "a boolean";
+  case GJ_T_NUM:
+    snprintf(buf, n, "a number (%s)", gj_scalar_name((gj_scalar)s));
+    return buf;
+  case GJ_T_WINT: return "a number (integer literal)";
+  case GJ_T_WFLT: return "a number (float literal)";
+  case GJ_T_ARR:
+    snprintf(buf, n, "an array (%s[])", gj_scalar_name((gj_scalar)s));
+    return buf;
+  case GJ_T_KV: return "a table or function";
+  case GJ_T_STR: return "a string";
+  default: (void)cs; return "a value of mixed types";
+  }
+}
+
+void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
+{
+  char b1[64], b2[64];
+  if (t.k == GJ_T_CONFLICT) {
+    snprintf(buf, n, "%s or %s",
+             kind_name(cs, t.aux & 15, (t.aux >> 4) & 15, b1, sizeof(b1)),
+             kind_name(cs, (t.aux >> 8) & 15, (t.aux >> 12) & 15, b2,
+                       sizeof(b2)));
+    return;
+  }
+  if (t.k == GJ_T_KV && cs && t.aux >= 0 && t.aux < cs->nkv) {
+    const gj_kv *kv = &cs->kv[t.aux];
+    snprintf(buf, n, "%s '%s'", kv->kind == GJ_KV_TABLE ? "table" : "function",
+             kv->name);
+    return;
+  }
+  snprintf(buf, n, "%s", kind_name(cs, t.k, t.s, b1, sizeof(b1)));
+}

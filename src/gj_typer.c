@@ -1,0 +1,380 @@
+/*
+** Typer: control-flow graph, fixed point, and the session's functions.
+** The per-instruction rules are in gj_typer_step.c.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "gj_ctx.h"
+#include "gj_typer.h"
+#include "gj_typer_int.h"
+
+void gj_cs_init(gj_cs *cs, lua_State *L, struct gj_ctx *ctx, const gj_bcmap *map,
+                int single, const char *kname, gj_err *err)
+{
+  memset(cs, 0, sizeof(*cs));
+  cs->L = L;
+  cs->ctx = ctx;
+  cs->map = map;
+  cs->single = single;
+  cs->kname = kname;
+  cs->err = err;
+}
+
+static void fn_free(gj_fn *fn)
+{
+  free(fn->blocks);
+  free(fn->blockof);
+  free(fn->entry);
+  free(fn->reached);
+  free(fn);
+}
+
+void gj_cs_free(gj_cs *cs)
+{
+  int i;
+  for (i = 0; i < cs->nfns; i++) {
+    gj_fn *fn = cs->fns[i];
+    if (fn->kv < 0 && fn->proto) {  /* the kernel's own proto */
+      gj_bc_free(cs->L, fn->proto);
+      free(fn->proto);
+    }
+    fn_free(fn);
+  }
+  for (i = 0; i < cs->nkv; i++) {
+    if (cs->kv[i].proto) {
+      gj_bc_free(cs->L, cs->kv[i].proto);
+      free(cs->kv[i].proto);
+    }
+    luaL_unref(cs->L, LUA_REGISTRYINDEX, cs->kv[i].ref);
+  }
+  free(cs->kv);
+  free(cs->fns);
+  memset(cs, 0, sizeof(*cs));
+}
+
+int gj_typer_error(gj_cs *cs, gj_fn *fn, int i, const char *fmt, ...)
+{
+  char what[1024];
+  va_list ap;
+  int line = fn->proto->linedefined;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof(what), fmt, ap);
+  va_end(ap);
+  if (i >= 0 && i < fn->proto->nins) line = fn->proto->ins[i].line;
+  return gj_err_set(cs->err, "%s:%d: %s (in kernel %s)", fn->proto->chunk,
+                    line, what, cs->kname);
+}
+
+/* --- Control-flow graph ------------------------------------------------ */
+
+int gj_ins_isbranch(int op)
+{
+  return (op >= GJ_BC_ISLT && op <= GJ_BC_ISF);
+}
+
+int gj_ins_isret(int op)
+{
+  return op == GJ_BC_RET || op == GJ_BC_RET0 || op == GJ_BC_RET1 ||
+         op == GJ_BC_RETM || op == GJ_BC_CALLT || op == GJ_BC_CALLMT;
+}
+
+/* Blocks end after a conditional test (its successors are the JMP that
+** follows it, taken when the test holds, and the instruction after that),
+** after a jump, a loop instruction and a return. */
+static int cfg_build(gj_cs *cs, gj_fn *fn)
+{
+  const gj_proto *p = fn->proto;
+  int n = p->nins, i, nb = 0;
+  uint8_t *leader = calloc((size_t)n + 2, 1);
+  if (!leader) return gj_err_set(cs->err, "out of memory");
+  leader[0] = 1;
+  for (i = 0; i < n; i++) {
+    const gj_ins *in = &p->ins[i];
+    int t = in->target;
+    if (gj_ins_isbranch(in->op)) {
+      leader[i + 1] = 1;
+      if (i + 2 <= n) leader[i + 2] = 1;
+    } else if (in->op == GJ_BC_JMP || in->op == GJ_BC_UCLO ||
+               in->op == GJ_BC_FORI || in->op == GJ_BC_FORL ||
+               gj_ins_isret(in->op)) {
+      leader[i + 1] = 1;
+    }
+    if ((in->op == GJ_BC_JMP || in->op == GJ_BC_UCLO || in->op == GJ_BC_FORI ||
+         in->op == GJ_BC_FORL) && t >= 0 && t <= n)
+      leader[t] = 1;
+  }
+  for (i = 0; i < n; i++) nb += leader[i];
+  fn->nblocks = nb;
+  fn->blocks = calloc((size_t)nb, sizeof(gj_block));
+  fn->blockof = calloc((size_t)n + 1, sizeof(int));
+  fn->reached = calloc((size_t)nb, 1);
+  fn->entry = calloc((size_t)nb * (size_t)(p->framesize + 1), sizeof(gj_ty));
+  if (!fn->blocks || !fn->blockof || !fn->reached || !fn->entry) {
+    free(leader);
+    return gj_err_set(cs->err, "out of memory");
+  }
+  nb = -1;
+  for (i = 0; i < n; i++) {
+    if (leader[i]) {
+      nb++;
+      fn->blocks[nb].start = i;
+    }
+    fn->blocks[nb].end = i + 1;
+    fn->blockof[i] = nb;
+  }
+  fn->blockof[n] = -1;
+  free(leader);
+  for (i = 0; i < fn->nblocks; i++) {
+    gj_block *b = &fn->blocks[i];
+    const gj_ins *last = &p->ins[b->end - 1];
+    int next = b->end < n ? fn->blockof[b->end] : -1;
+    int tgt = (last->target >= 0 && last->target < n) ? fn->blockof[last->target]
+                                                      : -1;
+    b->nsucc = 0;
+    if (gj_ins_isbranch(last->op)) {
+      /* succ[0]: test fails (skip the JMP); succ[1]: test holds (the JMP) */
+      b->succ[0] = b->end + 1 < n ? fn->blockof[b->end + 1] : -1;
+      b->succ[1] = next;
+      b->nsucc = 2;
+    } else if (last->op == GJ_BC_JMP || last->op == GJ_BC_UCLO) {
+      b->succ[0] = tgt;
+      b->nsucc = 1;
+    } else if (last->op == GJ_BC_FORI) {
+      b->succ[0] = tgt;    /* loop not entered */
+      b->succ[1] = next;   /* body */
+      b->nsucc = 2;
+    } else if (last->op == GJ_BC_FORL) {
+      b->succ[0] = next;   /* loop done */
+      b->succ[1] = tgt;    /* next iteration */
+      b->nsucc = 2;
+    } else if (!gj_ins_isret(last->op)) {
+      b->succ[0] = next;
+      b->nsucc = 1;
+    }
+    if ((b->nsucc >= 1 && b->succ[0] < 0) || (b->nsucc == 2 && b->succ[1] < 0))
+      return gj_typer_error(cs, fn, b->end - 1,
+                            "control flow leaves the function's bytecode");
+  }
+  return 0;
+}
+
+/* --- Fixed point ------------------------------------------------------- */
+
+gj_ty *gj_fn_entry(gj_fn *fn, int b)
+{
+  return fn->entry + (size_t)b * (size_t)(fn->proto->framesize + 1);
+}
+
+/* Join st into block b's entry state; 1 when it changed. */
+static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st)
+{
+  gj_ty *e = gj_fn_entry(fn, b);
+  int i, n = fn->proto->framesize, changed = !fn->reached[b];
+  fn->reached[b] = 1;
+  for (i = 0; i < n; i++) {
+    gj_ty j = gj_ty_join(cs, e[i], st[i]);
+    if (!gj_ty_eq(j, e[i]) || j.hasc != e[i].hasc ||
+        (j.hasc && j.u.c != e[i].u.c) ||
+        (j.k == GJ_T_ARR && j.u.origin != e[i].u.origin)) {
+      e[i] = j;
+      changed = 1;
+    }
+  }
+  return changed;
+}
+
+int gj_typer_block(gj_cs *cs, gj_fn *fn, int b, gj_tstate *st, gj_edges *ed)
+{
+  const gj_block *blk = &fn->blocks[b];
+  int i;
+  memcpy(st->slot, gj_fn_entry(fn, b), sizeof(gj_ty) * (size_t)fn->proto->framesize);
+  st->mr_base = -1;
+  st->mr_n = 0;
+  for (i = blk->start; i < blk->end; i++) {
+    ed->live[0] = ed->live[1] = 1;
+    ed->copy_a = -1;
+    if (gj_typer_step(cs, fn, i, st, ed)) return -1;
+  }
+  return 0;
+}
+
+static int fixpoint(gj_cs *cs, gj_fn *fn)
+{
+  int fs = fn->proto->framesize, nb = fn->nblocks;
+  int *work = malloc(sizeof(int) * (size_t)(nb + 1));
+  uint8_t *queued = calloc((size_t)nb, 1);
+  gj_ty *slots = calloc((size_t)fs + 1, sizeof(gj_ty));
+  gj_ty *taken = calloc((size_t)fs + 1, sizeof(gj_ty));
+  gj_tstate st;
+  int nwork = 0, rounds = 0, rc = 0;
+  if (!work || !queued || !slots || !taken) {
+    rc = gj_err_set(cs->err, "out of memory");
+    goto done;
+  }
+  st.slot = slots;
+  work[nwork++] = 0;
+  queued[0] = 1;
+  fn->reached[0] = 1;
+  while (nwork > 0) {
+    int b = work[--nwork], s;
+    const gj_block *blk;
+    gj_edges ed;
+    queued[b] = 0;
+    if (++rounds > 200 * nb + 1000) {
+      rc = gj_typer_error(cs, fn, -1, "types did not settle (internal error)");
+      goto done;
+    }
+    if (gj_typer_block(cs, fn, b, &st, &ed)) { rc = -1; goto done; }
+    blk = &fn->blocks[b];
+    for (s = 0; s < blk->nsucc; s++) {
+      const gj_ty *out = slots;
+      if (blk->nsucc == 2 && !ed.live[s]) continue;
+      if (s == 1 && ed.copy_a >= 0) {
+        memcpy(taken, slots, sizeof(gj_ty) * (size_t)fs);
+        taken[ed.copy_a] = taken[ed.copy_d];
+        out = taken;
+      }
+      if (merge(cs, fn, blk->succ[s], out) && !queued[blk->succ[s]]) {
+        queued[blk->succ[s]] = 1;
+        work[nwork++] = blk->succ[s];
+      }
+    }
+  }
+done:
+  free(work);
+  free(queued);
+  free(slots);
+  free(taken);
+  return rc;
+}
+
+static gj_fn *fn_new(gj_cs *cs, int kv, gj_proto *p, int nparams,
+                     const gj_ty *params)
+{
+  gj_fn *fn;
+  int i;
+  if (cs->nfns == cs->maxfns) {
+    int m = cs->maxfns ? cs->maxfns * 2 : 8;
+    gj_fn **f = realloc(cs->fns, sizeof(gj_fn *) * (size_t)m);
+    if (!f) return NULL;
+    cs->fns = f;
+    cs->maxfns = m;
+  }
+  fn = calloc(1, sizeof(gj_fn));
+  if (!fn) return NULL;
+  fn->kv = kv;
+  fn->proto = p;
+  fn->nparams = nparams;
+  fn->nret = -1;
+  for (i = 0; i < nparams; i++) {
+    fn->params[i] = params[i];
+    fn->params[i].hasc = 0;
+    if (params[i].k == GJ_T_ARR) fn->params[i].u.origin = 1ull << i;
+  }
+  cs->fns[cs->nfns++] = fn;
+  return fn;
+}
+
+static int type_fn(gj_cs *cs, gj_fn *fn)
+{
+  gj_ty *e;
+  int i, rc;
+  if (fn->proto->framesize > 250 || fn->nparams > GJ_MAXPARAMS)
+    return gj_typer_error(cs, fn, -1, "function too large");
+  if (cfg_build(cs, fn)) return -1;
+  e = gj_fn_entry(fn, 0);
+  for (i = 0; i < fn->nparams && i < fn->proto->framesize; i++) e[i] = fn->params[i];
+  fn->busy = 1;
+  rc = fixpoint(cs, fn);
+  fn->busy = 0;
+  if (rc == 0 && fn->nret < 0) fn->nret = 0;
+  return rc;
+}
+
+int gj_typer_kernel(gj_cs *cs, int fidx, int nparams, const gj_ty *params,
+                    gj_fn **out)
+{
+  gj_proto *p = calloc(1, sizeof(gj_proto));
+  gj_fn *fn;
+  if (!p) return gj_err_set(cs->err, "out of memory");
+  if (gj_bc_read(cs->L, fidx, cs->map, p, cs->err)) {
+    free(p);
+    return -1;
+  }
+  snprintf(p->name, sizeof(p->name), "%s", cs->kname);
+  if (p->nparams != nparams) {
+    int n = p->nparams;
+    gj_bc_free(cs->L, p);
+    free(p);
+    return gj_err_set(cs->err, "kernel %s takes %d argument%s, %d type%s given",
+                      cs->kname, n, n == 1 ? "" : "s", nparams,
+                      nparams == 1 ? "" : "s");
+  }
+  fn = fn_new(cs, -1, p, nparams, params);
+  if (!fn) {
+    gj_bc_free(cs->L, p);
+    free(p);
+    return gj_err_set(cs->err, "out of memory");
+  }
+  *out = fn;
+  return type_fn(cs, fn);
+}
+
+int gj_typer_callee(gj_cs *cs, int kv, int nargs, const gj_ty *args,
+                    int line, gj_fn *caller, gj_fn **out)
+{
+  gj_kv *k = &cs->kv[kv];
+  gj_ty params[GJ_MAXPARAMS];
+  int i, j;
+  (void)line;
+  if (!k->proto) {
+    gj_proto *p = calloc(1, sizeof(gj_proto));
+    if (!p) return gj_err_set(cs->err, "out of memory");
+    lua_rawgeti(cs->L, LUA_REGISTRYINDEX, k->ref);
+    if (gj_bc_read(cs->L, -1, cs->map, p, cs->err)) {
+      lua_pop(cs->L, 1);
+      free(p);
+      return gj_err_prefix(cs->err, "in device function '%s': ", k->name);
+    }
+    lua_pop(cs->L, 1);
+    snprintf(p->name, sizeof(p->name), "%s", k->name);
+    k->proto = p;
+  }
+  for (i = 0; i < k->proto->nparams; i++) {
+    if (i < nargs) {
+      params[i] = args[i];
+      params[i].hasc = 0;
+    } else {
+      memset(&params[i], 0, sizeof(gj_ty));
+      params[i].k = GJ_T_NIL;
+    }
+  }
+  for (i = 0; i < cs->nfns; i++) {
+    gj_fn *f = cs->fns[i];
+    if (f->kv != kv) continue;
+    for (j = 0; j < k->proto->nparams; j++)
+      if (!gj_ty_eq(f->params[j], params[j])) break;
+    if (j == k->proto->nparams) {
+      if (f->busy) goto recursion;
+      *out = f;
+      return 0;
+    }
+  }
+  for (i = 0; i < cs->nfns; i++)
+    if (cs->fns[i]->kv == kv && cs->fns[i]->busy) goto recursion;
+  {
+    gj_fn *fn = fn_new(cs, kv, k->proto, k->proto->nparams, params);
+    if (!fn) return gj_err_set(cs->err, "out of memory");
+    *out = fn;
+    return type_fn(cs, fn);
+  }
+recursion:
+  (void)caller;
+  return -2;
+}

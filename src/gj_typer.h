@@ -1,0 +1,158 @@
+/*
+** Typer: a type for every slot at every instruction (docs/typing.md).
+**
+** A compile session (gj_cs) types the kernel and, on demand, every device
+** function it reaches, once per tuple of argument types (gj_fn).  The
+** state at each basic block's entry is iterated to a fixed point; codegen
+** later replays gj_typer_step through each block to get the types at every
+** instruction, so the rules live in one place.
+*/
+#ifndef GJ_TYPER_H
+#define GJ_TYPER_H
+
+#include <stdint.h>
+
+#include "gj_bc.h"
+#include "gj_err.h"
+#include "gj_type.h"
+
+typedef enum gj_tk {
+  GJ_T_UNDEF = 0,  /* no value reaches here yet (bottom) */
+  GJ_T_NIL,
+  GJ_T_BOOL,
+  GJ_T_NUM,        /* s: the scalar kind (never GJ_BOOL) */
+  GJ_T_WINT,       /* weak integer: a literal or captured constant */
+  GJ_T_WFLT,       /* weak float */
+  GJ_T_ARR,        /* s: element kind; space: GJ_SPACE_* */
+  GJ_T_KV,         /* a Lua value known while compiling; aux: gj_cs.kv index */
+  GJ_T_STR,        /* a string constant; aux: index in the proto's kstr */
+  GJ_T_CONFLICT    /* incompatible types merged; aux: the two type codes */
+} gj_tk;
+
+enum { GJ_SPACE_GLOBAL = 0, GJ_SPACE_SHARED = 1, GJ_SPACE_LOCAL = 2 };
+
+typedef struct gj_ty {
+  uint8_t k;       /* gj_tk */
+  uint8_t s;       /* gj_scalar for NUM and ARR */
+  uint8_t space;
+  uint8_t hasc;    /* WINT/WFLT/BOOL: the constant value u.c is known */
+  int32_t aux;
+  union {
+    double c;        /* constant value (BOOL: 0 or 1) */
+    uint64_t origin; /* ARR: bit i set when it may be kernel/function param i */
+  } u;
+} gj_ty;
+
+/* Known Lua values: tables and functions reached through upvalues, globals
+** and fields of known tables. */
+typedef enum { GJ_KV_TABLE, GJ_KV_FUNC, GJ_KV_INTR } gj_kvkind;
+
+typedef struct gj_kv {
+  gj_kvkind kind;
+  int ref;          /* registry reference to the value */
+  int intr;         /* GJ_KV_INTR: gj_intr */
+  char name[96];    /* how the kernel reached it, for messages */
+  struct gj_proto *proto;   /* GJ_KV_FUNC: read on first call */
+} gj_kv;
+
+#define GJ_MAXRET 8
+
+typedef struct gj_block {
+  int start, end;   /* instructions [start, end) */
+  int nsucc;
+  int succ[2];      /* successor block indices */
+} gj_block;
+
+/* One function specialized for one tuple of argument types. */
+typedef struct gj_fn {
+  int kv;                /* the gj_kv of the function; -1 for the kernel */
+  gj_proto *proto;
+  int nparams;
+  gj_ty params[GJ_MAXPARAMS];
+  int nret;              /* -1 until a return is typed */
+  gj_ty ret[GJ_MAXRET];
+  uint64_t wmask;        /* array params it may store to */
+  uint64_t rmask;        /* array params it may load from */
+  int nblocks;
+  gj_block *blocks;
+  int *blockof;          /* instruction -> block */
+  gj_ty *entry;          /* nblocks * framesize entry states */
+  uint8_t *reached;      /* per block */
+  int busy;              /* being typed: a call to it is recursion */
+  void *llfn;            /* codegen's LLVMValueRef */
+} gj_fn;
+
+struct gj_ctx;
+
+typedef struct gj_cs {
+  lua_State *L;
+  struct gj_ctx *ctx;
+  const gj_bcmap *map;
+  int single;            /* precision = "single" */
+  const char *kname;     /* kernel name for messages */
+  gj_err *err;
+  int nkv, maxkv;
+  gj_kv *kv;
+  int nfns, maxfns;
+  gj_fn **fns;           /* fns[0] is the kernel */
+} gj_cs;
+
+/* Multiple results of the last call with C == 0 (MULTRES), tracked with the
+** state as LuaJIT tracks it at run time. */
+typedef struct gj_tstate {
+  gj_ty *slot;           /* framesize entries */
+  int mr_base;           /* first slot of the multiple results, -1: none */
+  int mr_n;
+} gj_tstate;
+
+/* Outgoing states of a block's last instruction: for a conditional branch
+** taken[0] is the fall-through edge and taken[1] the jump; a statically
+** known condition marks the dead edge. */
+typedef struct gj_edges {
+  int live[2];
+  int copy_a;       /* ISTC/ISFC: on the jump edge, slot copy_a = slot d */
+  int copy_d;
+} gj_edges;
+
+void gj_cs_init(gj_cs *cs, lua_State *L, struct gj_ctx *ctx, const gj_bcmap *map,
+                int single, const char *kname, gj_err *err);
+void gj_cs_free(gj_cs *cs);
+
+/* Type the kernel: the function at stack index fidx with param types. */
+int gj_typer_kernel(gj_cs *cs, int fidx, int nparams, const gj_ty *params,
+                    gj_fn **out);
+
+/* Type one instruction: st holds the state before it, afterwards the state
+** after it (for branches: the fall-through state; edges says which edges
+** are live).  fn is the function being typed. */
+int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed);
+
+/* The specialization of device function kv for these argument types
+** (typing it if new). */
+int gj_typer_callee(gj_cs *cs, int kv, int nargs, const gj_ty *args,
+                    int line, gj_fn *caller, gj_fn **out);
+
+/* Type helpers shared with codegen. */
+gj_ty gj_ty_num(gj_scalar s);
+gj_scalar gj_ty_deffloat(const gj_cs *cs);
+/* The concrete scalar a numeric/bool type is held in (weak ones
+** materialized).  GJ_SCALAR__MAX for non-scalars. */
+gj_scalar gj_ty_scalar(const gj_cs *cs, gj_ty t);
+int gj_ty_isnumeric(gj_ty t);
+/* Join for merges and for operands of arithmetic (docs/typing.md). */
+gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b);
+/* Arithmetic operand join: join, then narrow integers promoted to 32 bits. */
+gj_ty gj_ty_arith(const gj_cs *cs, gj_ty a, gj_ty b);
+int gj_ty_eq(gj_ty a, gj_ty b);
+void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n);
+/* Array elements: type of a loaded element. */
+gj_ty gj_ty_elem(gj_ty arr);
+
+/* "file.lua:LINE: <msg> (in kernel NAME)"; returns -1. */
+int gj_typer_error(gj_cs *cs, gj_fn *fn, int i, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+#endif

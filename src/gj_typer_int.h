@@ -1,0 +1,37 @@
+/*
+** Typer internals shared by its files and by codegen.
+*/
+#ifndef GJ_TYPER_INT_H
+#define GJ_TYPER_INT_H
+
+#include "gj_typer.h"
+
+int gj_ins_isbranch(int op);   /* ISLT .. ISF: a test before a JMP */
+int gj_ins_isret(int op);      /* RET*, CALLT, CALLMT */
+gj_ty *gj_fn_entry(gj_fn *fn, int b);
+/* Replay block b from its entry state; st/ed hold the state and edges
+** after its last instruction. */
+int gj_typer_block(gj_cs *cs, gj_fn *fn, int b, gj_tstate *st, gj_edges *ed);
+
+/* Static truth of a value: 1 true, 0 false, -1 known only at run time. */
+int gj_ty_truth(gj_ty t);
+
+/* Type of numeric constant v (weak int when integral and exact). */
+gj_ty gj_ty_const(double v);
+
+/* For a call at instruction i: the function slot, the first argument slot,
+** the argument count and the wanted result count (-1: all). */
+void gj_call_shape(const gj_cs *cs, const gj_ins *in, const gj_tstate *st,
+                   int *fslot, int *arg0, int *nargs, int *nres);
+
+/* Types of an intrinsic call's results.  nres_out: how many it returns. */
+int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                  const gj_ty *args, gj_ty *res, int *nres_out);
+
+/* FORI: the type the loop counts in. */
+gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step);
+
+/* Result type of arithmetic op (GJ_BC_ADDVV .. GJ_BC_POW, as VV). */
+gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b);
+
+#endif

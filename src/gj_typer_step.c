@@ -1,0 +1,767 @@
+/*
+** Typer: the rule for each instruction and each intrinsic
+** (docs/typing.md).  Unsupported constructs are rejected here, with the
+** line of the instruction, so codegen only sees code it can compile.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "gj_ctx.h"
+#include "gj_intr.h"
+#include "gj_typer.h"
+#include "gj_typer_int.h"
+
+#define S(x) (st->slot[(x)])
+
+static gj_ty ty_k(int k)
+{
+  gj_ty t;
+  memset(&t, 0, sizeof(t));
+  t.k = (uint8_t)k;
+  return t;
+}
+
+static gj_ty ty_bool(int hasc, int v)
+{
+  gj_ty t = ty_k(GJ_T_BOOL);
+  t.s = GJ_BOOL;
+  t.hasc = (uint8_t)hasc;
+  t.u.c = v;
+  return t;
+}
+
+gj_ty gj_ty_const(double v)
+{
+  gj_ty t = ty_k(GJ_T_WFLT);
+  if (v == floor(v) && fabs(v) < 9007199254740992.0 && !(v == 0 && signbit(v)))
+    t.k = GJ_T_WINT;
+  t.hasc = 1;
+  t.u.c = v;
+  return t;
+}
+
+int gj_ty_truth(gj_ty t)
+{
+  switch (t.k) {
+  case GJ_T_NIL: return 0;
+  case GJ_T_BOOL: return t.hasc ? (t.u.c != 0) : -1;
+  default: return 1;
+  }
+}
+
+/* Read a slot: a value of mixed types is an error here, where it is used. */
+static int rd(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot, gj_ty *out)
+{
+  gj_ty t = S(slot);
+  if (t.k == GJ_T_CONFLICT) {
+    char b[200];
+    gj_ty_str(cs, t, b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "a value here may be %s", b);
+  }
+  if (t.k == GJ_T_UNDEF) t.k = GJ_T_NIL;
+  *out = t;
+  return 0;
+}
+
+static int num_operand(gj_cs *cs, gj_fn *fn, int i, gj_ty t, const char *what)
+{
+  char b[200];
+  if (gj_ty_isnumeric(t)) return 0;
+  if (t.k == GJ_T_STR)
+    return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+  gj_ty_str(cs, t, b, sizeof(b));
+  return gj_typer_error(cs, fn, i, "%s on %s", what, b);
+}
+
+/* --- Known values ------------------------------------------------------ */
+
+static int intr_of_top(gj_cs *cs)
+{
+  lua_State *L = cs->L;
+  int r = -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, cs->ctx->ref_intr);
+  lua_pushvalue(L, -2);
+  lua_rawget(L, -2);
+  if (lua_isstring(L, -1)) r = gj_intr_lookup(lua_tostring(L, -1));
+  lua_pop(L, 2);
+  return r;
+}
+
+/* The value on the stack top (popped) as a type: numbers and booleans are
+** constants, tables and functions known values. */
+static int resolve_top(gj_cs *cs, gj_fn *fn, int i, const char *name,
+                       gj_ty *out)
+{
+  lua_State *L = cs->L;
+  int k;
+  switch (lua_type(L, -1)) {
+  case LUA_TNUMBER:
+    *out = gj_ty_const(lua_tonumber(L, -1));
+    lua_pop(L, 1);
+    return 0;
+  case LUA_TBOOLEAN:
+    *out = ty_bool(1, lua_toboolean(L, -1));
+    lua_pop(L, 1);
+    return 0;
+  case LUA_TNIL:
+    lua_pop(L, 1);
+    return gj_typer_error(cs, fn, i, "'%s' is nil", name);
+  case LUA_TTABLE: case LUA_TFUNCTION:
+    break;
+  default: {
+    const char *tn = luaL_typename(L, -1);
+    lua_pop(L, 1);
+    return gj_typer_error(cs, fn, i, "'%s' is a %s, which a kernel cannot use",
+                          name, tn);
+  }
+  }
+  for (k = 0; k < cs->nkv; k++) {
+    int same;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, cs->kv[k].ref);
+    same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 1);
+    if (same) {
+      lua_pop(L, 1);
+      *out = ty_k(GJ_T_KV);
+      out->aux = k;
+      return 0;
+    }
+  }
+  if (cs->nkv == cs->maxkv) {
+    int m = cs->maxkv ? cs->maxkv * 2 : 16;
+    gj_kv *n = realloc(cs->kv, sizeof(gj_kv) * (size_t)m);
+    if (!n) {
+      lua_pop(L, 1);
+      return gj_err_set(cs->err, "out of memory");
+    }
+    cs->kv = n;
+    cs->maxkv = m;
+  }
+  {
+    gj_kv *kv = &cs->kv[cs->nkv];
+    memset(kv, 0, sizeof(*kv));
+    snprintf(kv->name, sizeof(kv->name), "%s", name);
+    kv->intr = lua_isfunction(L, -1) ? intr_of_top(cs) : -1;
+    kv->kind = lua_istable(L, -1) ? GJ_KV_TABLE
+             : kv->intr >= 0      ? GJ_KV_INTR
+                                  : GJ_KV_FUNC;
+    kv->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  *out = ty_k(GJ_T_KV);
+  out->aux = cs->nkv++;
+  return 0;
+}
+
+/* Field `key` of known table kv (or index when key is NULL). */
+static int resolve_field(gj_cs *cs, gj_fn *fn, int i, int kv, const char *key,
+                         int idx, gj_ty *out)
+{
+  char name[160];
+  lua_State *L = cs->L;
+  if (key) snprintf(name, sizeof(name), "%s.%s", cs->kv[kv].name, key);
+  else snprintf(name, sizeof(name), "%s[%d]", cs->kv[kv].name, idx);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, cs->kv[kv].ref);
+  if (key) lua_getfield(L, -1, key);
+  else lua_rawgeti(L, -1, idx);
+  lua_remove(L, -2);
+  return resolve_top(cs, fn, i, name, out);
+}
+
+static void fn_push(gj_cs *cs, gj_fn *fn)
+{
+  if (fn->kv < 0) lua_rawgeti(cs->L, LUA_REGISTRYINDEX, fn->proto->fnref);
+  else lua_rawgeti(cs->L, LUA_REGISTRYINDEX, cs->kv[fn->kv].ref);
+}
+
+static int resolve_upvalue(gj_cs *cs, gj_fn *fn, int i, int uv, gj_ty *out)
+{
+  lua_State *L = cs->L;
+  const char *nm;
+  char name[96];
+  fn_push(cs, fn);
+  nm = lua_getupvalue(L, -1, uv + 1);
+  if (!nm) {
+    lua_pop(L, 1);
+    return gj_typer_error(cs, fn, i, "bad upvalue %d", uv);
+  }
+  snprintf(name, sizeof(name), "%s", *nm ? nm : "?");
+  lua_remove(L, -2);
+  return resolve_top(cs, fn, i, name, out);
+}
+
+static int resolve_global(gj_cs *cs, gj_fn *fn, int i, const char *name,
+                          gj_ty *out)
+{
+  lua_State *L = cs->L;
+  fn_push(cs, fn);
+  lua_getfenv(L, -1);
+  lua_getfield(L, -1, name);
+  lua_remove(L, -2);
+  lua_remove(L, -2);
+  return resolve_top(cs, fn, i, name, out);
+}
+
+/* --- Arithmetic -------------------------------------------------------- */
+
+gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b)
+{
+  gj_ty t = gj_ty_arith(cs, a, b);
+  int folded = a.hasc && b.hasc;
+  double c = 0;
+  t.hasc = 0;
+  switch (op) {
+  case GJ_BC_ADDVV: c = a.u.c + b.u.c; break;
+  case GJ_BC_SUBVV: c = a.u.c - b.u.c; break;
+  case GJ_BC_MULVV: c = a.u.c * b.u.c; break;
+  case GJ_BC_MODVV:
+    folded = 0;
+    break;
+  case GJ_BC_DIVVV: case GJ_BC_POW:
+    folded = 0;
+    if (t.k == GJ_T_WINT) t.k = GJ_T_WFLT;
+    else if (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s))
+      t = gj_ty_num(gj_ty_deffloat(cs));
+    break;
+  default: break;
+  }
+  if (folded && (t.k == GJ_T_WINT || t.k == GJ_T_WFLT)) {
+    gj_ty f = gj_ty_const(c);
+    if (t.k == GJ_T_WFLT) f.k = GJ_T_WFLT;
+    return f;
+  }
+  return t;
+}
+
+static int arith_vv(int op)
+{
+  switch (op) {
+  case GJ_BC_ADDVN: case GJ_BC_ADDNV: case GJ_BC_ADDVV: return GJ_BC_ADDVV;
+  case GJ_BC_SUBVN: case GJ_BC_SUBNV: case GJ_BC_SUBVV: return GJ_BC_SUBVV;
+  case GJ_BC_MULVN: case GJ_BC_MULNV: case GJ_BC_MULVV: return GJ_BC_MULVV;
+  case GJ_BC_DIVVN: case GJ_BC_DIVNV: case GJ_BC_DIVVV: return GJ_BC_DIVVV;
+  case GJ_BC_MODVN: case GJ_BC_MODNV: case GJ_BC_MODVV: return GJ_BC_MODVV;
+  default: return GJ_BC_POW;
+  }
+}
+
+gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step)
+{
+  int intlike = (start.k == GJ_T_WINT ||
+                 (start.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)start.s))) &&
+                (step.k == GJ_T_WINT ||
+                 (step.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)step.s)));
+  gj_ty t;
+  if (intlike) {
+    t = gj_ty_arith(cs, start, step);
+    if (t.k == GJ_T_WINT) t = gj_ty_num(GJ_I64);
+  } else {
+    t = gj_ty_arith(cs, gj_ty_arith(cs, start, stop), step);
+    if (t.k != GJ_T_NUM || gj_scalar_isint((gj_scalar)t.s))
+      t = gj_ty_num(gj_ty_deffloat(cs));
+  }
+  t.hasc = 0;
+  return t;
+}
+
+/* --- Intrinsics -------------------------------------------------------- */
+
+/* A float-valued math result for operand type t. */
+static gj_ty float_of(const gj_cs *cs, gj_ty t)
+{
+  if (t.k == GJ_T_NUM && gj_scalar_isfloat((gj_scalar)t.s)) return gj_ty_num((gj_scalar)t.s);
+  if (t.k == GJ_T_NUM) return gj_ty_num(gj_ty_deffloat(cs));
+  return ty_k(GJ_T_WFLT);
+}
+
+int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                  const gj_ty *args, gj_ty *res, int *nres_out)
+{
+  const char *nm = gj_intr_names[intr];
+  int j, minargs = 1, maxargs = 1;
+  *nres_out = 1;
+  switch (intr) {
+  case GJ_I_GLOBAL_ID: case GJ_I_LOCAL_ID: case GJ_I_GROUP_ID:
+  case GJ_I_GROUP_SIZE: case GJ_I_NUM_GROUPS: case GJ_I_GLOBAL_SIZE:
+    minargs = 0;
+    break;
+  case GJ_I_M_ATAN2: case GJ_I_M_POW: case GJ_I_M_FMOD:
+  case GJ_I_B_LSHIFT: case GJ_I_B_RSHIFT: case GJ_I_B_ARSHIFT:
+  case GJ_I_B_ROL: case GJ_I_B_ROR:
+    minargs = maxargs = 2;
+    break;
+  case GJ_I_M_LOG:
+    maxargs = 2;
+    break;
+  case GJ_I_M_MIN: case GJ_I_M_MAX: case GJ_I_B_BAND: case GJ_I_B_BOR:
+  case GJ_I_B_BXOR:
+    maxargs = 64;
+    break;
+  case GJ_I_BARRIER: case GJ_I_SHARED: case GJ_I_LOCAL_ARRAY:
+  case GJ_I_ATOMIC_ADD: case GJ_I_ATOMIC_SUB: case GJ_I_ATOMIC_MIN:
+  case GJ_I_ATOMIC_MAX: case GJ_I_ATOMIC_AND: case GJ_I_ATOMIC_OR:
+  case GJ_I_ATOMIC_XOR: case GJ_I_ATOMIC_XCHG: case GJ_I_ATOMIC_CAS:
+    return gj_typer_error(cs, fn, i,
+                          "gpu.%s is not supported by the compiler yet "
+                          "(work-group features are not implemented; the "
+                          "\"sim\" backend runs them)", nm);
+  default:
+    break;
+  }
+  if (nargs < minargs || nargs > maxargs)
+    return gj_typer_error(cs, fn, i, "%s%s expects %d%s argument%s, got %d",
+                          intr <= GJ_I_ATOMIC_CAS ? "gpu." : "", nm, minargs,
+                          maxargs > minargs ? " or more" : "",
+                          minargs == 1 ? "" : "s", nargs);
+  for (j = 0; j < nargs; j++)
+    if (num_operand(cs, fn, i, args[j], "a math or bit call")) return -1;
+  switch (intr) {
+  case GJ_I_GLOBAL_ID: case GJ_I_LOCAL_ID: case GJ_I_GROUP_ID:
+  case GJ_I_GROUP_SIZE: case GJ_I_NUM_GROUPS: case GJ_I_GLOBAL_SIZE:
+    if (nargs == 1 && args[0].hasc &&
+        !(args[0].u.c == 0 || args[0].u.c == 1 || args[0].u.c == 2))
+      return gj_typer_error(cs, fn, i, "gpu.%s: dimension must be 0, 1 or 2",
+                            nm);
+    res[0] = gj_ty_num(GJ_I64);
+    return 0;
+  case GJ_I_M_ABS: case GJ_I_M_CEIL: case GJ_I_M_FLOOR:
+    res[0] = args[0];
+    res[0].hasc = 0;
+    if (res[0].k == GJ_T_NUM) res[0] = gj_ty_arith(cs, args[0], args[0]);
+    if (intr == GJ_I_M_ABS && res[0].k == GJ_T_NUM &&
+        !gj_scalar_issigned((gj_scalar)res[0].s) &&
+        gj_scalar_isint((gj_scalar)res[0].s))
+      res[0] = gj_ty_num((gj_scalar)res[0].s);
+    res[0].hasc = 0;
+    return 0;
+  case GJ_I_M_MIN: case GJ_I_M_MAX:
+    res[0] = args[0];
+    for (j = 1; j < nargs; j++) res[0] = gj_ty_arith(cs, res[0], args[j]);
+    if (nargs == 1 && res[0].k == GJ_T_NUM) res[0] = gj_ty_arith(cs, res[0], res[0]);
+    res[0].hasc = 0;
+    return 0;
+  case GJ_I_M_ATAN2: case GJ_I_M_POW: case GJ_I_M_FMOD:
+    res[0] = float_of(cs, gj_ty_arith(cs, args[0], args[1]));
+    return 0;
+  case GJ_I_M_LOG:
+    res[0] = float_of(cs, nargs == 2 ? gj_ty_arith(cs, args[0], args[1]) : args[0]);
+    return 0;
+  case GJ_I_M_MODF:
+    res[0] = res[1] = float_of(cs, args[0]);
+    *nres_out = 2;
+    return 0;
+  default:
+    break;
+  }
+  if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
+    res[0] = gj_ty_num(GJ_I32);
+    return 0;
+  }
+  res[0] = float_of(cs, args[0]);  /* the one-argument math functions */
+  return 0;
+}
+
+/* --- Calls and returns ------------------------------------------------- */
+
+void gj_call_shape(const gj_cs *cs, const gj_ins *in, const gj_tstate *st,
+                   int *fslot, int *arg0, int *nargs, int *nres)
+{
+  *fslot = in->a;
+  *arg0 = in->a + 1 + cs->map->fr2;
+  switch (in->op) {
+  case GJ_BC_CALL: *nargs = in->c - 1; *nres = in->b - 1; break;
+  case GJ_BC_CALLM: *nargs = in->c + st->mr_n; *nres = in->b - 1; break;
+  case GJ_BC_CALLT: *nargs = (int)in->d - 1; *nres = -1; break;
+  default: *nargs = (int)in->d + st->mr_n; *nres = -1; break;  /* CALLMT */
+  }
+}
+
+static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
+{
+  int j;
+  if (fn->kv < 0) {
+    if (n > 0)
+      return gj_typer_error(cs, fn, i, "a kernel cannot return values "
+                                       "(store results into an array)");
+    fn->nret = 0;
+    return 0;
+  }
+  if (n > GJ_MAXRET)
+    return gj_typer_error(cs, fn, i, "too many return values (at most %d)",
+                          GJ_MAXRET);
+  for (j = 0; j < n; j++) {
+    if (v[j].k == GJ_T_ARR && v[j].space != GJ_SPACE_GLOBAL)
+      return gj_typer_error(cs, fn, i, "a shared or local array cannot be "
+                                       "returned");
+    if (v[j].k == GJ_T_STR)
+      return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+  }
+  if (fn->nret < 0) {
+    fn->nret = n;
+    for (j = 0; j < n; j++) fn->ret[j] = v[j];
+    return 0;
+  }
+  if (fn->nret != n)
+    return gj_typer_error(cs, fn, i, "every return of device function '%s' "
+                                     "must return the same number of values "
+                                     "(%d here, %d elsewhere)",
+                          fn->proto->name, n, fn->nret);
+  for (j = 0; j < n; j++) {
+    gj_ty t = gj_ty_join(cs, fn->ret[j], v[j]);
+    if (t.k == GJ_T_CONFLICT) {
+      char b[200];
+      gj_ty_str(cs, t, b, sizeof(b));
+      return gj_typer_error(cs, fn, i, "return value %d may be %s", j + 1, b);
+    }
+    fn->ret[j] = t;
+  }
+  return 0;
+}
+
+static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
+{
+  const gj_ins *in = &fn->proto->ins[i];
+  gj_ty args[GJ_MAXPARAMS], res[GJ_MAXRET], f;
+  int fslot, arg0, nargs, nres, nout = 0, j;
+  gj_call_shape(cs, in, st, &fslot, &arg0, &nargs, &nres);
+  if (rd(cs, fn, i, st, fslot, &f)) return -1;
+  if (nargs > GJ_MAXPARAMS)
+    return gj_typer_error(cs, fn, i, "too many arguments in a call");
+  for (j = 0; j < nargs; j++)
+    if (rd(cs, fn, i, st, arg0 + j, &args[j])) return -1;
+  if (f.k != GJ_T_KV || cs->kv[f.aux].kind == GJ_KV_TABLE) {
+    char b[200];
+    gj_ty_str(cs, f, b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "attempt to call %s", b);
+  }
+  if (cs->kv[f.aux].kind == GJ_KV_INTR) {
+    if (gj_typer_intr(cs, fn, i, cs->kv[f.aux].intr, nargs, args, res, &nout))
+      return -1;
+  } else {
+    gj_fn *callee;
+    int rc, iscf;
+    lua_rawgeti(cs->L, LUA_REGISTRYINDEX, cs->kv[f.aux].ref);
+    iscf = lua_iscfunction(cs->L, -1);
+    lua_pop(cs->L, 1);
+    if (iscf)
+      return gj_typer_error(cs, fn, i, "unknown function '%s': kernels may call "
+                                       "only gpu.*, math.*, bit.* and Lua "
+                                       "functions in the kernel subset",
+                            cs->kv[f.aux].name);
+    for (j = 0; j < nargs; j++)
+      if (args[j].k == GJ_T_STR)
+        return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+    rc = gj_typer_callee(cs, f.aux, nargs, args, in->line, fn, &callee);
+    if (rc == -2)
+      return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "
+                                       "supported in kernels",
+                            cs->kv[f.aux].name);
+    if (rc) return -1;
+    nout = callee->nret;
+    for (j = 0; j < nout; j++) res[j] = callee->ret[j];
+    for (j = 0; j < nargs && j < callee->nparams; j++)
+      if (args[j].k == GJ_T_ARR) {
+        if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
+        if (callee->rmask & (1ull << j)) fn->rmask |= args[j].u.origin;
+      }
+  }
+  if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT)
+    return record_return(cs, fn, i, nout, res);
+  st->mr_base = -1;
+  st->mr_n = 0;
+  if (nres < 0) {
+    for (j = 0; j < nout; j++) S(fslot + j) = res[j];
+    st->mr_base = fslot;
+    st->mr_n = nout;
+  } else {
+    for (j = 0; j < nres; j++) S(fslot + j) = j < nout ? res[j] : ty_k(GJ_T_NIL);
+  }
+  return 0;
+}
+
+static int type_ret(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
+{
+  const gj_ins *in = &fn->proto->ins[i];
+  gj_ty v[GJ_MAXRET + 1];
+  int n, j;
+  switch (in->op) {
+  case GJ_BC_RET0: n = 0; break;
+  case GJ_BC_RET1: n = 1; break;
+  case GJ_BC_RET: n = (int)in->d - 1; break;
+  default: n = (int)in->d + st->mr_n; break;  /* RETM */
+  }
+  if (n > GJ_MAXRET) n = GJ_MAXRET + 1;
+  for (j = 0; j < n && j <= GJ_MAXRET; j++)
+    if (rd(cs, fn, i, st, in->a + j, &v[j])) return -1;
+  return record_return(cs, fn, i, n, v);
+}
+
+/* --- Arrays ------------------------------------------------------------ */
+
+static int index_check(gj_cs *cs, gj_fn *fn, int i, gj_ty arr, gj_ty idx)
+{
+  char b[200];
+  if (arr.k != GJ_T_ARR) {
+    if (arr.k == GJ_T_KV && cs->kv[arr.aux].kind == GJ_KV_TABLE)
+      return gj_typer_error(cs, fn, i, "table '%s' can only be indexed with "
+                                       "constant names or numbers in a kernel",
+                            cs->kv[arr.aux].name);
+    gj_ty_str(cs, arr, b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "attempt to index %s", b);
+  }
+  return num_operand(cs, fn, i, idx, "indexing an array");
+}
+
+/* --- One instruction --------------------------------------------------- */
+
+int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
+{
+  const gj_proto *p = fn->proto;
+  const gj_ins *in = &p->ins[i];
+  gj_ty a, b, c;
+  switch (in->op) {
+  case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
+    if (rd(cs, fn, i, st, in->a, &a) || rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (num_operand(cs, fn, i, a, "comparison") ||
+        num_operand(cs, fn, i, b, "comparison"))
+      return -1;
+    return 0;
+  case GJ_BC_ISEQV: case GJ_BC_ISNEV: case GJ_BC_ISEQN: case GJ_BC_ISNEN:
+  case GJ_BC_ISEQP: case GJ_BC_ISNEP: {
+    int eq;   /* 1 equal, 0 unequal, -1 known at run time */
+    if (rd(cs, fn, i, st, in->a, &a)) return -1;
+    if (in->op == GJ_BC_ISEQV || in->op == GJ_BC_ISNEV) {
+      if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    } else if (in->op == GJ_BC_ISEQN || in->op == GJ_BC_ISNEN) {
+      b = gj_ty_const(p->knum[in->d]);
+    } else {
+      b = in->d == 0 ? ty_k(GJ_T_NIL) : ty_bool(1, in->d == 2);
+    }
+    if (a.k == GJ_T_STR || b.k == GJ_T_STR)
+      return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+    if (gj_ty_isnumeric(a) && gj_ty_isnumeric(b)) eq = -1;
+    else if (a.k != b.k) eq = 0;
+    else if (a.k == GJ_T_NIL) eq = 1;
+    else if (a.k == GJ_T_BOOL) eq = (a.hasc && b.hasc) ? a.u.c == b.u.c : -1;
+    else if (a.k == GJ_T_KV) eq = a.aux == b.aux;
+    else eq = -1;   /* arrays: compared by address */
+    if (eq >= 0) {
+      int jump = (in->op == GJ_BC_ISEQV || in->op == GJ_BC_ISEQN ||
+                  in->op == GJ_BC_ISEQP) ? eq : !eq;
+      ed->live[1] = jump;
+      ed->live[0] = !jump;
+    }
+    return 0;
+  }
+  case GJ_BC_ISEQS: case GJ_BC_ISNES: case GJ_BC_KSTR:
+    if (in->op == GJ_BC_KSTR) {
+      S(in->a) = ty_k(GJ_T_STR);
+      S(in->a).aux = in->d;
+      return 0;
+    }
+    return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+  case GJ_BC_ISTC: case GJ_BC_ISFC: case GJ_BC_IST: case GJ_BC_ISF: {
+    int t;
+    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (b.k == GJ_T_STR)
+      return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+    t = gj_ty_truth(b);
+    if (t >= 0) {
+      int jump = (in->op == GJ_BC_ISTC || in->op == GJ_BC_IST) ? t : !t;
+      ed->live[1] = jump;
+      ed->live[0] = !jump;
+    }
+    if (in->op == GJ_BC_ISTC || in->op == GJ_BC_ISFC) {
+      ed->copy_a = in->a;
+      ed->copy_d = in->d;
+    }
+    return 0;
+  }
+  case GJ_BC_MOV:
+    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    S(in->a) = b;
+    return 0;
+  case GJ_BC_NOT: {
+    int t;
+    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    t = gj_ty_truth(b);
+    S(in->a) = ty_bool(t >= 0, t == 0);
+    return 0;
+  }
+  case GJ_BC_UNM:
+    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (num_operand(cs, fn, i, b, "unary minus")) return -1;
+    a = gj_ty_arith(cs, b, b);
+    if (a.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)a.s) &&
+        !gj_scalar_issigned((gj_scalar)a.s))
+      a = gj_ty_num(GJ_I64);
+    a.hasc = b.hasc;
+    a.u.c = -b.u.c;
+    S(in->a) = a;
+    return 0;
+  case GJ_BC_LEN:
+    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (b.k != GJ_T_ARR || b.space != GJ_SPACE_GLOBAL) {
+      char s[200];
+      gj_ty_str(cs, b, s, sizeof(s));
+      return gj_typer_error(cs, fn, i, "attempt to get the length of %s", s);
+    }
+    S(in->a) = gj_ty_num(GJ_I64);
+    return 0;
+  case GJ_BC_ADDVN: case GJ_BC_SUBVN: case GJ_BC_MULVN: case GJ_BC_DIVVN:
+  case GJ_BC_MODVN:
+    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    c = gj_ty_const(p->knum[in->c]);
+    if (num_operand(cs, fn, i, b, "arithmetic")) return -1;
+    S(in->a) = gj_typer_arith(cs, arith_vv(in->op), b, c);
+    return 0;
+  case GJ_BC_ADDNV: case GJ_BC_SUBNV: case GJ_BC_MULNV: case GJ_BC_DIVNV:
+  case GJ_BC_MODNV:
+    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    c = gj_ty_const(p->knum[in->c]);
+    if (num_operand(cs, fn, i, b, "arithmetic")) return -1;
+    S(in->a) = gj_typer_arith(cs, arith_vv(in->op), c, b);
+    return 0;
+  case GJ_BC_ADDVV: case GJ_BC_SUBVV: case GJ_BC_MULVV: case GJ_BC_DIVVV:
+  case GJ_BC_MODVV: case GJ_BC_POW:
+    if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
+    if (num_operand(cs, fn, i, b, "arithmetic") ||
+        num_operand(cs, fn, i, c, "arithmetic"))
+      return -1;
+    S(in->a) = gj_typer_arith(cs, arith_vv(in->op), b, c);
+    return 0;
+  case GJ_BC_CAT:
+    return gj_typer_error(cs, fn, i, "string concatenation (..) is not "
+                                     "supported in kernels");
+  case GJ_BC_KCDATA:
+    return gj_typer_error(cs, fn, i, "cdata literals (such as 1LL) are not "
+                                     "supported in kernels");
+  case GJ_BC_KSHORT:
+    S(in->a) = gj_ty_const((double)(int16_t)in->d);
+    return 0;
+  case GJ_BC_KNUM:
+    S(in->a) = gj_ty_const(p->knum[in->d]);
+    return 0;
+  case GJ_BC_KPRI:
+    S(in->a) = in->d == 0 ? ty_k(GJ_T_NIL) : ty_bool(1, in->d == 2);
+    return 0;
+  case GJ_BC_KNIL: {
+    int s;
+    for (s = in->a; s <= (int)in->d; s++) S(s) = ty_k(GJ_T_NIL);
+    return 0;
+  }
+  case GJ_BC_UGET:
+    return resolve_upvalue(cs, fn, i, in->d, &S(in->a));
+  case GJ_BC_USETV: case GJ_BC_USETS: case GJ_BC_USETN: case GJ_BC_USETP: {
+    const char *nm;
+    fn_push(cs, fn);
+    nm = lua_getupvalue(cs->L, -1, in->a + 1);
+    lua_pop(cs->L, nm ? 2 : 1);
+    return gj_typer_error(cs, fn, i, "assigning to upvalue '%s' is not "
+                                     "supported in kernels (upvalues are "
+                                     "read once, as constants)",
+                          nm ? nm : "?");
+  }
+  case GJ_BC_UCLO: case GJ_BC_JMP: case GJ_BC_LOOP:
+    return 0;
+  case GJ_BC_FNEW:
+    return gj_typer_error(cs, fn, i, "closures cannot be created inside a "
+                                     "kernel (define the function outside)");
+  case GJ_BC_TNEW: case GJ_BC_TDUP:
+    return gj_typer_error(cs, fn, i, "table constructors are not supported "
+                                     "in kernels");
+  case GJ_BC_GGET:
+    if (!p->kstr[in->d]) return gj_typer_error(cs, fn, i, "bad global name");
+    return resolve_global(cs, fn, i, p->kstr[in->d], &S(in->a));
+  case GJ_BC_GSET:
+    return gj_typer_error(cs, fn, i, "assigning to global '%s' is not "
+                                     "supported in kernels",
+                          p->kstr[in->d] ? p->kstr[in->d] : "?");
+  case GJ_BC_TGETS:
+    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && p->kstr[in->c])
+      return resolve_field(cs, fn, i, b.aux, p->kstr[in->c], 0, &S(in->a));
+    {
+      char s[200];
+      gj_ty_str(cs, b, s, sizeof(s));
+      return gj_typer_error(cs, fn, i, "attempt to index %s with '%s'", s,
+                            p->kstr[in->c] ? p->kstr[in->c] : "?");
+    }
+  case GJ_BC_TGETB:
+    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
+      return resolve_field(cs, fn, i, b.aux, NULL, in->c, &S(in->a));
+    if (index_check(cs, fn, i, b, gj_ty_const(in->c))) return -1;
+    fn->rmask |= b.u.origin;
+    S(in->a) = gj_ty_elem(b);
+    return 0;
+  case GJ_BC_TGETV: case GJ_BC_TGETR:
+    if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && c.hasc &&
+        c.k == GJ_T_WINT)
+      return resolve_field(cs, fn, i, b.aux, NULL, (int)c.u.c, &S(in->a));
+    if (index_check(cs, fn, i, b, c)) return -1;
+    fn->rmask |= b.u.origin;
+    S(in->a) = gj_ty_elem(b);
+    return 0;
+  case GJ_BC_TSETV: case GJ_BC_TSETR: case GJ_BC_TSETB:
+    if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->a, &a)) return -1;
+    if (in->op == GJ_BC_TSETB) c = gj_ty_const(in->c);
+    else if (rd(cs, fn, i, st, in->c, &c)) return -1;
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
+      return gj_typer_error(cs, fn, i, "assigning to table '%s' is not "
+                                       "supported in kernels",
+                            cs->kv[b.aux].name);
+    if (index_check(cs, fn, i, b, c)) return -1;
+    if (!gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
+      char s[200];
+      gj_ty_str(cs, a, s, sizeof(s));
+      if (a.k == GJ_T_STR)
+        return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+      return gj_typer_error(cs, fn, i, "cannot store %s into an array element",
+                            s);
+    }
+    fn->wmask |= b.u.origin;
+    return 0;
+  case GJ_BC_TSETS: case GJ_BC_TSETM:
+    return gj_typer_error(cs, fn, i, "assigning to table fields is not "
+                                     "supported in kernels");
+  case GJ_BC_CALL: case GJ_BC_CALLM: case GJ_BC_CALLT: case GJ_BC_CALLMT:
+    return type_call(cs, fn, i, st);
+  case GJ_BC_RET0: case GJ_BC_RET1: case GJ_BC_RET: case GJ_BC_RETM:
+    return type_ret(cs, fn, i, st);
+  case GJ_BC_ITERC: case GJ_BC_ITERN: case GJ_BC_ISNEXT: case GJ_BC_ITERL:
+    return gj_typer_error(cs, fn, i, "generic for loops (pairs, ipairs, next) "
+                                     "are not supported in kernels");
+  case GJ_BC_VARG:
+    return gj_typer_error(cs, fn, i, "varargs (...) are not supported in "
+                                     "kernels");
+  case GJ_BC_FORI: {
+    gj_ty t;
+    if (rd(cs, fn, i, st, in->a, &a) || rd(cs, fn, i, st, in->a + 1, &b) ||
+        rd(cs, fn, i, st, in->a + 2, &c))
+      return -1;
+    if (num_operand(cs, fn, i, a, "'for' initial value") ||
+        num_operand(cs, fn, i, b, "'for' limit") ||
+        num_operand(cs, fn, i, c, "'for' step"))
+      return -1;
+    t = gj_typer_fortype(cs, a, b, c);
+    S(in->a) = S(in->a + 1) = S(in->a + 2) = S(in->a + 3) = t;
+    return 0;
+  }
+  case GJ_BC_FORL:
+    S(in->a + 3) = S(in->a);
+    return 0;
+  default:
+    return gj_typer_error(cs, fn, i, "%s is not supported in kernels "
+                                     "(bytecode %s)",
+                          in->op == GJ_BC_ISTYPE || in->op == GJ_BC_ISNUM
+                              ? "a type check"
+                              : "this construct",
+                          gj_bc_names[in->op]);
+  }
+}

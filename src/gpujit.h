@@ -1,0 +1,52 @@
+/*
+** gpujit — the C API.
+**
+** Embedding: a host that runs LuaJIT calls luaopen_gpujit_core(L) through
+** require("gpujit") (or package.preload) for each lua_State that should
+** have gpujit.  Each state gets its own context (gj_ctx): compiled kernels,
+** backend states and errors are never shared between states.  Nothing here
+** calls exit() or abort() on bad input; errors come back as return codes and
+** gj_errmsg(), or as Lua errors at the Lua boundary.
+**
+** The functions below marked FFI are what lua/gpujit calls through the
+** LuaJIT FFI on the launch path; they take no lua_State and never call the
+** Lua C API, so a launch that hits the compile cache stays out of it.
+*/
+#ifndef GPUJIT_H
+#define GPUJIT_H
+
+#include <stdint.h>
+
+#include "gj_type.h"
+
+#if defined(__GNUC__)
+#define GJ_API __attribute__((visibility("default")))
+#else
+#define GJ_API
+#endif
+
+#define GPUJIT_VERSION "0.1.0"
+
+typedef struct lua_State lua_State;
+typedef struct gj_ctx gj_ctx;        /* one per lua_State */
+typedef struct gj_kernel gj_kernel;  /* one compiled overload, launchable */
+
+/* The Lua module `gpujit.core` (the compiler and the device layer). */
+GJ_API int luaopen_gpujit_core(lua_State *L);
+
+/* FFI: run a compiled kernel and wait for it.  args is the argument block
+** (gj_sig_layout).  Returns 0, or -1 with the message in gj_errmsg(). */
+GJ_API int gj_launch(gj_kernel *k, const gj_dims *dims, void *args);
+
+/* FFI: the message of the last failed call in this context. */
+GJ_API const char *gj_errmsg(gj_ctx *c);
+
+/* FFI: device memory of backend `bk` (an index from core.backends()). */
+GJ_API void *gj_mem_alloc(gj_ctx *c, int bk, int dev, uint64_t bytes);
+GJ_API void gj_mem_free(gj_ctx *c, int bk, int dev, void *p);
+/* dir: 0 host -> device, 1 device -> host. */
+GJ_API int gj_mem_copy(gj_ctx *c, int bk, int dev, void *dst,
+                       const void *src, uint64_t bytes, int dir);
+GJ_API int gj_sync(gj_ctx *c, int bk, int dev);
+
+#endif
