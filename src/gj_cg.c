@@ -164,7 +164,7 @@ static void emit_astore(gj_cg *g, LLVMValueRef arr, gj_ty ta, LLVMValueRef idx,
                         gj_ty ti, LLVMValueRef v, gj_ty tv)
 {
   LLVMValueRef p = elem_ptr(g, arr, ta, idx, ti);
-  v = gj_cg_to_scalar(g, v, tv, (gj_scalar)ta.s);
+  v = gj_cg_to_elem(g, v, tv, (gj_scalar)ta.s);
   if ((gj_scalar)ta.s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
   LLVMBuildStore(g->B, v, p);
 }
@@ -294,7 +294,8 @@ static LLVMValueRef int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
   LLVMValueRef up, r, nan;
   LLVMTypeRef ft;
   char fl[32], ce[32];
-  if (!gj_scalar_isfloat(s)) return gj_cg_to_scalar(g, stop, ts, is);
+  if (!gj_scalar_isfloat(s) || gj_scalar_isfloat(is))
+    return gj_cg_to_scalar(g, stop, ts, is);
   ft = gj_cg_scalar_type(g, s);
   snprintf(fl, sizeof(fl), "gj.math.floor.%s", s == GJ_F32 ? "f32" : "f64");
   snprintf(ce, sizeof(ce), "gj.math.ceil.%s", s == GJ_F32 ? "f32" : "f64");

@@ -39,6 +39,9 @@ LLVMValueRef gj_cg_convert(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to);
 LLVMValueRef gj_cg_to_scalar(gj_cg *g, LLVMValueRef v, gj_ty from,
                              gj_scalar to);
 
+/* Conversion of a value stored into an array element (LuaJIT's FFI rule). */
+LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts);
+
 /* Slot access with the slot's type before the instruction. */
 LLVMValueRef gj_cg_load(gj_cg *g, int slot, gj_ty t);
 void gj_cg_store(gj_cg *g, int slot, gj_ty t, LLVMValueRef v);

@@ -88,19 +88,64 @@ LLVMValueRef gj_cg_to_scalar(gj_cg *g, LLVMValueRef v, gj_ty from,
   if (gj_scalar_isfloat(ts))
     return fs == GJ_F32 ? LLVMBuildFPExt(B, v, to, "")
                         : LLVMBuildFPTrunc(B, v, to, "");
-  /* float -> integer, as LuaJIT's FFI converts: through int64 (truncating
-  ** toward zero) then keeping the low bits; uint64 above 2^63 directly. */
+  /* float -> integer, exactly as LuaJIT's FFI converts (x86 cvttsd2si):
+  ** truncate toward zero; kinds up to 32 bits (but uint32_t) go through
+  ** int32_t, uint32_t and int64_t through int64_t, and a value out of that
+  ** range (or NaN) gives its minimum; the low bits are then kept. */
   {
+    int via32 = gj_scalar_bits(ts) < 32 || ts == GJ_I32;
+    LLVMTypeRef vt = via32 ? g->lt[LT_I32] : g->lt[LT_I64];
+    double lim = via32 ? 2147483648.0 : 9223372036854775808.0;
     LLVMValueRef d = fs == GJ_F32 ? LLVMBuildFPExt(B, v, g->lt[LT_F64], "") : v;
-    LLVMValueRef r = fptosi_sat(g, d, g->lt[LT_I64]);
+    LLVMValueRef f64 = LLVMConstReal(g->lt[LT_F64], lim);
+    LLVMValueRef inr = LLVMBuildAnd(B,
+        LLVMBuildFCmp(B, LLVMRealOLT, d, f64, ""),
+        LLVMBuildFCmp(B, via32 ? LLVMRealOGT : LLVMRealOGE, d,
+                      LLVMConstReal(g->lt[LT_F64], via32 ? -lim - 1.0 : -lim), ""), "");
+    LLVMValueRef r = LLVMBuildSelect(B, inr, fptosi_sat(g, d, vt),
+                                     LLVMConstInt(vt, via32 ? 0x80000000ull : 1ull << 63, 0), "");
     if (ts == GJ_U64) {
-      LLVMValueRef big = LLVMBuildFCmp(B, LLVMRealOGE, d,
-                                       LLVMConstReal(g->lt[LT_F64], 9223372036854775808.0), "");
-      LLVMValueRef u = LLVMBuildFPToUI(B, d, g->lt[LT_I64], "");
-      r = LLVMBuildSelect(B, big, LLVMBuildFreeze(B, u, ""), r, "");
+      /* LuaJIT (as built for x86-64): -1 < d < 2^63 converts directly,
+      ** 2^63 <= d < 2^64+2^63 as d - 2^64 wrapped, anything else 2^63. */
+      LLVMValueRef tf = LLVMConstReal(g->lt[LT_F64], 18446744073709551616.0);
+      LLVMValueRef lowok = LLVMBuildAnd(B,
+          LLVMBuildFCmp(B, LLVMRealOGT, d, LLVMConstReal(g->lt[LT_F64], -1.0), ""),
+          LLVMBuildFCmp(B, LLVMRealOLT, d, f64, ""), "");
+      LLVMValueRef hiok = LLVMBuildAnd(B,
+          LLVMBuildFCmp(B, LLVMRealOGE, d, f64, ""),
+          LLVMBuildFCmp(B, LLVMRealOLT, d, LLVMConstReal(g->lt[LT_F64], 18446744073709551616.0 + 9223372036854775808.0), ""), "");
+      LLVMValueRef hi = fptosi_sat(g, LLVMBuildFSub(B, d, tf, ""), g->lt[LT_I64]);
+      r = LLVMBuildSelect(B, lowok, r, LLVMBuildSelect(B, hiok, hi, LLVMConstInt(vt, 1ull << 63, 0), ""), "");
     }
-    return gj_scalar_bits(ts) < 64 ? LLVMBuildTrunc(B, r, to, "") : r;
+    return gj_scalar_bits(ts) < gj_scalar_bits(via32 ? GJ_I32 : GJ_I64)
+               ? LLVMBuildTrunc(B, r, to, "") : r;
   }
+}
+
+LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts)
+{
+  gj_scalar fs = gj_ty_scalar(g->cs, from);
+  /* LuaJIT stores a number through int32_t into kinds of 32 bits or fewer
+  ** (but uint32_t): an integer outside int32_t's range gives its minimum,
+  ** as the same value held in a double would. */
+  if (gj_scalar_isint(fs) && gj_scalar_bits(fs) > 32 &&
+      (gj_scalar_bits(ts) < 32 || ts == GJ_I32)) {
+    LLVMBuilderRef B = g->B;
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMValueRef lo = LLVMConstInt(t, (unsigned long long)-2147483648LL, 1);
+    LLVMValueRef inr = gj_scalar_issigned(fs)
+        ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, v, lo, ""),
+                       LLVMBuildICmp(B, LLVMIntSLE, v, LLVMConstInt(t, 2147483647, 0), ""), "")
+        : LLVMBuildICmp(B, LLVMIntULE, v, LLVMConstInt(t, 2147483647, 0), "");
+    v = LLVMBuildSelect(B, inr, v, lo, "");
+  }
+  /* ... and a negative number into uint64_t gives 2^63 */
+  if (ts == GJ_U64 && gj_scalar_isint(fs) && gj_scalar_issigned(fs)) {
+    LLVMValueRef neg = LLVMBuildICmp(g->B, LLVMIntSLT, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    v = gj_cg_to_scalar(g, v, from, ts);
+    return LLVMBuildSelect(g->B, neg, LLVMConstInt(LLVMTypeOf(v), 1ull << 63, 0), v, "");
+  }
+  return gj_cg_to_scalar(g, v, from, ts);
 }
 
 LLVMValueRef gj_cg_convert(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to)

@@ -64,20 +64,19 @@ static gj_scalar int_of(int bytes, int issigned)
   }
 }
 
+/* Integer arithmetic is done in 64 bits (as Numba does), so that sums and
+** products of narrower values never wrap where LuaJIT's doubles would not. */
 static gj_scalar promote(gj_scalar s)
 {
-  return (gj_scalar_isint(s) && width(s) < 4) ? GJ_I32 : s;
+  return (gj_scalar_isint(s) && s != GJ_U64) ? GJ_I64 : s;
 }
 
-/* Two different integer kinds: the narrowest kind holding both once each is
-** promoted to 32 bits; mixed signedness goes to the next signed width,
-** capped at int64_t. */
+/* Two different integer kinds meeting at a merge: the narrowest kind that
+** holds both; mixed signedness goes to the next signed width, capped at
+** int64_t. */
 static gj_scalar int_join(gj_scalar a, gj_scalar b)
 {
-  int sa, sb, wa, wb;
-  if (a == b) return a;
-  a = promote(a);
-  b = promote(b);
+  int sa, sb, wa, wb, w;
   if (a == b) return a;
   sa = gj_scalar_issigned(a);
   sb = gj_scalar_issigned(b);
@@ -86,7 +85,8 @@ static gj_scalar int_join(gj_scalar a, gj_scalar b)
   if (sa == sb) return wa >= wb ? a : b;
   if (sa && wa > wb) return a;
   if (sb && wb > wa) return b;
-  return int_of((wa > wb ? wa : wb) * 2 > 8 ? 8 : (wa > wb ? wa : wb) * 2, 1);
+  w = (wa > wb ? wa : wb) * 2;
+  return int_of(w > 8 ? 8 : w, 1);
 }
 
 static uint32_t code(gj_ty t)
