@@ -78,6 +78,13 @@ static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
   }
   f = LLVMAddFunction(g->M, name, LLVMFunctionType(ret_type(g, fn), ps, n, 0));
   LLVMSetLinkage(f, LLVMInternalLinkage);
+  /* Inlined into the kernel, so the work-item state never escapes and the
+  ** CPU's work-item loop vectorizes; recursion is rejected by the typer. */
+  {
+    unsigned kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(g->C, kind, 0));
+  }
   if (g->opts->fastmath) {
     static const char *const attrs[] = {
       "unsafe-fp-math", "no-nans-fp-math", "no-infs-fp-math",

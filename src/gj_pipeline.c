@@ -40,8 +40,10 @@ static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
   return 0;
 }
 
-/* Link the target's definitions of the gj.* intrinsics into m; they are
-** internal and inlined, so only the ones used survive optimization. */
+/* Link the target's definitions of the gj.* intrinsics into m.  They are
+** linkonce_odr in the target's text (the linker does not bind a declaration
+** to an internal definition); the backend's wrap makes them internal, and
+** once inlined they disappear. */
 static int link_intrinsics(LLVMContextRef C, LLVMModuleRef m, const gj_job *job,
                            gj_err *err)
 {

@@ -1,23 +1,30 @@
 /*
 ** A thread pool for data-parallel loops.
 **
-** Protocol (one job at a time per pool, serialised by run_mu):
+** One word, `state`, holds the job number (high bits), a `closed` bit and
+** the number of workers inside the job (low bits).  Protocol, one job at a
+** time per pool (run_mu serialises callers):
 **
 **   caller                                 worker
 **   ------                                 ------
-**   write fn/arg/ntasks/chunk, next = 0,   wait until gen != seen (spin a
-**   checked_out = 0                          little, then sleep on `wake`)
-**   gen++ under mu, wake sleepers          claim chunks from `next` until
-**   claim chunks itself                      none is left, running fn
-**   wait until checked_out == nworkers     checked_out++ (the last one
-**                                            signals `done`)
+**   write fn/arg/ntasks/chunk, next = 0    wait until the job number
+**   state = (job+1, open, 0 inside)          changes (spin a little, then
+**     (release; wake sleepers)               sleep on `wake`)
+**   claim and run chunks itself            join: CAS state -> inside + 1,
+**   close: set the closed bit                only while the job is open
+**   wait until nobody is inside            claim and run chunks
+**     (spin, then sleep on `done`)         leave: inside - 1 (the last one
+**                                            out of a closed job signals)
 **
-** Invariant: every worker checks out of every job, even a worker that
-** arrives after all chunks were claimed.  So when gj_pool_run returns, no
-** worker is still reading the job, and the next job may overwrite it
-** without races.  The price is that a job waits for all workers to notice
-** it; workers spin for a short while after each job so that back-to-back
-** launches do not pay a sleep/wake-up each time.
+** Invariants: job fields are written only while the previous job is
+** closed with nobody inside, and read only by a worker that joined (its
+** CAS acquires the release that published them).  A worker cannot join a
+** closed or older job, because its CAS compares the whole word.  So the
+** caller never waits for a worker that has not started (a sleeping thread
+** costs a job nothing but the wake-up call), and when gj_pool_run returns
+** every chunk has run and no worker reads the job any more.  Workers spin
+** for a short while after each job so that back-to-back launches find them
+** awake.
 */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
@@ -33,7 +40,7 @@
 #include <unistd.h>
 
 /* Polls of an atomic before a thread goes to sleep: with a pause in each,
-** a few hundred microseconds on current x86 and ARM cores. */
+** on the order of 100 microseconds on current x86 and ARM cores. */
 #define POOL_SPIN 4096
 
 /* Chunks per thread a job is cut into: enough for balance when some
@@ -41,6 +48,12 @@
 #define POOL_CHUNKS_PER_THREAD 8
 
 #define POOL_MAX_THREADS 1024
+
+/* The fields of `state`. */
+#define ST_INSIDE   ((uint64_t)0xffff)    /* workers inside the job */
+#define ST_CLOSED   ((uint64_t)1 << 16)   /* no more workers may join */
+#define ST_JOB1     ((uint64_t)1 << 17)   /* job number unit */
+#define ST_JOB(s)   ((s) >> 17)
 
 struct gj_pool {
   int size;                  /* threads in all, the caller included */
@@ -51,14 +64,12 @@ struct gj_pool {
   pthread_cond_t wake;       /* workers sleep here between jobs */
   pthread_cond_t done;       /* the caller sleeps here for stragglers */
   int sleepers;              /* workers waiting on `wake` (under mu) */
-  /* The current job.  Written only by the caller, before gen is bumped;
-  ** read by workers only after they observed the new gen (acquire). */
+  /* The current job: see the invariants above. */
   gj_pool_fn fn;
   void *arg;
   int64_t ntasks, chunk;
   _Atomic int64_t next;      /* first task not yet claimed */
-  _Atomic int checked_out;   /* workers done with this job */
-  _Atomic uint64_t gen;      /* job number; a change means a new job */
+  _Atomic uint64_t state;    /* job number | closed | inside */
   _Atomic int stop;          /* set once, by gj_pool_free */
 };
 
@@ -106,33 +117,44 @@ static void pool_work(gj_pool *p)
 static void *pool_worker(void *ud)
 {
   gj_pool *p = ud;
-  uint64_t seen = 0;
+  uint64_t seen = 0;            /* the last job number this thread saw */
   for (;;) {
-    uint64_t g;
+    uint64_t s = 0;
     int i;
     for (i = 0; i < POOL_SPIN; i++) {
-      g = atomic_load_explicit(&p->gen, memory_order_acquire);
-      if (g != seen || atomic_load_explicit(&p->stop, memory_order_relaxed))
+      s = atomic_load_explicit(&p->state, memory_order_acquire);
+      if (ST_JOB(s) != seen ||
+          atomic_load_explicit(&p->stop, memory_order_relaxed))
         break;
       cpu_relax();
     }
     if (i == POOL_SPIN) {
       pthread_mutex_lock(&p->mu);
       p->sleepers++;
-      while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen
+      while (ST_JOB(s = atomic_load_explicit(&p->state,
+                                             memory_order_acquire)) == seen
              && !atomic_load_explicit(&p->stop, memory_order_relaxed))
         pthread_cond_wait(&p->wake, &p->mu);
       p->sleepers--;
       pthread_mutex_unlock(&p->mu);
     }
     if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
-    seen = g;
-    pool_work(p);
-    if (atomic_fetch_add_explicit(&p->checked_out, 1, memory_order_acq_rel)
-        + 1 == p->nworkers) {
-      pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
-      pthread_mutex_unlock(&p->mu);
+    seen = ST_JOB(s);
+    /* Join, unless the job is already closed (or over). */
+    while (!(s & ST_CLOSED) && ST_JOB(s) == seen) {
+      if (atomic_compare_exchange_weak_explicit(&p->state, &s, s + 1,
+                                                memory_order_acquire,
+                                                memory_order_acquire)) {
+        pool_work(p);
+        s = atomic_fetch_sub_explicit(&p->state, 1, memory_order_acq_rel)
+            - 1;
+        if ((s & ST_CLOSED) && (s & ST_INSIDE) == 0) {
+          pthread_mutex_lock(&p->mu);
+          pthread_cond_signal(&p->done);
+          pthread_mutex_unlock(&p->mu);
+        }
+        break;
+      }
     }
   }
   return NULL;
@@ -154,8 +176,7 @@ gj_pool *gj_pool_new(int nthreads)
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
   atomic_init(&p->next, 0);
-  atomic_init(&p->checked_out, 0);
-  atomic_init(&p->gen, 0);
+  atomic_init(&p->state, ST_CLOSED);   /* job 0: closed, nobody inside */
   atomic_init(&p->stop, 0);
   /* Workers block every signal (they inherit the mask), so asynchronous
   ** signals such as SIGINT or a profiler's timer reach the host's threads,
@@ -195,6 +216,7 @@ int gj_pool_size(gj_pool *p)
 
 void gj_pool_run(gj_pool *p, int64_t ntasks, gj_pool_fn fn, void *arg)
 {
+  uint64_t s;
   int64_t chunk;
   int i;
   if (ntasks <= 0) return;
@@ -210,25 +232,24 @@ void gj_pool_run(gj_pool *p, int64_t ntasks, gj_pool_fn fn, void *arg)
   p->ntasks = ntasks;
   p->chunk = chunk;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->checked_out, 0, memory_order_relaxed);
-  /* Publish: the release store makes the fields above visible to a worker
-  ** that sees the new gen; doing it under mu means a worker about to sleep
-  ** either sees the new gen or is already waiting and gets the broadcast. */
+  /* Publish the job: open, nobody inside.  Under mu, so that a worker
+  ** about to sleep either sees the new job or gets the broadcast. */
+  s = atomic_load_explicit(&p->state, memory_order_relaxed);
   pthread_mutex_lock(&p->mu);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+  atomic_store_explicit(&p->state, (ST_JOB(s) + 1) * ST_JOB1,
+                        memory_order_release);
   if (p->sleepers) pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   pool_work(p);
-  for (i = 0; i < POOL_SPIN; i++) {
-    if (atomic_load_explicit(&p->checked_out, memory_order_acquire)
-        == p->nworkers)
-      break;
+  /* Every chunk is claimed; close the job and wait for those inside. */
+  s = atomic_fetch_or_explicit(&p->state, ST_CLOSED, memory_order_acq_rel);
+  for (i = 0; (s & ST_INSIDE) != 0 && i < POOL_SPIN; i++) {
     cpu_relax();
+    s = atomic_load_explicit(&p->state, memory_order_acquire);
   }
-  if (i == POOL_SPIN) {
+  if (s & ST_INSIDE) {
     pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->checked_out, memory_order_acquire)
-           != p->nworkers)
+    while (atomic_load_explicit(&p->state, memory_order_acquire) & ST_INSIDE)
       pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
   }

@@ -558,11 +558,6 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   }
   case GJ_BC_ISEQS: case GJ_BC_ISNES: case GJ_BC_KSTR:
-    if (in->op == GJ_BC_KSTR) {
-      S(in->a) = ty_k(GJ_T_STR);
-      S(in->a).aux = in->d;
-      return 0;
-    }
     return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
   case GJ_BC_ISTC: case GJ_BC_ISFC: case GJ_BC_IST: case GJ_BC_ISF: {
     int t;

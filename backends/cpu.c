@@ -1,0 +1,1011 @@
+/*
+** The cpu backend: kernels compiled to native code for the host and run by
+** LLVM's ORC JIT, work-groups spread over a thread pool.
+**
+** Execution model.  The core's @gj_body computes one work item.  `wrap`
+** adds @gj_entry(args, launch), which runs a range of work-groups: for each
+** group it loops over z, y, x work items (x innermost) and calls the body,
+** which is always inlined, so that LLVM sees a plain counted loop and can
+** vectorize across x.  The work-item state (ids and sizes, see WI_* below)
+** lives in an alloca of gj_entry; after inlining SROA turns it back into
+** SSA values, so reading an id in the body costs nothing.
+**
+** Work items past the global size never run: the per-group loop bounds are
+** clamped (min(group, global - base)) instead of testing every item, which
+** keeps the inner loop free of control flow.
+**
+** Launches are synchronous: gj_entry has returned on every thread when
+** launch returns, so sync is a no-op and memory is plain host memory.
+**
+** Not handled here yet: barriers and group-shared memory (the loops above
+** run one work item to completion before the next starts).
+*/
+#include "backend.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "../src/gj_pool.h"
+#include "../src/gj_target.h"
+
+/* -- Work-item state and launch block ----------------------------------- */
+
+/* The work-item state %wi points to: 18 i64, three per quantity.  The
+** intrinsics below and the stores in gj_entry must agree on these. */
+enum {
+  WI_GLOBAL_ID = 0, WI_LOCAL_ID = 3, WI_GROUP_ID = 6,
+  WI_GROUP_SIZE = 9, WI_NUM_GROUPS = 12, WI_GLOBAL_SIZE = 15,
+  WI__N = 18
+};
+
+/* What gj_entry's second argument points to.  Unused dimensions are 1.
+** A call runs the groups whose linear index g = gx + ngx*(gy + ngy*gz)
+** lies in [first, last).  Field order is fixed: gj_entry loads them by
+** index (LAUNCH_*). */
+typedef struct cpu_launch {
+  int64_t global[3];       /* work items per dimension */
+  int64_t group[3];        /* work items per group per dimension */
+  int64_t ngroups[3];      /* ceil(global / group) */
+  int64_t first, last;     /* linear group range of this call */
+} cpu_launch;
+
+enum { LAUNCH_GLOBAL = 0, LAUNCH_GROUP = 3, LAUNCH_NGROUPS = 6,
+       LAUNCH_FIRST = 9, LAUNCH_LAST = 10 };
+_Static_assert(sizeof(cpu_launch) == 11 * sizeof(int64_t),
+               "gj_entry reads cpu_launch as 11 packed i64");
+
+typedef void (*cpu_entry_fn)(void *args, const cpu_launch *launch);
+
+#define CPU_MAX_GROUP 4096
+/* Launches with fewer work items than this run on the calling thread:
+** waking the pool costs more than it saves. */
+#define CPU_SERIAL_ITEMS 4096
+
+/* -- State --------------------------------------------------------------- */
+
+struct gj_bstate {
+  LLVMOrcLLJITRef jit;
+  pthread_mutex_t mu;          /* guards everything below but `pool` */
+  gj_pool *_Atomic pool;       /* made on the first launch that needs it */
+  int nthreads;                /* the pool's size, decided at open */
+  uint64_t ndylibs;            /* JITDylibs made so far, for unique names */
+  LLVMOrcJITDylibRef *spare;   /* emptied JITDylibs, reused by load */
+  int nspare, capspare;
+  int have_job;
+  gj_job job;                  /* the host's job, made once */
+  gj_device_info info;
+  pthread_mutex_t msg_mu;      /* guards jitmsg */
+  char jitmsg[512];            /* last error ORC reported asynchronously */
+};
+
+struct gj_program {
+  cpu_entry_fn entry;
+  LLVMOrcResourceTrackerRef rt;  /* owns the object's code and data */
+  LLVMOrcJITDylibRef jd;
+};
+
+/* Move an LLVMErrorRef's message into err (consuming it); returns -1. */
+static int llvm_error(gj_err *err, LLVMErrorRef e, const char *what)
+{
+  char *msg = LLVMGetErrorMessage(e);
+  gj_err_set(err, "cpu: %s: %s", what, msg ? msg : "unknown error");
+  LLVMDisposeErrorMessage(msg);
+  return -1;
+}
+
+/* ORC reports some failures (e.g. an unresolved symbol while linking) only
+** to the session's error reporter; keep the last one for load's message
+** instead of letting LLVM print it. */
+static void cpu_report(void *ctx, LLVMErrorRef e)
+{
+  gj_bstate *st = ctx;
+  char *msg = LLVMGetErrorMessage(e);
+  pthread_mutex_lock(&st->msg_mu);
+  snprintf(st->jitmsg, sizeof(st->jitmsg), "%s", msg ? msg : "");
+  pthread_mutex_unlock(&st->msg_mu);
+  LLVMDisposeErrorMessage(msg);
+}
+
+/* "key<tabs>: value" from /proc/cpuinfo into out (trimmed); 0 if found. */
+static int cpuinfo_field(const char *key, char *out, size_t n)
+{
+  char line[512];
+  size_t klen = strlen(key);
+  int found = -1;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof(line), f)) {
+    char *v, *e;
+    if (strncmp(line, key, klen) != 0 || (line[klen] != '\t' &&
+                                          line[klen] != ' ' &&
+                                          line[klen] != ':'))
+      continue;
+    v = strchr(line, ':');
+    if (!v) continue;
+    for (v++; *v == ' ' || *v == '\t'; v++) ;
+    e = v + strlen(v);
+    while (e > v && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t')) *--e = 0;
+    if (!*v) continue;
+    snprintf(out, n, "%s", v);
+    found = 0;
+    break;
+  }
+  fclose(f);
+  return found;
+}
+
+static void cpu_fill_info(gj_bstate *st)
+{
+  gj_device_info *d = &st->info;
+  char vendor[128];
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  memset(d, 0, sizeof(*d));
+  if (cpuinfo_field("model name", d->name, sizeof(d->name)) != 0) {
+    char *host = LLVMGetHostCPUName();
+    snprintf(d->name, sizeof(d->name), "%s", host ? host : "cpu");
+    LLVMDisposeMessage(host);
+  }
+  if (cpuinfo_field("vendor_id", vendor, sizeof(vendor)) == 0)
+    snprintf(d->vendor, sizeof(d->vendor), "%s",
+             strcmp(vendor, "GenuineIntel") == 0 ? "Intel" :
+             strcmp(vendor, "AuthenticAMD") == 0 ? "AMD" : vendor);
+  else
+    snprintf(d->vendor, sizeof(d->vendor), "unknown");
+  snprintf(d->type, sizeof(d->type), "cpu");
+  d->memory = pages > 0 && psize > 0 ? (int64_t)pages * psize : 0;
+  d->compute_units = st->nthreads;
+  d->max_group = CPU_MAX_GROUP;
+  d->max_group_dim[0] = d->max_group_dim[1] = d->max_group_dim[2] =
+      CPU_MAX_GROUP;
+}
+
+static void cpu_close(gj_bstate *st);
+
+static int cpu_open(gj_bstate **out, gj_err *err)
+{
+  gj_bstate *st;
+  LLVMErrorRef e;
+  *out = NULL;
+  if (gj_target_init(err) != 0) return -1;
+  st = calloc(1, sizeof(*st));
+  if (!st) return gj_err_set(err, "cpu: out of memory");
+  pthread_mutex_init(&st->mu, NULL);
+  pthread_mutex_init(&st->msg_mu, NULL);
+  atomic_init(&st->pool, NULL);
+  e = LLVMOrcCreateLLJIT(&st->jit, NULL);
+  if (e) {
+    st->jit = NULL;
+    llvm_error(err, e, "cannot create the ORC JIT");
+    cpu_close(st);
+    return -1;
+  }
+  LLVMOrcExecutionSessionSetErrorReporter(
+      LLVMOrcLLJITGetExecutionSession(st->jit), cpu_report, st);
+  st->nthreads = gj_pool_default_size();
+  cpu_fill_info(st);
+  *out = st;
+  return 0;
+}
+
+/* Programs must have been unloaded before: their trackers belong to the
+** JIT that is disposed here. */
+static void cpu_close(gj_bstate *st)
+{
+  if (!st) return;
+  gj_pool_free(atomic_load(&st->pool));
+  if (st->jit) {
+    LLVMErrorRef e = LLVMOrcDisposeLLJIT(st->jit);
+    if (e) LLVMConsumeError(e);
+  }
+  free(st->spare);
+  pthread_mutex_destroy(&st->msg_mu);
+  pthread_mutex_destroy(&st->mu);
+  free(st);
+}
+
+static int cpu_ndevices(gj_bstate *st)
+{
+  (void)st;
+  return 1;
+}
+
+static int cpu_device_info(gj_bstate *st, int dev, gj_device_info *out)
+{
+  if (dev != 0) return -1;
+  *out = st->info;
+  return 0;
+}
+
+/* -- Compile job --------------------------------------------------------- */
+
+/* gj.<id>(ptr %wi, i32 %d): field `base + d` of the work-item state; for d
+** outside 0..2 the value of an unused dimension (ids 0, sizes 1), as in
+** OpenCL.  After inlining d is a constant and all of this folds away. */
+#define GJ_IR_ID(name, base, unused)                                     \
+  "define linkonce_odr i64 @gj." name "(ptr %wi, i32 %d) #0 {\n"         \
+  "  %ok = icmp ult i32 %d, 3\n"                                         \
+  "  %dd = select i1 %ok, i32 %d, i32 0\n"                               \
+  "  %i = zext i32 %dd to i64\n"                                         \
+  "  %j = add i64 %i, " #base "\n"                                       \
+  "  %p = getelementptr inbounds i64, ptr %wi, i64 %j\n"                 \
+  "  %v = load i64, ptr %p, align 8\n"                                   \
+  "  %r = select i1 %ok, i64 %v, i64 " #unused "\n"                      \
+  "  ret i64 %r\n}\n"
+
+/* gj.math.<fn>.<sfx>: a call of `impl` (an llvm.* intrinsic or libm). */
+#define GJ_IR_M1(fn, T, sfx, impl)                                       \
+  "define linkonce_odr " T " @gj.math." fn "." sfx "(" T " %x) #1 {\n"   \
+  "  %r = call " T " @" impl "(" T " %x)\n  ret " T " %r\n}\n"
+#define GJ_IR_M2(fn, T, sfx, impl)                                       \
+  "define linkonce_odr " T " @gj.math." fn "." sfx "(" T " %x, " T       \
+  " %y) #1 {\n"                                                          \
+  "  %r = call " T " @" impl "(" T " %x, " T " %y)\n  ret " T " %r\n}\n"
+#define GJ_IR_D1(T, impl) "declare " T " @" impl "(" T ") #2\n"
+#define GJ_IR_D2(T, impl) "declare " T " @" impl "(" T ", " T ") #2\n"
+
+/* Both precisions of one function; `i` means the llvm.* intrinsic, `c` the
+** C library (f32: the `f`-suffixed name). */
+#define GJ_IR_I1(fn)                                                     \
+  GJ_IR_M1(#fn, "float", "f32", "llvm." #fn ".f32")                      \
+  GJ_IR_M1(#fn, "double", "f64", "llvm." #fn ".f64")                     \
+  GJ_IR_D1("float", "llvm." #fn ".f32") GJ_IR_D1("double", "llvm." #fn ".f64")
+#define GJ_IR_C1(fn)                                                     \
+  GJ_IR_M1(#fn, "float", "f32", #fn "f")                                 \
+  GJ_IR_M1(#fn, "double", "f64", #fn)                                    \
+  GJ_IR_D1("float", #fn "f") GJ_IR_D1("double", #fn)
+#define GJ_IR_I2(fn)                                                     \
+  GJ_IR_M2(#fn, "float", "f32", "llvm." #fn ".f32")                      \
+  GJ_IR_M2(#fn, "double", "f64", "llvm." #fn ".f64")                     \
+  GJ_IR_D2("float", "llvm." #fn ".f32") GJ_IR_D2("double", "llvm." #fn ".f64")
+#define GJ_IR_C2(fn)                                                     \
+  GJ_IR_M2(#fn, "float", "f32", #fn "f")                                 \
+  GJ_IR_M2(#fn, "double", "f64", #fn)                                    \
+  GJ_IR_D2("float", #fn "f") GJ_IR_D2("double", #fn)
+
+/* The intrinsics, linked into every module.  Notes:
+** - linkonce_odr, not internal: the linker binds the core's declarations
+**   only to definitions with external-ish linkage (an internal definition
+**   in the linked-in module would be a different, renamed symbol).  wrap
+**   internalizes them, and they disappear once inlined.
+** - No triple or datalayout, so linking into any host module is silent.
+** - llvm.* intrinsics where LLVM has them: sqrt/floor/ceil/fabs/trunc
+**   become instructions (sqrtsd, roundsd, as LuaJIT uses), the others
+**   calls of the same libm functions LuaJIT calls, so doubles match bit
+**   for bit.  libm functions are declared readnone (errno is never read),
+**   which lets LLVM hoist and combine them. */
+static const char cpu_intrinsics_ir[] =
+  GJ_IR_ID("global_id", 0, 0)
+  GJ_IR_ID("local_id", 3, 0)
+  GJ_IR_ID("group_id", 6, 0)
+  GJ_IR_ID("group_size", 9, 1)
+  GJ_IR_ID("num_groups", 12, 1)
+  GJ_IR_ID("global_size", 15, 1)
+  GJ_IR_I1(sqrt) GJ_IR_I1(floor) GJ_IR_I1(ceil) GJ_IR_I1(fabs)
+  GJ_IR_I1(trunc) GJ_IR_I1(exp) GJ_IR_I1(log) GJ_IR_I1(log2)
+  GJ_IR_I1(log10) GJ_IR_I1(sin) GJ_IR_I1(cos)
+  GJ_IR_C1(tan) GJ_IR_C1(asin) GJ_IR_C1(acos) GJ_IR_C1(atan)
+  GJ_IR_C1(sinh) GJ_IR_C1(cosh) GJ_IR_C1(tanh)
+  GJ_IR_I2(pow) GJ_IR_C2(atan2) GJ_IR_C2(fmod)
+  "attributes #0 = { alwaysinline nounwind willreturn readonly argmemonly }\n"
+  "attributes #1 = { alwaysinline nounwind willreturn readnone }\n"
+  "attributes #2 = { nounwind willreturn readnone }\n";
+
+/* Code model and relocation: ORC's LLJIT in LLVM 15 links ELF x86-64
+** objects with RuntimeDyld, which gives calls to outside functions (libm)
+** a stub and GOT-relative loads a GOT entry, so the small code model with
+** PIC works wherever the process's libraries are mapped; the sections of
+** one object are allocated together, so RIP-relative constant pool loads
+** stay in range.  The large model would also work but makes every constant
+** a 64-bit absolute load. */
+static int cpu_make_job(gj_bstate *st, gj_err *err)
+{
+  gj_job *j = &st->job;
+  LLVMTargetMachineRef tm;
+  LLVMTargetDataRef td;
+  char *dl;
+  memset(j, 0, sizeof(*j));
+  if (gj_target_host(j->triple, sizeof(j->triple), j->cpu, sizeof(j->cpu),
+                     j->features, sizeof(j->features)) != 0)
+    return gj_err_set(err, "cpu: the host's target description is too long");
+  j->as_global = j->as_shared = j->as_local = 0;
+  j->intrinsics_ir = cpu_intrinsics_ir;
+  snprintf(j->passes, sizeof(j->passes), "default<O3>");
+  j->codegen_opt = LLVMCodeGenLevelAggressive;
+  j->reloc = LLVMRelocPIC;
+  j->code_model = LLVMCodeModelDefault;
+  if (gj_target_machine(j, &tm, err) != 0) return -1;
+  td = LLVMCreateTargetDataLayout(tm);
+  dl = LLVMCopyStringRepOfTargetData(td);
+  if (strlen(dl) >= sizeof(j->datalayout)) {
+    LLVMDisposeMessage(dl);
+    LLVMDisposeTargetData(td);
+    LLVMDisposeTargetMachine(tm);
+    return gj_err_set(err, "cpu: the host's data layout is too long");
+  }
+  strcpy(j->datalayout, dl);
+  LLVMDisposeMessage(dl);
+  LLVMDisposeTargetData(td);
+  LLVMDisposeTargetMachine(tm);
+  return 0;
+}
+
+static int cpu_job(gj_bstate *st, int dev, gj_job *job, gj_err *err)
+{
+  int r = 0;
+  if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
+  pthread_mutex_lock(&st->mu);
+  if (!st->have_job) {
+    r = cpu_make_job(st, err);
+    st->have_job = r == 0;
+  }
+  if (r == 0) *job = st->job;
+  pthread_mutex_unlock(&st->mu);
+  return r;
+}
+
+/* -- wrap: the entry point ----------------------------------------------- */
+
+static void add_fn_attr(LLVMContextRef c, LLVMValueRef f, const char *name)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(c, k, 0));
+}
+
+static void remove_fn_attr(LLVMValueRef f, const char *name)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, k);
+}
+
+static void add_param_attr(LLVMContextRef c, LLVMValueRef f, unsigned i,
+                           const char *name)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(f, i + 1, LLVMCreateEnumAttribute(c, k, 0));
+}
+
+static void add_str_attr(LLVMContextRef c, LLVMValueRef f, const char *k,
+                         const char *v)
+{
+  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(c, k, (unsigned)strlen(k),
+                                                    v, (unsigned)strlen(v)));
+}
+
+/* Does LLVM type t hold a scalar of kind s? */
+static int scalar_type_ok(LLVMTypeRef t, gj_scalar s)
+{
+  switch (LLVMGetTypeKind(t)) {
+  case LLVMIntegerTypeKind:
+    return (s == GJ_BOOL || gj_scalar_isint(s)) &&
+           LLVMGetIntTypeWidth(t) == (unsigned)gj_scalar_bits(s);
+  case LLVMFloatTypeKind: return s == GJ_F32;
+  case LLVMDoubleTypeKind: return s == GJ_F64;
+  default: return 0;
+  }
+}
+
+/* Build helpers for the entry function. */
+typedef struct wrap_ctx {
+  LLVMContextRef c;
+  LLVMBuilderRef b;
+  LLVMTypeRef i8, i64;
+  LLVMValueRef wi;        /* the work-item state alloca */
+} wrap_ctx;
+
+static LLVMValueRef w_const(wrap_ctx *w, int64_t v)
+{
+  return LLVMConstInt(w->i64, (unsigned long long)v, 1);
+}
+
+/* Load an i64 from ptr[index] (i64 elements). */
+static LLVMValueRef w_load64(wrap_ctx *w, LLVMValueRef ptr, int index,
+                             const char *name)
+{
+  LLVMValueRef idx = w_const(w, index);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(w->b, w->i64, ptr, &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(w->b, w->i64, p, name);
+  LLVMSetAlignment(v, 8);
+  return v;
+}
+
+/* Store v into field `index` of the work-item state. */
+static void w_setwi(wrap_ctx *w, int index, LLVMValueRef v)
+{
+  LLVMValueRef idx = w_const(w, index);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(w->b, w->i64, w->wi, &idx, 1, "");
+  LLVMSetAlignment(LLVMBuildStore(w->b, v, p), 8);
+}
+
+/* Load a value of type t from byte offset off of the argument block. */
+static LLVMValueRef w_arg(wrap_ctx *w, LLVMValueRef args, uint32_t off,
+                          LLVMTypeRef t, unsigned align)
+{
+  LLVMValueRef idx = w_const(w, off);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(w->b, w->i8, args, &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(w->b, t, p, "");
+  LLVMSetAlignment(v, align);
+  return v;
+}
+
+/* min(a, b), signed. */
+static LLVMValueRef w_min(wrap_ctx *w, LLVMValueRef a, LLVMValueRef b,
+                          const char *name)
+{
+  LLVMValueRef lt = LLVMBuildICmp(w->b, LLVMIntSLT, a, b, "");
+  return LLVMBuildSelect(w->b, lt, a, b, name);
+}
+
+/* A counted loop's header: phi i = [start, from]; the back edge is added
+** by w_loop_end. */
+static LLVMValueRef w_loop_begin(wrap_ctx *w, LLVMValueRef fn,
+                                 LLVMValueRef start, const char *name,
+                                 LLVMBasicBlockRef *head)
+{
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(w->b);
+  LLVMValueRef phi;
+  *head = LLVMAppendBasicBlockInContext(w->c, fn, name);
+  LLVMBuildBr(w->b, *head);
+  LLVMPositionBuilderAtEnd(w->b, *head);
+  phi = LLVMBuildPhi(w->b, w->i64, name);
+  LLVMAddIncoming(phi, &start, &from, 1);
+  return phi;
+}
+
+/* i += 1; continue while i < end (signed; the loops are do-while since
+** every trip count is at least one). */
+static void w_loop_end(wrap_ctx *w, LLVMValueRef fn, LLVMValueRef phi,
+                       LLVMBasicBlockRef head, LLVMValueRef end,
+                       const char *name)
+{
+  LLVMValueRef one = w_const(w, 1);
+  LLVMValueRef next = LLVMBuildNSWAdd(w->b, phi, one, "");
+  LLVMValueRef more = LLVMBuildICmp(w->b, LLVMIntSLT, next, end, "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(w->b);
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(w->c, fn, name);
+  LLVMBuildCondBr(w->b, more, head, after);
+  LLVMAddIncoming(phi, &next, &latch, 1);
+  LLVMPositionBuilderAtEnd(w->b, after);
+}
+
+static int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                    LLVMValueRef body, const gj_sig *sig, gj_err *err)
+{
+  wrap_ctx w;
+  LLVMTypeRef bodyty, ptr, voidt, entryty, wity, ptypes[2];
+  LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS];
+  LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
+  LLVMValueRef entry, args, launch, f, L[11], first, last, g, lz, ly, lx;
+  LLVMValueRef gid[3], base[3], end[3];
+  LLVMBasicBlockRef bb, exit, gh, zh, yh, xh;
+  unsigned nb, need = 1, k;
+  int i;
+  (void)st;
+  if (LLVMGetNamedFunction(m, "gj_entry"))
+    return gj_err_set(err, "cpu: the module already has a gj_entry");
+  if (!body || LLVMIsDeclaration(body))
+    return gj_err_set(err, "cpu: the kernel body is not defined");
+  w.c = LLVMGetModuleContext(m);
+  w.i8 = LLVMInt8TypeInContext(w.c);
+  w.i64 = LLVMInt64TypeInContext(w.c);
+  ptr = LLVMPointerTypeInContext(w.c, 0);
+  voidt = LLVMVoidTypeInContext(w.c);
+
+  /* Check the body against the signature. */
+  bodyty = LLVMGlobalGetValueType(body);
+  for (i = 0; i < sig->nparams; i++) need += sig->params[i].is_array ? 2 : 1;
+  nb = LLVMCountParamTypes(bodyty);
+  if (nb != need || LLVMGetReturnType(bodyty) != voidt)
+    return gj_err_set(err, "cpu: gj_body has %u parameters, the signature "
+                      "needs %u (and a void result)", nb, need);
+  LLVMGetParamTypes(bodyty, btypes);
+  if (LLVMGetTypeKind(btypes[0]) != LLVMPointerTypeKind)
+    return gj_err_set(err, "cpu: gj_body's first parameter must be a pointer");
+  for (i = 0, k = 1; i < sig->nparams; i++) {
+    const gj_param *p = &sig->params[i];
+    if (p->is_array) {
+      if (LLVMGetTypeKind(btypes[k]) != LLVMPointerTypeKind ||
+          btypes[k + 1] != w.i64)
+        return gj_err_set(err, "cpu: gj_body parameter %u: expected an array "
+                          "(pointer, i64)", k);
+      k += 2;
+    } else {
+      if (!scalar_type_ok(btypes[k], (gj_scalar)p->elem))
+        return gj_err_set(err, "cpu: gj_body parameter %u does not hold a %s",
+                          k, gj_scalar_name((gj_scalar)p->elem));
+      k += 1;
+    }
+  }
+
+  /* The body is inlined into the loops, whatever the core asked for. */
+  LLVMSetLinkage(body, LLVMInternalLinkage);
+  remove_fn_attr(body, "noinline");
+  remove_fn_attr(body, "optnone");
+  add_fn_attr(w.c, body, "alwaysinline");
+  /* Only gj_entry is exported: the intrinsics linked in so far become
+  ** internal so that they vanish once inlined. */
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (!LLVMIsDeclaration(f) && len > 3 && strncmp(name, "gj.", 3) == 0)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+
+  ptypes[0] = ptypes[1] = ptr;
+  entryty = LLVMFunctionType(voidt, ptypes, 2, 0);
+  entry = LLVMAddFunction(m, "gj_entry", entryty);
+  add_fn_attr(w.c, entry, "nounwind");
+  for (k = 0; k < 2; k++) {
+    add_param_attr(w.c, entry, k, "noalias");
+    add_param_attr(w.c, entry, k, "nocapture");
+    add_param_attr(w.c, entry, k, "readonly");
+  }
+  if (job->cpu[0]) add_str_attr(w.c, entry, "target-cpu", job->cpu);
+  if (job->features[0])
+    add_str_attr(w.c, entry, "target-features", job->features);
+  args = LLVMGetParam(entry, 0);
+  launch = LLVMGetParam(entry, 1);
+  LLVMSetValueName2(args, "args", 4);
+  LLVMSetValueName2(launch, "launch", 6);
+
+  w.b = LLVMCreateBuilderInContext(w.c);
+  bb = LLVMAppendBasicBlockInContext(w.c, entry, "entry");
+  LLVMPositionBuilderAtEnd(w.b, bb);
+  wity = LLVMArrayType(w.i64, WI__N);
+  w.wi = LLVMBuildAlloca(w.b, wity, "wi");
+  LLVMSetAlignment(w.wi, 16);
+
+  /* Parameters: loaded once, before any loop. */
+  bargs[0] = w.wi;
+  for (i = 0, k = 1; i < sig->nparams; i++) {
+    const gj_param *p = &sig->params[i];
+    if (p->is_array) {
+      bargs[k] = w_arg(&w, args, p->offset, btypes[k], 8);
+      bargs[k + 1] = w_arg(&w, args, p->offset + 8, w.i64, 8);
+      k += 2;
+    } else if (p->elem == GJ_BOOL) {
+      LLVMValueRef v = w_arg(&w, args, p->offset, w.i8, 1);
+      bargs[k++] = LLVMBuildICmp(w.b, LLVMIntNE, v, LLVMConstInt(w.i8, 0, 0),
+                                 "");
+    } else {
+      bargs[k] = w_arg(&w, args, p->offset, btypes[k],
+                       (unsigned)gj_scalar_size((gj_scalar)p->elem));
+      k++;
+    }
+  }
+
+  /* The launch block, and the parts of the state fixed for the launch. */
+  for (k = 0; k < 11; k++) L[k] = w_load64(&w, launch, (int)k, "");
+  for (k = 0; k < 3; k++) {
+    w_setwi(&w, WI_GROUP_SIZE + k, L[LAUNCH_GROUP + k]);
+    w_setwi(&w, WI_NUM_GROUPS + k, L[LAUNCH_NGROUPS + k]);
+    w_setwi(&w, WI_GLOBAL_SIZE + k, L[LAUNCH_GLOBAL + k]);
+  }
+  first = L[LAUNCH_FIRST];
+  last = L[LAUNCH_LAST];
+  exit = LLVMAppendBasicBlockInContext(w.c, entry, "exit");
+  {
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(w.c, entry, "go");
+    LLVMBuildCondBr(w.b, LLVMBuildICmp(w.b, LLVMIntSLT, first, last, ""),
+                    go, exit);
+    LLVMPositionBuilderAtEnd(w.b, go);
+  }
+
+  /* for g in [first, last): group ids from the linear index, clamped
+  ** bounds end[d] = min(group[d], global[d] - base[d]) >= 1. */
+  g = w_loop_begin(&w, entry, first, "g", &gh);
+  {
+    LLVMValueRef t = LLVMBuildUDiv(w.b, g, L[LAUNCH_NGROUPS + 0], "");
+    gid[0] = LLVMBuildURem(w.b, g, L[LAUNCH_NGROUPS + 0], "gx");
+    gid[1] = LLVMBuildURem(w.b, t, L[LAUNCH_NGROUPS + 1], "gy");
+    gid[2] = LLVMBuildUDiv(w.b, t, L[LAUNCH_NGROUPS + 1], "gz");
+  }
+  for (k = 0; k < 3; k++) {
+    w_setwi(&w, WI_GROUP_ID + k, gid[k]);
+    base[k] = LLVMBuildNSWMul(w.b, gid[k], L[LAUNCH_GROUP + k], "");
+    end[k] = w_min(&w, L[LAUNCH_GROUP + k],
+                   LLVMBuildNSWSub(w.b, L[LAUNCH_GLOBAL + k], base[k], ""),
+                   "");
+  }
+  lz = w_loop_begin(&w, entry, w_const(&w, 0), "lz", &zh);
+  w_setwi(&w, WI_LOCAL_ID + 2, lz);
+  w_setwi(&w, WI_GLOBAL_ID + 2, LLVMBuildNSWAdd(w.b, base[2], lz, ""));
+  ly = w_loop_begin(&w, entry, w_const(&w, 0), "ly", &yh);
+  w_setwi(&w, WI_LOCAL_ID + 1, ly);
+  w_setwi(&w, WI_GLOBAL_ID + 1, LLVMBuildNSWAdd(w.b, base[1], ly, ""));
+  lx = w_loop_begin(&w, entry, w_const(&w, 0), "lx", &xh);
+  w_setwi(&w, WI_LOCAL_ID + 0, lx);
+  w_setwi(&w, WI_GLOBAL_ID + 0, LLVMBuildNSWAdd(w.b, base[0], lx, ""));
+  LLVMBuildCall2(w.b, bodyty, body, bargs, need, "");
+  w_loop_end(&w, entry, lx, xh, end[0], "x.done");
+  w_loop_end(&w, entry, ly, yh, end[1], "y.done");
+  w_loop_end(&w, entry, lz, zh, end[2], "z.done");
+  w_loop_end(&w, entry, g, gh, last, "g.done");
+  LLVMBuildBr(w.b, exit);
+  LLVMPositionBuilderAtEnd(w.b, exit);
+  LLVMBuildRetVoid(w.b);
+  LLVMDisposeBuilder(w.b);
+  return 0;
+}
+
+/* -- emit, load ---------------------------------------------------------- */
+
+static int cpu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                    LLVMModuleRef m, int asm, char **out, size_t *len,
+                    gj_err *err)
+{
+  LLVMMemoryBufferRef buf = NULL;
+  char *msg = NULL;
+  size_t n;
+  (void)st;
+  (void)job;
+  *out = NULL;
+  *len = 0;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, asm ? LLVMAssemblyFile
+                                                     : LLVMObjectFile,
+                                          &msg, &buf) != 0) {
+    gj_err_set(err, "cpu: code generation failed: %s",
+               msg ? msg : "unknown error");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  LLVMDisposeMessage(msg);
+  n = LLVMGetBufferSize(buf);
+  *out = malloc(n + 1);     /* + NUL, so that assembly is a C string */
+  if (!*out) {
+    LLVMDisposeMemoryBuffer(buf);
+    return gj_err_set(err, "cpu: out of memory (%zu bytes of code)", n);
+  }
+  memcpy(*out, LLVMGetBufferStart(buf), n);
+  (*out)[n] = '\0';
+  *len = n;
+  LLVMDisposeMemoryBuffer(buf);
+  return 0;
+}
+
+/* A JITDylib for one program: a spare one, or a new one that resolves
+** outside symbols (libm) from the process. */
+static int cpu_dylib(gj_bstate *st, LLVMOrcJITDylibRef *out, gj_err *err)
+{
+  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(st->jit);
+  LLVMOrcDefinitionGeneratorRef gen;
+  LLVMErrorRef e;
+  char name[64];
+  if (st->nspare > 0) {
+    *out = st->spare[--st->nspare];
+    return 0;
+  }
+  do snprintf(name, sizeof(name), "gpujit.%llu",
+              (unsigned long long)st->ndylibs++);
+  while (LLVMOrcExecutionSessionGetJITDylibByName(es, name));
+  *out = LLVMOrcExecutionSessionCreateBareJITDylib(es, name);
+  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &gen, LLVMOrcLLJITGetGlobalPrefix(st->jit), NULL, NULL);
+  if (e) return llvm_error(err, e, "cannot search the process's symbols");
+  LLVMOrcJITDylibAddGenerator(*out, gen);
+  return 0;
+}
+
+/* Keep an emptied JITDylib for the next load (the C API of LLVM 15 cannot
+** remove one from the session).  Out of memory: it just stays unused. */
+static void cpu_dylib_spare(gj_bstate *st, LLVMOrcJITDylibRef jd)
+{
+  if (st->nspare == st->capspare) {
+    int cap = st->capspare ? 2 * st->capspare : 8;
+    LLVMOrcJITDylibRef *n = realloc(st->spare, (size_t)cap * sizeof(*n));
+    if (!n) return;
+    st->spare = n;
+    st->capspare = cap;
+  }
+  st->spare[st->nspare++] = jd;
+}
+
+/* A synchronous lookup of one symbol in one JITDylib. */
+typedef struct cpu_lookup {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+  LLVMOrcExecutorAddress addr;
+  char msg[512];
+} cpu_lookup;
+
+static void cpu_lookup_done(LLVMErrorRef e, LLVMOrcCSymbolMapPairs res,
+                            size_t n, void *ctx)
+{
+  cpu_lookup *l = ctx;
+  pthread_mutex_lock(&l->mu);
+  if (e) {
+    char *msg = LLVMGetErrorMessage(e);
+    snprintf(l->msg, sizeof(l->msg), "%s", msg ? msg : "unknown error");
+    LLVMDisposeErrorMessage(msg);
+  } else if (n >= 1) {
+    l->addr = res[0].Sym.Address;
+  }
+  l->done = 1;
+  pthread_cond_signal(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static int cpu_lookup_entry(gj_bstate *st, LLVMOrcJITDylibRef jd,
+                            LLVMOrcExecutorAddress *addr, gj_err *err)
+{
+  cpu_lookup l;
+  LLVMOrcCJITDylibSearchOrderElement order = {
+    jd, LLVMOrcJITDylibLookupFlagsMatchExportedSymbolsOnly };
+  LLVMOrcCLookupSetElement sym;
+  memset(&l, 0, sizeof(l));
+  pthread_mutex_init(&l.mu, NULL);
+  pthread_cond_init(&l.cv, NULL);
+  /* The lookup takes over the reference that MangleAndIntern returns. */
+  sym.Name = LLVMOrcLLJITMangleAndIntern(st->jit, "gj_entry");
+  sym.LookupFlags = LLVMOrcSymbolLookupFlagsRequiredSymbol;
+  LLVMOrcExecutionSessionLookup(LLVMOrcLLJITGetExecutionSession(st->jit),
+                                LLVMOrcLookupKindStatic, &order, 1, &sym, 1,
+                                cpu_lookup_done, &l);
+  pthread_mutex_lock(&l.mu);
+  while (!l.done) pthread_cond_wait(&l.cv, &l.mu);
+  pthread_mutex_unlock(&l.mu);
+  pthread_cond_destroy(&l.cv);
+  pthread_mutex_destroy(&l.mu);
+  *addr = l.addr;
+  if (l.msg[0] || !l.addr) {
+    char why[512];
+    pthread_mutex_lock(&st->msg_mu);
+    snprintf(why, sizeof(why), "%s", st->jitmsg);
+    st->jitmsg[0] = '\0';
+    pthread_mutex_unlock(&st->msg_mu);
+    /* The reporter's message names the cause (e.g. "Symbols not found:
+    ** [ foo ]"); the lookup's only says that gj_entry failed. */
+    return gj_err_set(err, "cpu: cannot link the kernel: %s",
+                      why[0] ? why : l.msg[0] ? l.msg : "gj_entry not found");
+  }
+  return 0;
+}
+
+static int cpu_load(gj_bstate *st, int dev, const char *art, size_t len,
+                    const gj_sig *sig, gj_program **out, gj_err *err)
+{
+  gj_program *p;
+  LLVMMemoryBufferRef buf;
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef e;
+  (void)sig;
+  *out = NULL;
+  if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
+  p = calloc(1, sizeof(*p));
+  if (!p) return gj_err_set(err, "cpu: out of memory");
+  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&st->msg_mu);
+  st->jitmsg[0] = '\0';        /* whatever ORC reports now is about us */
+  pthread_mutex_unlock(&st->msg_mu);
+  if (cpu_dylib(st, &p->jd, err) != 0) goto fail;
+  p->rt = LLVMOrcJITDylibCreateResourceTracker(p->jd);
+  buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(art, len, "gpujit-kernel");
+  e = LLVMOrcLLJITAddObjectFileWithRT(st->jit, p->rt, buf);  /* owns buf */
+  if (e) {
+    llvm_error(err, e, "cannot add the kernel's object code");
+    goto fail;
+  }
+  if (cpu_lookup_entry(st, p->jd, &addr, err) != 0) goto fail;
+  pthread_mutex_unlock(&st->mu);
+  p->entry = (cpu_entry_fn)(uintptr_t)addr;
+  *out = p;
+  return 0;
+fail:
+  if (p->rt) {
+    e = LLVMOrcResourceTrackerRemove(p->rt);
+    LLVMOrcReleaseResourceTracker(p->rt);
+    if (e) LLVMConsumeError(e);
+    else cpu_dylib_spare(st, p->jd);
+  } else if (p->jd) {
+    cpu_dylib_spare(st, p->jd);
+  }
+  pthread_mutex_unlock(&st->mu);
+  free(p);
+  return -1;
+}
+
+static void cpu_unload(gj_bstate *st, gj_program *p)
+{
+  LLVMErrorRef e;
+  if (!p) return;
+  pthread_mutex_lock(&st->mu);
+  e = LLVMOrcResourceTrackerRemove(p->rt);
+  LLVMOrcReleaseResourceTracker(p->rt);
+  if (e) LLVMConsumeError(e);    /* the JITDylib may hold leftovers */
+  else cpu_dylib_spare(st, p->jd);
+  pthread_mutex_unlock(&st->mu);
+  free(p);
+}
+
+/* -- launch -------------------------------------------------------------- */
+
+typedef struct cpu_task {
+  cpu_entry_fn entry;
+  void *args;
+  const cpu_launch *launch;
+} cpu_task;
+
+static void cpu_task_run(void *arg, int64_t begin, int64_t end)
+{
+  const cpu_task *t = arg;
+  cpu_launch l = *t->launch;
+  l.first = begin;
+  l.last = end;
+  t->entry(t->args, &l);
+}
+
+static gj_pool *cpu_pool(gj_bstate *st)
+{
+  gj_pool *p = atomic_load_explicit(&st->pool, memory_order_acquire);
+  if (p) return p;
+  pthread_mutex_lock(&st->mu);
+  p = atomic_load_explicit(&st->pool, memory_order_relaxed);
+  if (!p) {
+    p = gj_pool_new(st->nthreads);
+    atomic_store_explicit(&st->pool, p, memory_order_release);
+  }
+  pthread_mutex_unlock(&st->mu);
+  return p;     /* NULL when out of memory: the caller runs alone */
+}
+
+/* "AxBxC" of the first n entries of v. */
+static const char *fmt_dims(char *buf, size_t size, const int64_t *v, int n)
+{
+  size_t off = 0;
+  int i;
+  buf[0] = '\0';
+  for (i = 0; i < n && off < size; i++)
+    off += (size_t)snprintf(buf + off, size - off, "%s%lld", i ? "x" : "",
+                            (long long)v[i]);
+  return buf;
+}
+
+/* The group a launch without one gets.  On a CPU a group only decides how
+** the work is cut up: its x loop is the loop LLVM vectorizes, and groups
+** are what the pool's threads take.  So the default fills 256 work items
+** x first: x = min(global x, 256), then y and z take what is left of the
+** 256 (clamped to their global sizes), e.g. 256x1 for a 2048x2048 launch,
+** 100x2 for 100x3000.  Whole rows beat the GPU habit of square tiles:
+** each thread then streams through memory in one run per array, which the
+** prefetchers follow, and a 16-wide row leaves an AVX-512 loop (16 lanes x
+** 4 unrolled) no full vector iteration.  Measured on a 2-core AVX-512 EPYC,
+** 2-D saxpy 4096x4096: 256x1 4.8 ms, 128x2 5.1, 64x4 8.0, 16x16 8.2;
+** 2048x2048: 256x1 0.50 ms, 64x4 1.07, 16x16 1.17. */
+#define CPU_DEFAULT_GROUP 256
+
+static void cpu_default_group(const gj_dims *d, int64_t group[3])
+{
+  int64_t left = CPU_DEFAULT_GROUP;
+  int i;
+  for (i = 0; i < 3; i++) {
+    int64_t n = i < d->ndim ? d->global[i] : 1;
+    group[i] = n < left ? n : left;
+    left /= group[i];
+    if (left < 1) left = 1;
+  }
+}
+
+static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
+                          void *args, gj_err *err)
+{
+  cpu_launch l;
+  int64_t items = 1, groups = 1, gsize = 1;
+  char b1[96];
+  int i, nd = d->ndim;
+  if (!p || !p->entry) return gj_err_set(err, "cpu: launch of no program");
+  if (nd < 1 || nd > 3)
+    return gj_err_set(err, "launch: ndim must be 1, 2 or 3 (got %d)", nd);
+  for (i = 0; i < nd; i++) {
+    if (d->global[i] < 0)
+      return gj_err_set(err, "launch: global size %s has a negative "
+                        "dimension", fmt_dims(b1, sizeof(b1), d->global, nd));
+    if (__builtin_mul_overflow(items, d->global[i], &items))
+      return gj_err_set(err, "launch: global size %s is too large",
+                        fmt_dims(b1, sizeof(b1), d->global, nd));
+  }
+  if (d->group[0] != 0) {
+    for (i = 0; i < nd; i++) {
+      if (d->group[i] <= 0)
+        return gj_err_set(err, "launch: work-group size %s must be positive "
+                          "in every dimension",
+                          fmt_dims(b1, sizeof(b1), d->group, nd));
+      if (d->group[i] > CPU_MAX_GROUP ||
+          (gsize *= d->group[i]) > CPU_MAX_GROUP)
+        return gj_err_set(err, "launch: work-group size %s exceeds the "
+                          "device maximum %d",
+                          fmt_dims(b1, sizeof(b1), d->group, nd),
+                          CPU_MAX_GROUP);
+    }
+  }
+  if (items == 0) return 0;
+  for (i = 0; i < 3; i++) {
+    l.global[i] = i < nd ? d->global[i] : 1;
+    l.group[i] = i < nd ? d->group[i] : 1;
+  }
+  if (d->group[0] == 0) cpu_default_group(d, l.group);
+  for (i = 0; i < 3; i++) {
+    l.ngroups[i] = l.global[i] / l.group[i] +
+                   (l.global[i] % l.group[i] != 0);
+    groups *= l.ngroups[i];       /* <= items: no overflow */
+  }
+  l.first = 0;
+  l.last = groups;
+  if (items >= CPU_SERIAL_ITEMS && groups > 1) {
+    gj_pool *pool = cpu_pool(st);
+    if (pool && gj_pool_size(pool) > 1) {
+      cpu_task t = { p->entry, args, &l };
+      gj_pool_run(pool, groups, cpu_task_run, &t);
+      return 0;
+    }
+  }
+  p->entry(args, &l);
+  return 0;
+}
+
+/* -- memory -------------------------------------------------------------- */
+
+static void *cpu_alloc(gj_bstate *st, int dev, size_t bytes, gj_err *err)
+{
+  void *p = NULL;
+  if (dev != 0) {
+    gj_err_set(err, "cpu: no device %d", dev);
+    return NULL;
+  }
+  if (st->info.memory > 0 && bytes > (uint64_t)st->info.memory) {
+    gj_err_set(err, "cpu: cannot allocate %zu bytes: the host has %lld bytes "
+               "of memory", bytes, (long long)st->info.memory);
+    return NULL;
+  }
+  /* 64 bytes: a cache line, and the widest vector (AVX-512). */
+  if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0) {
+    gj_err_set(err, "cpu: out of memory allocating %zu bytes", bytes);
+    return NULL;
+  }
+  return p;
+}
+
+static void cpu_free(gj_bstate *st, int dev, void *ptr)
+{
+  (void)st;
+  (void)dev;
+  free(ptr);
+}
+
+static int cpu_copy(gj_bstate *st, int dev, void *dst, const void *src,
+                    size_t n, int dir, gj_err *err)
+{
+  (void)st;
+  (void)dir;            /* host memory either way */
+  if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
+  if (n == 0) return 0;
+  if (!dst || !src) return gj_err_set(err, "cpu: copy with a null pointer");
+  memcpy(dst, src, n);
+  return 0;
+}
+
+static int cpu_sync(gj_bstate *st, int dev, gj_err *err)
+{
+  (void)st;
+  if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
+  return 0;             /* launches are synchronous */
+}
+
+const gj_backend gj_backend_cpu = {
+  "cpu",
+  cpu_open, cpu_close, cpu_ndevices, cpu_device_info, cpu_job,
+  cpu_wrap, cpu_emit, cpu_load, cpu_unload, cpu_launch_run,
+  cpu_alloc, cpu_free, cpu_copy, cpu_sync
+};
