@@ -39,6 +39,9 @@ LLVMValueRef gj_cg_convert(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to);
 LLVMValueRef gj_cg_to_scalar(gj_cg *g, LLVMValueRef v, gj_ty from,
                              gj_scalar to);
 
+/* LuaJIT's math.floor (ceil != 0: math.ceil) on a float value. */
+LLVMValueRef gj_cg_floor(gj_cg *g, LLVMValueRef x, gj_scalar s, int ceil);
+
 /* Conversion of a value stored into an array element (LuaJIT's FFI rule). */
 LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts);
 

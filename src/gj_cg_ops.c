@@ -70,7 +70,9 @@ LLVMValueRef gj_cg_to_scalar(gj_cg *g, LLVMValueRef v, gj_ty from,
   LLVMTypeRef to = gj_cg_scalar_type(g, ts);
   if (fs == ts) return v;
   if (fs == GJ_BOOL || ts == GJ_BOOL) {
-    if (fs == GJ_BOOL) return LLVMBuildZExt(B, v, to, "");
+    if (fs == GJ_BOOL)
+      return gj_scalar_isfloat(ts) ? LLVMBuildUIToFP(B, v, to, "")
+                                   : LLVMBuildZExt(B, v, to, "");
     return gj_scalar_isfloat(fs)
                ? LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0), "")
                : LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
@@ -173,6 +175,31 @@ static LLVMValueRef math2(gj_cg *g, const char *fn, gj_scalar s,
   return gj_cg_call(g, name, t, ps, 2, args);
 }
 
+/* math.floor / math.ceil exactly as LuaJIT's vm_floor/vm_ceil: round |x|
+** to nearest by adding and subtracting 2^52 (2^23 for float), put the sign
+** back, then step by one toward the requested side.  This differs from C's
+** floor/ceil in the sign of some zeros: ceil(-0.75) is +0 in LuaJIT. */
+LLVMValueRef gj_cg_floor(gj_cg *g, LLVMValueRef x, gj_scalar s, int ceil)
+{
+  LLVMBuilderRef B = g->B;
+  LLVMTypeRef t = gj_cg_scalar_type(g, s);
+  LLVMTypeRef it = s == GJ_F32 ? g->lt[LT_I32] : g->lt[LT_I64];
+  double big = s == GJ_F32 ? 8388608.0 : 4503599627370496.0;
+  LLVMValueRef two = LLVMConstReal(t, big), one = LLVMConstReal(t, 1.0);
+  LLVMValueRef ax = math1(g, "fabs", s, x);
+  LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFAdd(B, ax, two, ""), two, "");
+  LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildBitCast(B, x, it, ""),
+                                   LLVMConstInt(it, s == GJ_F32 ? 0x80000000ull : 1ull << 63, 0), "");
+  LLVMValueRef step;
+  r = LLVMBuildBitCast(B, LLVMBuildOr(B, LLVMBuildBitCast(B, r, it, ""), sign, ""), t, "");
+  step = ceil ? LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, r, ""),
+                                LLVMBuildFAdd(B, r, one, ""), r, "")
+              : LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, r, ""),
+                                LLVMBuildFSub(B, r, one, ""), r, "");
+  /* |x| >= 2^52 (or NaN): x is already integral */
+  return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, ax, two, ""), step, x, "");
+}
+
 /* Lua's floored modulo. */
 static LLVMValueRef modulo(gj_cg *g, LLVMValueRef a, LLVMValueRef b,
                            gj_scalar s)
@@ -180,8 +207,15 @@ static LLVMValueRef modulo(gj_cg *g, LLVMValueRef a, LLVMValueRef b,
   LLVMBuilderRef B = g->B;
   LLVMTypeRef t = gj_cg_scalar_type(g, s);
   LLVMValueRef zero = LLVMConstNull(t), r, bsafe, isz;
-  if (gj_scalar_isfloat(s)) {
-    LLVMValueRef q = math1(g, "floor", s, LLVMBuildFDiv(B, a, b, ""));
+  if (s == GJ_F32) {
+    /* LuaJIT computes in double and the result is then stored as float;
+    ** a - floor(a/b)*b in float precision would lose most of its bits. */
+    LLVMValueRef r = modulo(g, LLVMBuildFPExt(B, a, g->lt[LT_F64], ""),
+                            LLVMBuildFPExt(B, b, g->lt[LT_F64], ""), GJ_F64);
+    return LLVMBuildFPTrunc(B, r, t, "");
+  }
+  if (s == GJ_F64) {
+    LLVMValueRef q = gj_cg_floor(g, LLVMBuildFDiv(B, a, b, ""), s, 0);
     return LLVMBuildFSub(B, a, LLVMBuildFMul(B, q, b, ""), "");
   }
   /* x % 0 is 0 here (an integer cannot hold LuaJIT's nan), and the divisor
@@ -355,9 +389,8 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
     return 0;
   case GJ_I_M_CEIL: case GJ_I_M_FLOOR:
     args[0] = gj_cg_to_scalar(g, args[0], at[0], s);
-    res[0] = gj_scalar_isfloat(s)
-                 ? math1(g, intr == GJ_I_M_CEIL ? "ceil" : "floor", s, args[0])
-                 : args[0];
+    res[0] = gj_scalar_isfloat(s) ? gj_cg_floor(g, args[0], s, intr == GJ_I_M_CEIL)
+                                  : args[0];
     return 0;
   case GJ_I_M_MIN: case GJ_I_M_MAX: {
     /* as LuaJIT's minsd/maxsd loop: r = (r < x) ? r : x, left to right */

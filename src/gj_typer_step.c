@@ -108,9 +108,10 @@ static int resolve_top(gj_cs *cs, gj_fn *fn, int i, const char *name,
     *out = ty_bool(1, lua_toboolean(L, -1));
     lua_pop(L, 1);
     return 0;
-  case LUA_TNIL:
+  case LUA_TNIL:   /* usable only where nil is: in comparisons */
     lua_pop(L, 1);
-    return gj_typer_error(cs, fn, i, "'%s' is nil", name);
+    *out = ty_k(GJ_T_NIL);
+    return 0;
   case LUA_TTABLE: case LUA_TFUNCTION:
     break;
   default: {
@@ -433,6 +434,9 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     return gj_typer_error(cs, fn, i, "too many arguments in a call");
   for (j = 0; j < nargs; j++)
     if (rd(cs, fn, i, st, arg0 + j, &args[j])) return -1;
+  if (f.k == GJ_T_NIL)
+    return gj_typer_error(cs, fn, i, "attempt to call a nil value (an "
+                                     "undefined function?)");
   if (f.k != GJ_T_KV || cs->kv[f.aux].kind == GJ_KV_TABLE) {
     char b[200];
     gj_ty_str(cs, f, b, sizeof(b));
@@ -594,8 +598,10 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (a.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)a.s) &&
         !gj_scalar_issigned((gj_scalar)a.s))
       a = gj_ty_num(GJ_I64);
-    a.hasc = b.hasc;
-    a.u.c = -b.u.c;
+    if (b.hasc) {   /* folded as LuaJIT does: -0 stays a float */
+      a = gj_ty_const(-b.u.c);
+      if (b.k == GJ_T_WFLT) a.k = GJ_T_WFLT;
+    }
     S(in->a) = a;
     return 0;
   case GJ_BC_LEN:

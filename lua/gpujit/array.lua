@@ -1,0 +1,358 @@
+-- gpujit.array: device arrays (gpu.array, gpu.zeros, gpu.to_device).
+--
+-- A device array is an FFI struct, one struct type per element type:
+--   struct gj_array_<T> { T *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; }
+-- so that the dispatcher knows its element type from its ctype id alone, and
+-- the launcher reads ptr and n straight from the struct.  bk is the core's
+-- backend index (-1: the "sim" backend, plain host memory from calloc), dev
+-- the 0-based device.  Memory is freed by the metatype's __gc or by e:free().
+--
+-- FFI metatypes cannot be changed once set, and a test runner may load this
+-- module more than once in one lua_State; so the metatypes are made once per
+-- state, kept in the Lua registry, and call through to the implementation of
+-- the latest load.
+local ffi = require("ffi")
+local types = require("gpujit.types")
+
+local M = {}
+
+local SIM_BK = -1
+M.SIM_BK = SIM_BK
+
+pcall(ffi.cdef, "void *calloc(size_t nmemb, size_t size);")
+pcall(ffi.cdef, "void free(void *ptr);")
+local C = ffi.C
+
+local REG = debug.getregistry()
+local R = REG["gpujit.array"]
+if R == nil then
+  R = { ct = {} }
+  REG["gpujit.array"] = R
+end
+
+local impl = {}
+R.impl = impl
+
+-- Filled by gpujit (init.lua): lib (the FFI namespace of core.so) or nil,
+-- ctx, current() -> target, resolve(device) -> target, target_of(bk, dev)
+-- -> target or nil.  A target is { backend, bk, dev, sim, shared, entry, label }.
+local env = {}
+function M.setup(e)
+  env = e
+end
+
+local function ctype_of(elem)
+  local ct = R.ct[elem]
+  if ct == nil then
+    local sname = "gj_array_" .. elem
+    ffi.cdef(string.format(
+      "typedef struct %s { %s *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; } %s;",
+      sname, elem, sname))
+    ct = ffi.metatype(sname, {
+      __index = function(e, k) return R.impl.index(e, k, elem) end,
+      __newindex = function(e, k, v) return R.impl.newindex(e, k, v, elem) end,
+      __len = function(e) return tonumber(e.n) end,
+      __gc = function(e) return R.impl.free(e) end,
+      __tostring = function(e) return R.impl.tostring(e, elem) end,
+    })
+    R.ct[elem] = ct
+  end
+  return ct
+end
+
+for _, s in ipairs(types.scalars) do
+  types.register_garray(tonumber(ctype_of(s)), s)
+end
+
+M.ctype_of = ctype_of
+
+local function fail(msg, level)
+  error(msg, (level or 1) + 1)
+end
+
+local function errmsg()
+  if env.lib and env.ctx then return ffi.string(env.lib.gj_errmsg(env.ctx)) end
+  return "unknown error"
+end
+
+local function target_of(bk, dev)
+  if bk == SIM_BK then return env.sim_target end
+  return env.target_of and env.target_of(bk, dev) or nil
+end
+
+local function label(e)
+  local t = target_of(e.bk, e.dev)
+  return t and t.label or ("backend " .. e.bk .. " device " .. e.dev)
+end
+
+-- Is the array's memory addressable from the host?
+local function host_ok(e)
+  if e.bk == SIM_BK then return true end
+  local t = target_of(e.bk, e.dev)
+  return t ~= nil and t.shared
+end
+M.host_accessible = host_ok
+
+---------------------------------------------------------------------------
+-- Metatype implementation.
+
+local methods = {}
+
+function impl.index(e, k, elem)
+  if type(k) == "number" then
+    if e.ptr == nil then fail("gpu.array: use of a freed array", 2) end
+    if not host_ok(e) then
+      fail("gpu.array: the array lives on " .. label(e)
+        .. " and cannot be indexed from the host; use e:to_host()", 2)
+    end
+    if k < 0 or k >= e.n or k % 1 ~= 0 then
+      fail("gpu.array: index " .. k .. " out of range [0, " .. tonumber(e.n) .. ")", 2)
+    end
+    return e.ptr[k]
+  end
+  if k == "ctype" then return elem end
+  if k == "device" then
+    local t = target_of(e.bk, e.dev)
+    return t and t.entry or nil
+  end
+  return methods[k]
+end
+
+function impl.newindex(e, k, v)
+  if type(k) ~= "number" then fail("gpu.array: cannot set field '" .. tostring(k) .. "'", 2) end
+  if e.ptr == nil then fail("gpu.array: use of a freed array", 2) end
+  if not host_ok(e) then
+    fail("gpu.array: the array lives on " .. label(e)
+      .. " and cannot be indexed from the host; use gpu.to_device or e:to_host()", 2)
+  end
+  if k < 0 or k >= e.n or k % 1 ~= 0 then
+    fail("gpu.array: index " .. k .. " out of range [0, " .. tonumber(e.n) .. ")", 2)
+  end
+  e.ptr[k] = v
+end
+
+function impl.free(e)
+  local p = e.ptr
+  if p == nil then return end
+  e.ptr = nil
+  e.n = 0
+  if e.bk == SIM_BK then
+    C.free(p)
+  elseif env.lib then
+    env.lib.gj_mem_free(e.ctx, e.bk, e.dev, p)
+  end
+end
+
+function impl.tostring(e, elem)
+  if e.ptr == nil then return "gpu.array<" .. elem .. "> (freed)" end
+  return "gpu.array<" .. elem .. ">[" .. tonumber(e.n) .. "] on " .. label(e)
+end
+
+function methods.free(e)
+  impl.free(e)
+end
+
+---------------------------------------------------------------------------
+-- Allocation and copies.
+
+local function elem_name(ctype, fname, level)
+  local s
+  if type(ctype) == "string" then
+    s = types.scalar(ctype)
+  elseif type(ctype) == "cdata" then
+    local info = types.ctype_info(ctype)
+    s = info and info.kind == "scalar" and info.elem or nil
+  end
+  if not s then
+    fail(fname .. ": element type must be a scalar type name such as \"float\", got "
+      .. tostring(ctype), level + 1)
+  end
+  return s
+end
+
+local function check_n(n, fname, level)
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 or n >= 2 ^ 53 then
+    fail(fname .. ": length must be a non-negative integer, got " .. tostring(n), level + 1)
+  end
+end
+
+local function alloc(elem, n, tgt, fname, level)
+  local esz = types.size[elem]
+  local bytes = math.max(n * esz, esz)
+  local p
+  if tgt.sim then
+    p = C.calloc(math.max(n, 1), esz)
+    if p == nil then
+      fail(fname .. ": cannot allocate " .. bytes .. " bytes of host memory", level + 1)
+    end
+  else
+    p = env.lib.gj_mem_alloc(env.ctx, tgt.bk, tgt.dev, bytes)
+    if p == nil then
+      fail(fname .. ": cannot allocate " .. bytes .. " bytes on " .. tgt.label .. ": "
+        .. errmsg(), level + 1)
+    end
+  end
+  local e = ctype_of(elem)()
+  e.ptr = ffi.cast(elem .. " *", p)
+  e.n = n
+  e.ctx = env.ctx
+  e.bk = tgt.sim and SIM_BK or tgt.bk
+  e.dev = tgt.sim and 0 or tgt.dev
+  return e
+end
+
+local function upload(e, src, bytes, fname, level)
+  if bytes == 0 then return end
+  if e.bk == SIM_BK then
+    ffi.copy(e.ptr, src, bytes)
+  elseif env.lib.gj_mem_copy(e.ctx, e.bk, e.dev, e.ptr, src, bytes, 0) ~= 0 then
+    fail(fname .. ": copy to " .. label(e) .. " failed: " .. errmsg(), level + 1)
+  end
+end
+
+local function download(e, dst, bytes, fname, level)
+  if bytes == 0 then return end
+  if e.bk == SIM_BK then
+    ffi.copy(dst, e.ptr, bytes)
+  elseif env.lib.gj_mem_copy(e.ctx, e.bk, e.dev, dst, e.ptr, bytes, 1) ~= 0 then
+    fail(fname .. ": copy from " .. label(e) .. " failed: " .. errmsg(), level + 1)
+  end
+end
+
+local function target(device, fname, level)
+  if device ~= nil then return env.resolve(device, fname, level + 1) end
+  return env.current(fname, level + 1)
+end
+
+-- gpu.array(ctype, n [, device])
+function M.array(ctype, n, device)
+  local elem = elem_name(ctype, "gpu.array", 2)
+  check_n(n, "gpu.array", 2)
+  return alloc(elem, n, target(device, "gpu.array", 2), "gpu.array", 2)
+end
+
+-- gpu.zeros(ctype, n [, device])
+function M.zeros(ctype, n, device)
+  local elem = elem_name(ctype, "gpu.zeros", 2)
+  check_n(n, "gpu.zeros", 2)
+  local e = alloc(elem, n, target(device, "gpu.zeros", 2), "gpu.zeros", 2)
+  if e.bk ~= SIM_BK and n > 0 then
+    local bytes = n * types.size[elem]
+    upload(e, ffi.new("uint8_t[?]", bytes), bytes, "gpu.zeros", 2)
+  end
+  return e
+end
+
+local function is_elem_ok(elem, v)
+  if elem == "bool" then return type(v) == "boolean" end
+  return type(v) == "number" or (type(v) == "cdata" and types.ctype_info(v) ~= nil
+    and types.ctype_info(v).kind == "scalar")
+end
+
+local function fill_from_table(buf, t, n, elem, fname, level)
+  for i = 1, n do
+    local v = t[i]
+    if not is_elem_ok(elem, v) then
+      fail(fname .. ": table element [" .. i .. "] is " .. types.describe(v) .. ", expected "
+        .. (elem == "bool" and "a boolean" or "a number"), level + 1)
+    end
+    buf[i - 1] = v
+  end
+end
+
+-- Element count of an FFI array cdata (VLA or fixed), nil for a pointer.
+local function ffi_len(v, info)
+  if info.kind == "farray" then
+    return info.len or ffi.sizeof(v) / info.esize
+  end
+  return nil
+end
+M.ffi_len = ffi_len
+
+-- gpu.to_device(src [, ctype [, device]]): src an FFI array, a Lua table of
+-- numbers or a gpu.array.
+function M.to_device(src, ctype, device)
+  local fname = "gpu.to_device"
+  local elem = ctype ~= nil and elem_name(ctype, fname, 2) or nil
+  local ts = type(src)
+  if ts == "table" then
+    elem = elem or "double"
+    local n = #src
+    local buf = types.vla(elem)(n)
+    fill_from_table(buf, src, n, elem, fname, 2)
+    local e = alloc(elem, n, target(device, fname, 2), fname, 2)
+    upload(e, buf, n * types.size[elem], fname, 2)
+    return e
+  elseif ts == "cdata" then
+    local info = types.ctype_info(src)
+    if info and info.kind == "garray" then
+      if src.ptr == nil then fail(fname .. ": use of a freed array", 2) end
+      return M.to_device(src:to_host(), ctype or info.elem, device)
+    elseif info and info.kind == "farray" then
+      local n = ffi_len(src, info)
+      elem = elem or info.elem
+      local e = alloc(elem, n, target(device, fname, 2), fname, 2)
+      local bytes = n * types.size[elem]
+      if elem == info.elem then
+        upload(e, src, bytes, fname, 2)
+      else
+        local buf = types.vla(elem)(n)
+        for i = 0, n - 1 do buf[i] = src[i] end
+        upload(e, buf, bytes, fname, 2)
+      end
+      return e
+    elseif info and info.kind == "fptr" then
+      fail(fname .. ": an FFI pointer has no length; pass an FFI array or a table", 2)
+    end
+  end
+  fail(fname .. ": source must be an FFI array, a Lua table of numbers or a gpu.array, got "
+    .. types.describe(src), 2)
+end
+
+-- e:to_host([dst]): a new FFI array, or dst (an FFI array or a Lua table)
+-- filled with the contents.
+function methods.to_host(e, dst)
+  local fname = "to_host"
+  if type(e) ~= "cdata" or not types.ctype_info(e) or types.ctype_info(e).kind ~= "garray" then
+    fail("to_host: call it as e:to_host([dst]) on a gpu.array", 2)
+  end
+  if e.ptr == nil then fail("to_host: use of a freed array", 2) end
+  local elem = types.ctype_info(e).elem
+  local n = tonumber(e.n)
+  local bytes = n * types.size[elem]
+  if dst == nil then
+    local out = types.vla(elem)(n)
+    download(e, out, bytes, fname, 2)
+    return out
+  end
+  local td = type(dst)
+  if td == "table" then
+    local buf = types.vla(elem)(n)
+    download(e, buf, bytes, fname, 2)
+    if types.is_int64[elem] then
+      for i = 1, n do dst[i] = tonumber(buf[i - 1]) end
+    else
+      for i = 1, n do dst[i] = buf[i - 1] end
+    end
+    return dst
+  elseif td == "cdata" then
+    local info = types.ctype_info(dst)
+    if info and (info.kind == "farray" or info.kind == "fptr") then
+      local len = ffi_len(dst, info)
+      if len and len < n then
+        fail("to_host: the destination holds " .. len .. " elements, the array has " .. n, 2)
+      end
+      if info.elem == elem then
+        download(e, dst, bytes, fname, 2)
+      else
+        local buf = types.vla(elem)(n)
+        download(e, buf, bytes, fname, 2)
+        for i = 0, n - 1 do dst[i] = buf[i] end
+      end
+      return dst
+    end
+  end
+  fail("to_host: destination must be an FFI array or a Lua table, got " .. types.describe(dst), 2)
+end
+
+return M

@@ -1,0 +1,881 @@
+-- gpujit.dispatch: kernel objects, the per-kernel dispatcher and the
+-- generated launchers.
+--
+-- A launch k:launch(cfg, a1, ..., an) goes through three layers:
+--
+-- 1. the entry, generated per kernel with the kernel's exact arity: it
+--    rejects extra arguments, writes the launch shape into the kernel's
+--    reused gj_dims and calls the kernel's current launcher (a monomorphic
+--    inline cache, K._ic);
+-- 2. the launcher, generated per (target, marshal kinds of the arguments):
+--    it checks that each argument still has the kind it was generated for
+--    (type() and the FFI ctype id, no allocation), returns false when one
+--    does not, and otherwise fills the overload's reused argument block,
+--    makes the one FFI call gj_launch and copies written tables back;
+-- 3. on a miss, `slow` walks a tree keyed by argument tags (type(a), or the
+--    ctype id for cdata) to the launcher for this tuple, and only when there
+--    is none `build` classifies the arguments, compiles the overload for
+--    (types, backend, device) through core.compile if it is new, and
+--    generates the launcher.
+--
+-- The "sim" target has the same layers; its launcher runs gpujit.sim.
+local ffi = require("ffi")
+local types = require("gpujit.types")
+local array = require("gpujit.array")
+local sim = require("gpujit.sim")
+
+local D = {}
+
+local type, tonumber, select, error, tostring = type, tonumber, select, error, tostring
+local typeof = ffi.typeof
+local concat = table.concat
+
+pcall(ffi.cdef, [[
+typedef struct gj_dims { int64_t global[3]; int64_t group[3]; int32_t ndim; int32_t pad_; } gj_dims;
+]])
+local gj_dims = ffi.typeof("gj_dims")
+
+-- Set by gpujit (init.lua) through D.setup:
+--   core      the gpujit.core module (compile, inspect) or nil
+--   lib       FFI namespace with gj_launch, gj_errmsg, gj_mem_* (or a fake)
+--   ctx       the core's context (lightuserdata)
+--   state     { cur = target or nil, cur_err = message when there is none }
+--   resolve(device, fname, level) -> target
+--   inspect_target() -> a target that can compile (not sim), or nil, why
+--   compile_opts(K, tgt) -> extra fields for core.compile opts (cache, ...)
+local env = { state = {} }
+function D.setup(e)
+  env = e
+end
+
+---------------------------------------------------------------------------
+-- Errors with the position of the user's code.
+
+local own = {}
+own[debug.getinfo(1, "S").source] = true
+function D.own_source(src)
+  own[src] = true
+end
+
+local function is_own(info)
+  local s = info.source
+  return info.what == "C" or info.what == "tail" or own[s] or s:sub(1, 8) == "=[gpujit"
+end
+
+-- Raise msg at the first stack frame outside gpujit.
+local function raise(msg)
+  local lvl = 2
+  while true do
+    local info = debug.getinfo(lvl, "S")
+    if info == nil then error(msg, 0) end
+    if not is_own(info) then error(msg, lvl) end
+    lvl = lvl + 1
+  end
+end
+D.raise = raise
+
+local function pname(K, i)
+  local n = K.pnames[i]
+  if n then return " '" .. n .. "'" end
+  return ""
+end
+
+local function argerr(K, i, why)
+  raise("bad argument #" .. i .. pname(K, i) .. " to kernel '" .. K.name .. "': " .. why)
+end
+
+local function elemerr(K, i, j, v, elem)
+  argerr(K, i, "table element [" .. j .. "] is " .. types.describe(v) .. ", expected "
+    .. (elem == "bool" and "a boolean" or "a number"))
+end
+
+local function freed(K, i)
+  argerr(K, i, "the gpu.array has been freed")
+end
+
+local function label_of(bk, dev)
+  if bk == array.SIM_BK then return "sim" end
+  local t = env.target_of and env.target_of(bk, dev)
+  return t and t.label or ("backend " .. bk .. " device " .. dev)
+end
+
+-- A gpu.array on another device than the launch's: fine when both sides
+-- address host memory, an error otherwise.
+local function devcheck(K, i, a, tgt)
+  if tgt.shared and array.host_accessible(a) then return end
+  argerr(K, i, "the gpu.array lives on " .. label_of(a.bk, a.dev) .. ", the kernel runs on "
+    .. tgt.label)
+end
+
+local function launch_failed(K)
+  local msg = env.lib and ffi.string(env.lib.gj_errmsg(env.ctx)) or "launch failed"
+  error(msg .. " (in kernel " .. K.name .. ")", 0)
+end
+
+local function dims_text(d, what)
+  local n = d.ndim
+  if n == 1 then return tostring(tonumber(d[what][0])) end
+  local s = "{" .. tonumber(d[what][0]) .. ", " .. tonumber(d[what][1])
+  if n == 3 then s = s .. ", " .. tonumber(d[what][2]) end
+  return s .. "}"
+end
+
+local function barrier_fail(K, d)
+  raise("kernel '" .. K.name .. "' calls gpu.barrier() and must be launched with global a "
+    .. "multiple of group in every dimension (global " .. dims_text(d, "global") .. ", group "
+    .. dims_text(d, "group") .. ")")
+end
+
+---------------------------------------------------------------------------
+-- Launch configuration -> gj_dims.  Returns run (false: nothing to do) and
+-- partial (some group is cut by global).
+
+local function cfgerr(K, why)
+  raise("bad launch configuration for kernel '" .. K.name .. "': " .. why)
+end
+
+local function isint(x)
+  return type(x) == "number" and x >= 0 and x % 1 == 0 and x < 9007199254740992
+end
+
+local function set_dims(K, d, cfg)
+  local tc = type(cfg)
+  if tc == "number" then
+    if not isint(cfg) then
+      cfgerr(K, "the number of work items must be a non-negative integer, got " .. cfg)
+    end
+    d.ndim = 1
+    d.global[0], d.global[1], d.global[2] = cfg, 1, 1
+    d.group[0], d.group[1], d.group[2] = 0, 0, 0
+    return cfg > 0, false
+  elseif tc ~= "table" then
+    cfgerr(K, "expected a number or a table { global = ..., group = ... }, got " .. tc)
+  end
+  local g, grp = cfg.global, cfg.group
+  local ndim, x, y, z
+  if type(g) == "number" then
+    ndim, x, y, z = 1, g, 1, 1
+  elseif type(g) == "table" then
+    ndim = #g
+    if ndim < 1 or ndim > 3 then
+      cfgerr(K, "'global' must have 1 to 3 sizes, got " .. ndim)
+    end
+    x, y, z = g[1], g[2] or 1, g[3] or 1
+  elseif g == nil then
+    cfgerr(K, "the table needs 'global' (a number or {nx, ny [, nz]})")
+  else
+    cfgerr(K, "'global' must be a number or {nx, ny [, nz]}, got " .. type(g))
+  end
+  if not (isint(x) and isint(y) and isint(z)) then
+    cfgerr(K, "'global' sizes must be non-negative integers")
+  end
+  d.ndim = ndim
+  d.global[0], d.global[1], d.global[2] = x, y, z
+  local partial = false
+  if grp == nil then
+    d.group[0], d.group[1], d.group[2] = 0, 0, 0
+  else
+    local gx, gy, gz
+    if type(grp) == "number" then
+      if ndim ~= 1 then
+        cfgerr(K, "'group' must have the same shape as 'global' (" .. ndim .. " sizes)")
+      end
+      gx, gy, gz = grp, 1, 1
+    elseif type(grp) == "table" then
+      if #grp ~= ndim then
+        cfgerr(K, "'group' must have the same shape as 'global' (" .. ndim .. " sizes), got "
+          .. #grp)
+      end
+      gx, gy, gz = grp[1], grp[2] or 1, grp[3] or 1
+    else
+      cfgerr(K, "'group' must be a number or {gx, gy [, gz]}, got " .. type(grp))
+    end
+    if not (isint(gx) and isint(gy) and isint(gz) and gx > 0 and gy > 0 and gz > 0) then
+      cfgerr(K, "'group' sizes must be positive integers")
+    end
+    d.group[0], d.group[1], d.group[2] = gx, gy, gz
+    partial = x % gx ~= 0 or y % gy ~= 0 or z % gz ~= 0
+  end
+  return x * y * z > 0, partial
+end
+D.set_dims = set_dims
+
+---------------------------------------------------------------------------
+-- Argument classification (cold: on a miss only).
+
+-- A kind: { kind = "num"|"bool"|"cscalar"|"farray"|"fptr"|"garray"|"table",
+--           tag = type(a) or ctype id, type = lazy type name, info = ctype info }
+local K_NUM = { kind = "num", tag = "number", type = "double" }
+local K_NUM1 = { kind = "num", tag = "number", type = "float" }
+local K_BOOL = { kind = "bool", tag = "boolean", type = "bool" }
+local K_TABLE = { kind = "table", tag = "table", type = "double[]" }
+local cdata_kinds = {}
+
+local function classify(K, a)
+  local ta = type(a)
+  if ta == "number" then
+    return K.opts.precision == "single" and K_NUM1 or K_NUM
+  elseif ta == "boolean" then
+    return K_BOOL
+  elseif ta == "table" then
+    return K_TABLE
+  elseif ta == "cdata" then
+    local info, why = types.ctype_info(a)
+    if not info then return nil, why end
+    local k = cdata_kinds[info.ctid]
+    if k == nil then
+      k = { kind = info.kind == "scalar" and "cscalar" or info.kind, tag = info.ctid,
+            type = info.type, info = info }
+      cdata_kinds[info.ctid] = k
+    end
+    return k
+  elseif ta == "nil" then
+    return nil, "got no value (the kernel takes " .. K.nparams .. " argument"
+      .. (K.nparams == 1 and "" or "s") .. ")"
+  end
+  return nil, "unsupported argument type '" .. ta
+    .. "' (expected a number, a boolean, FFI cdata, a Lua table of numbers or a gpu.array)"
+end
+
+-- Can an argument of kind k be passed as a parameter of type t (eager)?
+local function fits(k, t)
+  local e = types.elem(t)
+  local kk = k.kind
+  if kk == "num" then return e == nil and t ~= "bool" end
+  if kk == "bool" then return t == "bool" end
+  if kk == "cscalar" then
+    if k.type == "bool" then return t == "bool" end
+    return e == nil and t ~= "bool"
+  end
+  if kk == "table" then return e ~= nil end
+  return t == k.type
+end
+
+local function sig_text(sig)
+  return "(" .. concat(sig, ", ") .. ")"
+end
+
+local function match_sigs(K, kinds, args)
+  for _, sig in ipairs(K.sigs) do
+    local ok = true
+    for i = 1, K.nparams do
+      if not fits(kinds[i], sig[i]) then ok = false break end
+    end
+    if ok then return sig end
+  end
+  if #K.sigs == 1 then
+    local sig = K.sigs[1]
+    for i = 1, K.nparams do
+      if not fits(kinds[i], sig[i]) then
+        argerr(K, i, "expected " .. sig[i] .. " (signature " .. sig_text(sig) .. "), got "
+          .. types.describe(args[i]))
+      end
+    end
+  end
+  local got = {}
+  for i = 1, K.nparams do got[i] = types.describe(args[i]) end
+  local have = {}
+  for j, sig in ipairs(K.sigs) do have[j] = sig_text(sig) end
+  raise("no signature of kernel '" .. K.name .. "' accepts the arguments (" .. concat(got, ", ")
+    .. "); signatures: " .. concat(have, ", "))
+end
+
+---------------------------------------------------------------------------
+-- Overloads: one per (target, types).
+
+local function record_sig(K, tl, key)
+  if not K._sigkeys[key] then
+    K._sigkeys[key] = true
+    K._siglist[#K._siglist + 1] = tl
+  end
+end
+
+-- The argument block of an overload as a packed FFI struct with the core's
+-- offsets: scalar i is field a<i>, array i is a<i> (const void *) and
+-- a<i>_len (int64_t).
+local function make_argct(K, info, tl)
+  local fields, cur = {}, 0
+  local params = info.params or {}
+  for i = 1, #tl do
+    local p = params[i]
+    if p == nil then
+      error("gpujit internal error: core.compile returned no layout for parameter #" .. i
+        .. " of kernel " .. K.name, 0)
+    end
+    local off = p.offset
+    if off > cur then
+      fields[#fields + 1] = ("uint8_t _pad%d[%d];"):format(i, off - cur)
+      cur = off
+    elseif off < cur then
+      error("gpujit internal error: overlapping parameters in the argument block of kernel "
+        .. K.name, 0)
+    end
+    local isarr = p.is_array
+    if isarr == nil then isarr = types.elem(tl[i]) ~= nil end
+    if isarr then
+      fields[#fields + 1] = ("const void *a%d; int64_t a%d_len;"):format(i, i)
+      cur = cur + 16
+    else
+      local e = p.elem or tl[i]
+      fields[#fields + 1] = ("%s a%d;"):format(e, i)
+      cur = cur + types.size[e]
+    end
+  end
+  local argsize = info.argsize or cur
+  if argsize > cur then fields[#fields + 1] = ("uint8_t _tail[%d];"):format(argsize - cur) end
+  if #fields == 0 then fields[1] = "uint8_t _empty[8];" end
+  local ct = ffi.typeof("struct __attribute__((packed)) { " .. concat(fields, " ") .. " }")
+  for i = 1, #tl do
+    assert(ffi.offsetof(ct, "a" .. i) == params[i].offset, "argument block layout")
+  end
+  return ct
+end
+D.make_argct = make_argct
+
+local function compile_opts(K, tgt)
+  local o = {
+    bk = tgt.bk, device = tgt.dev, name = K.name,
+    precision = K.opts.precision or "double",
+    fastmath = K.opts.fastmath and true or false,
+    boundscheck = K.opts.boundscheck and true or false,
+  }
+  if env.compile_opts then
+    for k, v in pairs(env.compile_opts(K, tgt)) do o[k] = v end
+  end
+  return o
+end
+D.compile_opts = compile_opts
+
+local function no_core()
+  raise("the compiled core (gpujit.core) is not loaded"
+    .. (env.core_error and (": " .. env.core_error) or "")
+    .. "; only the \"sim\" backend is available")
+end
+
+local function overload(K, tgt, tl)
+  local key = types.sig_key(tl)
+  local per = K._ov[tgt]
+  if per == nil then
+    per = {}
+    K._ov[tgt] = per
+  end
+  local ov = per[key]
+  if ov then return ov end
+  if tgt.sim then
+    ov = { types = tl, key = key, sim = true }
+  else
+    if not env.core then no_core() end
+    local ok, info = pcall(env.core.compile, K.fn, tl, compile_opts(K, tgt))
+    if not ok then error(info, 0) end
+    K.ncompiles = K.ncompiles + 1
+    for i = 1, #tl do
+      local p = info.params and info.params[i]
+      if p and p.type and p.type ~= tl[i] then
+        error("gpujit internal error: core compiled parameter #" .. i .. " of kernel " .. K.name
+          .. " as " .. tostring(p.type) .. ", expected " .. tl[i], 0)
+      end
+    end
+    local argct = make_argct(K, info, tl)
+    ov = { types = tl, key = key, info = info, argct = argct, args = argct(),
+           handle = ffi.cast("void *", info.handle) }
+  end
+  per[key] = ov
+  record_sig(K, tl, key)
+  return ov
+end
+
+---------------------------------------------------------------------------
+-- Launchers.
+
+-- Element counts of VLAs, memoized per object: ffi.sizeof on a VLA stops
+-- the JIT, a weak table lookup does not.
+local vlen = setmetatable({}, { __mode = "k" })
+local function vlenof(a, esz)
+  local n = ffi.sizeof(a) / esz
+  vlen[a] = n
+  return n
+end
+
+local function newbuf(elem, n)
+  local cap = n < 16 and 16 or n
+  local buf = types.vla(elem)(cap)
+  return buf, ffi.cast(elem .. " *", buf) - 1, cap
+end
+
+local function newdbuf(K, tgt, bytes, esz)
+  local cap = bytes < 64 and 64 or bytes
+  local lib, ctx = env.lib, env.ctx
+  local p = lib.gj_mem_alloc(ctx, tgt.bk, tgt.dev, cap)
+  if p == nil then
+    raise("kernel '" .. K.name .. "': cannot allocate " .. cap .. " bytes on " .. tgt.label
+      .. ": " .. ffi.string(lib.gj_errmsg(ctx)))
+  end
+  local bk, dev = tgt.bk, tgt.dev
+  p = ffi.gc(p, function(q) lib.gj_mem_free(ctx, bk, dev, q) end)
+  return p, cap, ffi.cast("uint8_t *", p) - (esz or 0)
+end
+
+local function gen_launcher(K, tgt, ov, kinds)
+  local n = K.nparams
+  local info = ov.info
+  local params = info.params
+  local shared = tgt.shared
+  local top, guard, fill, after = {}, {}, {}, {}
+  local U = {
+    type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
+    lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
+    BK = tgt.bk, DEV = tgt.dev, vlen = vlen, vlenof = vlenof, newbuf = newbuf,
+    newdbuf = newdbuf, elemerr = elemerr, freed = freed, devcheck = devcheck,
+    fail = launch_failed, barrier_fail = barrier_fail,
+  }
+  local function g(t, s, ...) t[#t + 1] = s:format(...) end
+  local anames = {}
+  for i = 1, n do
+    anames[i] = "a" .. i
+    local k = kinds[i]
+    local kk = k.kind
+    local p = params[i]
+    local written = p.written ~= false
+    if kk == "num" then
+      g(guard, "if type(a%d) ~= 'number' then return false end", i)
+      g(fill, "args.a%d = a%d", i, i)
+    elseif kk == "bool" then
+      g(guard, "if type(a%d) ~= 'boolean' then return false end", i)
+      g(fill, "args.a%d = a%d", i, i)
+    elseif kk == "table" then
+      local elem = types.elem(ov.types[i])
+      local esz = types.size[elem]
+      g(guard, "if type(a%d) ~= 'table' then return false end", i)
+      g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
+      g(fill, "local n%d = #a%d", i, i)
+      g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
+      g(fill, "for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then elemerr(K, %d, j, v, %q) end;"
+        .. " buf%d[j - 1] = v end", i, i, elem == "bool" and "boolean" or "number", i, elem, i)
+      local back = types.is_int64[elem] and "tonumber(buf%d[j - 1])" or "buf%d[j - 1]"
+      if shared then
+        g(fill, "args.a%d = bufm%d; args.a%d_len = n%d", i, i, i, i)
+      else
+        g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
+        g(fill, "local b%d = n%d * %d", i, i, esz)
+        g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
+          i, i, i, i, i, i, esz)
+        g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, buf%d, b%d, 0) ~= 0 then"
+          .. " fail(K) end", i, i, i, i)
+        g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
+        if written then
+          g(after, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, buf%d, dbuf%d, b%d, 1) ~= 0 then"
+            .. " fail(K) end", i, i, i, i)
+        end
+      end
+      if written then
+        g(after, "for j = 1, n%d do a%d[j] = " .. back .. " end", i, i, i)
+      end
+    else
+      g(guard, "if type(a%d) ~= 'cdata' or tonumber(typeof(a%d)) ~= %d then return false end",
+        i, i, k.tag)
+      local ci = k.info
+      if kk == "cscalar" then
+        g(fill, "args.a%d = a%d", i, i)
+      elseif kk == "garray" then
+        g(fill, "local p%d = a%d.ptr", i, i)
+        g(fill, "if p%d == nil then freed(K, %d) end", i, i)
+        g(fill, "if a%d.bk ~= BK or a%d.dev ~= DEV then devcheck(K, %d, a%d, TGT) end", i, i, i, i)
+        g(fill, "args.a%d = p%d; args.a%d_len = a%d.n", i, i, i, i)
+      elseif kk == "fptr" then
+        g(fill, "args.a%d = a%d; args.a%d_len = -1", i, i, i)
+      elseif kk == "farray" then
+        local len = ci.len and tostring(ci.len) or ("vlen[a%d] or vlenof(a%d, %d)"):format(i, i, ci.esize)
+        if shared then
+          g(fill, "args.a%d = a%d; args.a%d_len = %s", i, i, i, len)
+        else
+          g(top, "local dbuf%d, dcap%d = nil, 0", i, i)
+          g(fill, "local n%d = %s", i, len)
+          g(fill, "local b%d = n%d * %d", i, i, ci.esize)
+          g(fill, "if b%d > dcap%d then dbuf%d, dcap%d = newdbuf(K, TGT, b%d) end", i, i, i, i, i)
+          g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, a%d, b%d, 0) ~= 0 then"
+            .. " fail(K) end", i, i, i, i)
+          g(fill, "args.a%d = dbuf%d; args.a%d_len = n%d", i, i, i, i)
+          if written then
+            g(after, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, a%d, dbuf%d, b%d, 1) ~= 0 then"
+              .. " fail(K) end", i, i, i, i)
+          end
+        end
+      else
+        error("gpujit internal error: kind " .. tostring(kk))
+      end
+    end
+  end
+  local src = {}
+  src[#src + 1] = "local U = ..."
+  src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, dims, args, BK, DEV ="
+    .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.dims, U.args, U.BK, U.DEV"
+  src[#src + 1] = "local vlen, vlenof, newbuf, newdbuf, elemerr, freed, devcheck, fail, barrier_fail ="
+    .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
+  for _, l in ipairs(top) do src[#src + 1] = l end
+  local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
+  src[#src + 1] = "return function(tgt, partial" .. plist .. ")"
+  src[#src + 1] = "  if tgt ~= TGT then return false end"
+  for _, l in ipairs(guard) do src[#src + 1] = "  " .. l end
+  if info.uses_barrier then
+    src[#src + 1] = "  if partial then barrier_fail(K, dims) end"
+  end
+  for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
+  src[#src + 1] = "  if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
+  for _, l in ipairs(after) do src[#src + 1] = "  " .. l end
+  src[#src + 1] = "  return true"
+  src[#src + 1] = "end"
+  local code = concat(src, "\n")
+  local chunk, err = load(code, "=[gpujit launcher " .. K.name .. "]")
+  if not chunk then error("gpujit internal error: launcher: " .. err .. "\n" .. code, 0) end
+  local L = chunk(U)
+  K._lsrc = code
+  return L
+end
+D.gen_launcher = gen_launcher
+
+-- The sim launcher: arguments as they are (scalar cdata as Lua values;
+-- parameters with an eager scalar type converted to that type's value).
+local function sim_launcher(K, tgt, ov, kinds)
+  local n = K.nparams
+  local tags, conv = {}, {}
+  for i = 1, n do
+    local k = kinds[i]
+    tags[i] = k.tag
+    local t = ov.types[i]
+    if k.kind == "cscalar" or (k.kind == "num" and K.sigs) then
+      -- Scalars become Lua values (of the parameter's type, when a signature
+      -- gives it): Lua arithmetic is the reference; 64-bit integers beyond
+      -- 2^53 round (as cdata, / would divide as integers).
+      local pt = K.sigs and t or k.type
+      if pt == "bool" then
+        conv[i] = function(v) return tonumber(v) ~= 0 end
+      elseif pt ~= "double" and pt ~= k.type then
+        conv[i] = function(v) return tonumber(ffi.cast(pt, v)) end
+      elseif k.kind == "cscalar" then
+        conv[i] = tonumber
+      end
+    elseif k.kind == "table" then
+      local want = types.elem(t) == "bool" and "boolean" or "number"
+      conv[i] = function(v)
+        for j = 1, #v do
+          if type(v[j]) ~= want then elemerr(K, i, j, v[j], types.elem(t)) end
+        end
+        return v
+      end
+    elseif k.kind == "garray" then
+      conv[i] = function(v)
+        if v.ptr == nil then freed(K, i) end
+        if not array.host_accessible(v) then
+          argerr(K, i, "the gpu.array lives on " .. label_of(v.bk, v.dev)
+            .. " and cannot be used by the sim backend")
+        end
+        return v
+      end
+    end
+  end
+  local d = K._dims
+  return function(t, _, ...)
+    if t ~= tgt then return false end
+    for i = 1, n do
+      local a = select(i, ...)
+      local ta = type(a)
+      if (ta == "cdata" and tonumber(typeof(a)) or ta) ~= tags[i] then return false end
+    end
+    local argv = { ... }
+    for i = 1, n do
+      local c = conv[i]
+      if c then argv[i] = c(argv[i]) end
+    end
+    local ndim = d.ndim
+    local global = { [0] = tonumber(d.global[0]), tonumber(d.global[1]), tonumber(d.global[2]) }
+    local group = { [0] = tonumber(d.group[0]), tonumber(d.group[1]), tonumber(d.group[2]) }
+    sim.run(K.fn, ndim, global, group, argv, n, K.name)
+    return true
+  end
+end
+
+local function no_target()
+  raise(env.state.cur_err or "no backend selected (gpu.use)")
+end
+
+local function build(K, tgt, ...)
+  local n = K.nparams
+  local args = { ... }
+  local kinds = {}
+  for i = 1, n do
+    local k, why = classify(K, args[i])
+    if not k then argerr(K, i, why) end
+    kinds[i] = k
+  end
+  local tl
+  if K.sigs then
+    tl = match_sigs(K, kinds, args)
+  else
+    tl = {}
+    for i = 1, n do tl[i] = kinds[i].type end
+  end
+  for i = 1, n do
+    if kinds[i].kind == "fptr" and not tgt.shared then
+      argerr(K, i, "an FFI pointer can only be passed to a device that shares host memory ("
+        .. tgt.label .. " does not); pass an FFI array, a table or a gpu.array")
+    end
+  end
+  local ov = overload(K, tgt, tl)
+  local L
+  if tgt.sim then
+    L = sim_launcher(K, tgt, ov, kinds)
+  else
+    L = gen_launcher(K, tgt, ov, kinds)
+  end
+  local node = K._tree[tgt]
+  if node == nil then
+    node = {}
+    K._tree[tgt] = node
+  end
+  for i = 1, n do
+    local tag = kinds[i].tag
+    local nxt = node[tag]
+    if nxt == nil then
+      nxt = {}
+      node[tag] = nxt
+    end
+    node = nxt
+  end
+  node[false] = L
+  K._ic = L
+  return L
+end
+
+-- An inline-cache miss: find the launcher for these argument tags.
+local function slow(K, tgt, ...)
+  if tgt == nil then no_target() end
+  local node = K._tree[tgt]
+  if node ~= nil then
+    for i = 1, K.nparams do
+      local a = select(i, ...)
+      local ta = type(a)
+      node = node[ta == "cdata" and tonumber(typeof(a)) or ta]
+      if node == nil then break end
+    end
+    local L = node and node[false]
+    if L then
+      K._ic = L
+      return L
+    end
+  end
+  return build(K, tgt, ...)
+end
+
+local function miss()
+  return false
+end
+
+local function extra(K, ...)
+  for i = 1, select("#", ...) do
+    if select(i, ...) ~= nil then
+      raise("bad argument #" .. (K.nparams + i) .. " to kernel '" .. K.name .. "': the kernel takes "
+        .. K.nparams .. " argument" .. (K.nparams == 1 and "" or "s"))
+    end
+  end
+end
+
+local function selferr(K, self)
+  raise("kernel '" .. K.name .. "': call launch with a colon, k:launch(cfg, ...), got "
+    .. type(self) .. " as the kernel")
+end
+
+---------------------------------------------------------------------------
+-- Kernel objects.
+
+local function arglist(n)
+  local a = {}
+  for i = 1, n do a[i] = "a" .. i end
+  return n > 0 and (", " .. concat(a, ", ")) or "", concat(a, ", ")
+end
+
+local function make_entry(K)
+  local pc = arglist(K.nparams)
+  local code = ([[
+local K, set_dims, slow, extra, selferr, S, dims, select = ...
+return function(self, cfg%s, ...)
+  if self ~= K then selferr(K, self) end
+  if select("#", ...) ~= 0 then extra(K, ...) end
+  local run, partial = set_dims(K, dims, cfg)
+  if not run then return end
+  local tgt = K.pin or S.cur
+  if K._ic(tgt, partial%s) then return end
+  slow(K, tgt%s)(tgt, partial%s)
+end]]):format(pc, pc, pc, pc)
+  local chunk = assert(load(code, "=[gpujit entry " .. K.name .. "]"))
+  return chunk(K, set_dims, slow, extra, selferr, env.state, K._dims, select)
+end
+
+local function make_binder(K)
+  local pc, plain = arglist(K.nparams)
+  local code = ([[
+local K = ...
+return function(cfg)
+  return function(%s...)
+    return K.launch(K, cfg%s, ...)
+  end
+end]]):format(plain ~= "" and (plain .. ", ") or "", pc)
+  return assert(load(code, "=[gpujit bind " .. K.name .. "]"))(K)
+end
+
+local methods = {}
+local Kmt = {}
+local registry = setmetatable({}, { __mode = "k" })
+
+-- k[cfg]: a launcher bound to cfg, cached per cfg: for tables in a table
+-- weak in keys and values (the closure refers to its key, so a table weak
+-- in keys only would keep every cfg alive), for numbers in a bounded table.
+local function bound(K, cfg)
+  local cache = type(cfg) == "table" and K._bound_t or K._bound_n
+  local f = cache[cfg]
+  if f == nil then
+    if type(cfg) == "number" then
+      K._nbound = K._nbound + 1
+      if K._nbound > 64 then
+        K._bound_n = {}
+        K._nbound = 1
+        cache = K._bound_n
+      end
+    end
+    f = K._binder(cfg)
+    cache[cfg] = f
+  end
+  return f
+end
+
+Kmt.__index = function(K, key)
+  local m = methods[key]
+  if m ~= nil then return m end
+  local tk = type(key)
+  if tk == "table" or tk == "number" then return bound(K, key) end
+  return nil
+end
+
+Kmt.__tostring = function(K)
+  return "gpu.kernel '" .. K.name .. "'"
+end
+
+function D.default_name(fn)
+  for k, v in pairs(_G) do
+    if v == fn and type(k) == "string" then return k end
+  end
+  local info = debug.getinfo(fn, "S")
+  local src = info.short_src or "?"
+  src = src:match("[^/\\]+$") or src
+  return src .. ":" .. (info.linedefined or 0)
+end
+
+local function nparams_of(fn)
+  local info = debug.getinfo(fn, "u")
+  if info and info.nparams then return info.nparams end
+  return require("jit.util").funcinfo(fn).params
+end
+
+-- D.kernel(fn, sigs, opts, pin): sigs nil (lazy) or a list of canonical
+-- signatures; opts with name set; pin: a target or nil (follow gpu.use).
+function D.kernel(fn, sigs, opts, pin)
+  local K = {
+    fn = fn, name = opts.name or D.default_name(fn), opts = opts, sigs = sigs, pin = pin,
+    nparams = nparams_of(fn), pnames = {}, ncompiles = 0,
+    _dims = gj_dims(), _ic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
+    _bound_t = setmetatable({}, { __mode = "kv" }), _bound_n = {}, _nbound = 0,
+  }
+  for i = 1, K.nparams do K.pnames[i] = debug.getlocal(fn, i) end
+  if sigs then
+    for j, sig in ipairs(sigs) do
+      if #sig ~= K.nparams then
+        error("gpu.kernel: signature " .. (#sigs > 1 and ("#" .. j .. " ") or "") .. sig_text(sig)
+          .. " has " .. #sig .. " type" .. (#sig == 1 and "" or "s") .. " but the kernel takes "
+          .. K.nparams .. " parameter" .. (K.nparams == 1 and "" or "s"), 0)
+      end
+    end
+  end
+  setmetatable(K, Kmt)
+  K.launch = make_entry(K)
+  K._binder = make_binder(K)
+  registry[K] = true
+  return K
+end
+
+-- Drop every compiled overload and launcher (gpu.cache.clear).
+function D.clear(K)
+  K._ic = miss
+  K._tree, K._ov, K._siglist, K._sigkeys = {}, {}, {}, {}
+end
+
+function D.clear_all()
+  for K in pairs(registry) do D.clear(K) end
+end
+
+local function copy_list(t)
+  local c = {}
+  for i = 1, #t do c[i] = t[i] end
+  return c
+end
+
+function methods.signatures(K)
+  local out = {}
+  for i, tl in ipairs(K._siglist) do out[i] = copy_list(tl) end
+  return out
+end
+
+local function check_types(K, tl, fname)
+  if tl == nil then
+    if #K._siglist == 1 then return K._siglist[1] end
+    if K.sigs and #K.sigs == 1 then return K.sigs[1] end
+    raise(fname .. ": give the signature, a list of type names")
+  end
+  local ok, res = pcall(types.normalize_sig, tl, fname)
+  if not ok then raise(res) end
+  if #res ~= K.nparams then
+    raise(fname .. ": signature " .. sig_text(res) .. " has " .. #res .. " types but kernel '"
+      .. K.name .. "' takes " .. K.nparams)
+  end
+  return res
+end
+
+-- k:precompile(types [, device]): compile for the current (or the given)
+-- target without launching.
+function methods.precompile(K, tl, device)
+  tl = check_types(K, tl, "precompile")
+  local tgt = device ~= nil and env.resolve(device, "precompile", 2) or K.pin or env.state.cur
+  if tgt == nil then no_target() end
+  overload(K, tgt, tl)
+  return K
+end
+
+local function inspect(K, tl, what, device, fname)
+  tl = check_types(K, tl, fname)
+  local tgt
+  if device ~= nil then
+    tgt = env.resolve(device, fname, 3)
+  else
+    tgt = K.pin or env.state.cur
+  end
+  if tgt == nil or tgt.sim then
+    local why
+    if env.inspect_target then tgt, why = env.inspect_target() else tgt = nil end
+    if not tgt then raise(fname .. ": " .. (why or "no compiling backend")) end
+  end
+  if not env.core then no_core() end
+  local ok, res = pcall(env.core.inspect, K.fn, tl, compile_opts(K, tgt), what)
+  if not ok then error(res, 0) end
+  return res
+end
+
+function methods.inspect_llvm(K, tl, device)
+  return inspect(K, tl, "llvm", device, "inspect_llvm")
+end
+
+function methods.inspect_asm(K, tl, device)
+  return inspect(K, tl, "asm", device, "inspect_asm")
+end
+
+D.methods = methods
+D.overload = overload
+
+return D

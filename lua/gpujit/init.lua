@@ -1,0 +1,406 @@
+-- gpujit: Lua functions as GPU (and CPU) kernels.  The user contract is
+-- API.md; this file is the API surface, the rest lives in
+--   gpujit.dispatch  kernels, dispatch on argument types, generated launchers
+--   gpujit.types     type names, FFI ctypes and Lua values
+--   gpujit.array     device arrays
+--   gpujit.sim       the "sim" backend and the intrinsic functions
+-- and in the compiled core, gpujit.core (build/gpujit/core.so).
+local ffi = require("ffi")
+local types = require("gpujit.types")
+local sim = require("gpujit.sim")
+local array = require("gpujit.array")
+local dispatch = require("gpujit.dispatch")
+
+local gpu = { _VERSION = "0.1.0" }
+
+dispatch.own_source(debug.getinfo(1, "S").source)
+dispatch.own_source(debug.getinfo(array.array, "S").source)
+dispatch.own_source(debug.getinfo(types.normalize, "S").source)
+
+local raise = dispatch.raise
+
+---------------------------------------------------------------------------
+-- The core.
+
+local core, core_error, lib, ctx
+do
+  local ok, c = pcall(require, "gpujit.core")
+  if ok and type(c) == "table" then
+    core = c
+  else
+    core_error = tostring(c)
+  end
+end
+
+if core then
+  for _, decl in ipairs({
+    "int gj_launch(void *k, const gj_dims *dims, void *args);",
+    "const char *gj_errmsg(void *ctx);",
+    "void *gj_mem_alloc(void *ctx, int bk, int dev, uint64_t bytes);",
+    "void gj_mem_free(void *ctx, int bk, int dev, void *p);",
+    "int gj_mem_copy(void *ctx, int bk, int dev, void *dst, const void *src, uint64_t bytes, int dir);",
+    "int gj_sync(void *ctx, int bk, int dev);",
+  }) do
+    pcall(ffi.cdef, decl)
+  end
+  local path = core.path or package.searchpath("gpujit.core", package.cpath)
+  local ok, l = pcall(ffi.load, path)
+  if ok then
+    lib, ctx = l, core.ctx
+  else
+    core_error = "cannot load " .. tostring(path) .. " through the FFI: " .. tostring(l)
+    core = nil
+  end
+end
+
+gpu.core = core
+gpu.core_error = core_error
+
+---------------------------------------------------------------------------
+-- Backends, devices and targets.
+--
+-- A target is one device the dispatcher compiles for and launches on:
+-- { backend, bk, dev, sim, shared (addresses host memory), entry (its
+-- gpu.devices() entry), label ("cpu:0") }.  Targets are made once, so the
+-- dispatcher compares them by identity.
+
+local sim_entry = {
+  backend = "sim", name = "sim", vendor = "gpujit", type = "sim", index = 0, bk = -1,
+  memory = 0, compute_units = 1, max_group = 1024, host_shared = true,
+}
+local sim_target = {
+  backend = "sim", bk = -1, dev = 0, sim = true, shared = true, entry = sim_entry, label = "sim",
+}
+
+local targets = {}       -- compiled backends' devices, in the core's order
+local by_bk = {}         -- by_bk[bk][dev] = target
+local backends = {}      -- list of { name, index, available, error }
+local backend_by_name = {}
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+if core then
+  local ok, list = pcall(core.backends)
+  if ok and type(list) == "table" then
+    for _, b in ipairs(list) do
+      local e = copy(b)
+      backends[#backends + 1] = e
+      backend_by_name[e.name] = e
+    end
+  end
+  local okd, devs = pcall(core.devices)
+  if okd and type(devs) == "table" then
+    for _, d in ipairs(devs) do
+      local entry = copy(d)
+      local shared = entry.host_shared
+      if shared == nil then shared = entry.backend == "cpu" end
+      entry.host_shared = shared
+      local t = {
+        backend = entry.backend, bk = entry.bk, dev = entry.index, sim = false,
+        shared = shared, entry = entry, label = entry.backend .. ":" .. entry.index,
+      }
+      targets[#targets + 1] = t
+      by_bk[t.bk] = by_bk[t.bk] or {}
+      by_bk[t.bk][t.dev] = t
+    end
+  end
+end
+backends[#backends + 1] = { name = "sim", index = -1, available = true }
+backend_by_name.sim = backends[#backends]
+
+local function target_of(bk, dev)
+  if bk == -1 then return sim_target end
+  return by_bk[bk] and by_bk[bk][dev] or nil
+end
+
+local function known_names()
+  local n = {}
+  for _, b in ipairs(backends) do n[#n + 1] = b.name end
+  return table.concat(n, ", ")
+end
+
+local function find(backend, index, fname)
+  if backend == "sim" then
+    if index ~= nil and index ~= 0 then
+      return nil, fname .. ": the sim backend has one device (0)"
+    end
+    return sim_target
+  end
+  for _, t in ipairs(targets) do
+    if t.backend == backend and (index == nil or t.dev == index) then return t end
+  end
+  local b = backend_by_name[backend]
+  if b == nil then
+    if not core and (backend == "cpu" or backend == "cuda" or backend == "opencl") then
+      return nil, fname .. ": backend '" .. backend .. "' needs the compiled core, which is not "
+        .. "loaded (" .. tostring(core_error) .. ")"
+    end
+    if backend == "cpu" or backend == "cuda" or backend == "opencl" then
+      return nil, fname .. ": backend '" .. backend .. "' is not available (not built into "
+        .. "gpujit.core; available: " .. known_names() .. ")"
+    end
+    return nil, fname .. ": unknown backend '" .. tostring(backend) .. "' (known: "
+      .. known_names() .. ")"
+  end
+  if b.available == false then
+    return nil, fname .. ": backend '" .. backend .. "' is not available"
+      .. (b.error and (": " .. tostring(b.error)) or "")
+  end
+  if index ~= nil then
+    return nil, fname .. ": backend '" .. backend .. "' has no device " .. tostring(index)
+  end
+  return nil, fname .. ": backend '" .. backend .. "' has no device"
+end
+
+-- device: "cpu", "cuda:1", "sim", or an entry of gpu.devices(); index: an
+-- optional 0-based device number.
+local function resolve(device, fname, level, index)
+  local t, err
+  if type(device) == "string" then
+    local name, idx = device:match("^([%w_]+):(%d+)$")
+    if name then
+      t, err = find(name, tonumber(idx), fname)
+    else
+      t, err = find(device, index, fname)
+    end
+  elseif type(device) == "table" and type(device.backend) == "string" then
+    t, err = find(device.backend, device.index or index, fname)
+  else
+    err = fname .. ": expected a backend name or an entry of gpu.devices(), got "
+      .. type(device)
+  end
+  if not t then
+    if level then error(err, level + 1) end
+    return nil, err
+  end
+  return t
+end
+
+local function default_target()
+  for _, t in ipairs(targets) do
+    if t.backend == "cuda" then return t end
+  end
+  for _, t in ipairs(targets) do
+    if t.backend == "opencl" and t.entry.type == "gpu" then return t end
+  end
+  for _, t in ipairs(targets) do
+    if t.backend == "cpu" then return t end
+  end
+  return sim_target
+end
+
+-- A target that can compile, for inspection when the current one is sim.
+local function inspect_target()
+  local t = default_target()
+  if t.sim then
+    if targets[1] then return targets[1] end
+    return nil, "no compiling backend is available"
+      .. (core_error and (" (gpujit.core: " .. core_error .. ")") or "")
+  end
+  return t
+end
+
+local S = { cur = nil, cur_err = nil }
+
+do
+  local want = os.getenv("GPUJIT_BACKEND")
+  if want and want ~= "" then
+    local t, err = resolve(want, "GPUJIT_BACKEND=" .. want, nil)
+    if t then S.cur = t else S.cur_err = err end
+  else
+    S.cur = default_target()
+  end
+end
+
+function gpu.devices()
+  local out = {}
+  for _, t in ipairs(targets) do out[#out + 1] = copy(t.entry) end
+  out[#out + 1] = copy(sim_entry)
+  return out
+end
+
+function gpu.backends()
+  local out = {}
+  for _, b in ipairs(backends) do out[#out + 1] = copy(b) end
+  return out
+end
+
+-- gpu.use("cpu" | "cuda:1" | "sim" | entry [, index]) -> the device entry.
+function gpu.use(device, index)
+  local t = resolve(device, "gpu.use", 2, index)
+  S.cur, S.cur_err = t, nil
+  return copy(t.entry)
+end
+
+function gpu.backend()
+  return S.cur and S.cur.backend or nil
+end
+
+function gpu.device()
+  return S.cur and copy(S.cur.entry) or nil
+end
+
+function gpu.synchronize()
+  local t = S.cur
+  if t and not t.sim and lib.gj_sync(ctx, t.bk, t.dev) ~= 0 then
+    error("gpu.synchronize: " .. ffi.string(lib.gj_errmsg(ctx)), 2)
+  end
+end
+
+---------------------------------------------------------------------------
+-- Cache.
+
+local function cache_enabled()
+  return os.getenv("GPUJIT_CACHE") ~= "0"
+end
+
+local function cache_dir()
+  local d = os.getenv("GPUJIT_CACHE_DIR")
+  if d and d ~= "" then return d end
+  d = os.getenv("XDG_CACHE_HOME")
+  if d and d ~= "" then return d .. "/gpujit" end
+  return (os.getenv("HOME") or ".") .. "/.cache/gpujit"
+end
+
+gpu.cache = {
+  dir = cache_dir,
+  enabled = cache_enabled,
+  clear = function()
+    dispatch.clear_all()
+  end,
+}
+
+---------------------------------------------------------------------------
+-- Kernels.
+
+local known_opts = {
+  name = "string", backend = true, device = true, cache = "boolean", fastmath = "boolean",
+  precision = "string", boundscheck = "boolean", async = "boolean",
+}
+
+local function check_opts(opts)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    error("gpu.kernel: options must be a table, got " .. type(opts), 3)
+  end
+  local o = {}
+  for k, v in pairs(opts) do
+    local want = known_opts[k]
+    if want == nil then
+      error("gpu.kernel: unknown option '" .. tostring(k) .. "'", 3)
+    end
+    if want ~= true and type(v) ~= want then
+      error("gpu.kernel: option '" .. k .. "' must be a " .. want .. ", got " .. type(v), 3)
+    end
+    o[k] = v
+  end
+  if o.precision ~= nil and o.precision ~= "double" and o.precision ~= "single" then
+    error("gpu.kernel: option 'precision' must be \"double\" or \"single\", got \""
+      .. o.precision .. "\"", 3)
+  end
+  return o
+end
+
+local function pin_of(o)
+  if o.backend ~= nil then
+    local idx = type(o.device) == "number" and o.device or nil
+    return resolve(o.backend, "gpu.kernel", 3, idx)
+  elseif type(o.device) == "table" or type(o.device) == "string" then
+    return resolve(o.device, "gpu.kernel", 3)
+  elseif type(o.device) == "number" then
+    local cur = S.cur
+    if not cur then error("gpu.kernel: " .. tostring(S.cur_err), 3) end
+    return resolve(cur.backend, "gpu.kernel", 3, o.device)
+  elseif o.device ~= nil then
+    error("gpu.kernel: option 'device' must be a number or an entry of gpu.devices()", 3)
+  end
+  return nil
+end
+
+local function normalize_sigs(sig)
+  if type(sig[1]) == "table" then
+    local out = {}
+    for i, s in ipairs(sig) do out[i] = types.normalize_sig(s, "gpu.kernel: signature #" .. i) end
+    return out
+  end
+  return { types.normalize_sig(sig, "gpu.kernel: signature") }
+end
+
+-- gpu.kernel(fn [, opts]) or gpu.kernel(sig, fn [, opts]).
+function gpu.kernel(a, b, c)
+  local fn, sig, opts
+  if type(a) == "function" then
+    fn, opts = a, b
+  elseif type(a) == "table" and type(b) == "function" then
+    sig, fn, opts = a, b, c
+  else
+    error("gpu.kernel: expected gpu.kernel(fn [, opts]) or gpu.kernel(signature, fn [, opts])", 2)
+  end
+  local o = check_opts(opts)
+  local sigs
+  if sig then
+    local ok, res = pcall(normalize_sigs, sig)
+    if not ok then error(res, 2) end
+    sigs = res
+  end
+  local pin = pin_of(o)
+  local ok, K = pcall(dispatch.kernel, fn, sigs, o, pin)
+  if not ok then error(K, 2) end
+  if sigs then
+    local tgt = pin or S.cur
+    if tgt then
+      for _, s in ipairs(sigs) do dispatch.overload(K, tgt, s) end
+    end
+  end
+  return K
+end
+
+---------------------------------------------------------------------------
+-- Device arrays.
+
+local function current(fname, level)
+  if S.cur == nil then error(fname .. ": " .. tostring(S.cur_err), level + 1) end
+  return S.cur
+end
+
+array.setup({
+  lib = lib, ctx = ctx, current = current, resolve = resolve, target_of = target_of,
+  sim_target = sim_target,
+})
+
+gpu.array = array.array
+gpu.zeros = array.zeros
+gpu.to_device = array.to_device
+
+---------------------------------------------------------------------------
+-- The dispatcher's view of all this.
+
+dispatch.setup({
+  core = core, core_error = core_error, lib = lib, ctx = ctx, state = S,
+  resolve = resolve, target_of = target_of, inspect_target = inspect_target,
+  compile_opts = function(K)
+    return { cache = K.opts.cache ~= false and cache_enabled(), cache_dir = cache_dir() }
+  end,
+})
+
+---------------------------------------------------------------------------
+-- Intrinsics: real Lua functions (answered by the sim backend while it runs
+-- a kernel) that the core recognizes by identity when it compiles one.
+
+for _, name in ipairs(sim.intrinsics) do
+  gpu[name] = sim[name]
+end
+if core and core.intrinsic then
+  for _, name in ipairs(sim.intrinsics) do
+    core.intrinsic(gpu[name], name)
+  end
+end
+
+gpu.types = types
+gpu._raise = raise
+
+return gpu

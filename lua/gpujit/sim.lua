@@ -1,0 +1,335 @@
+-- gpujit.sim: the "sim" backend.  It runs a kernel's own Lua function work
+-- item by work item, one work group after another, so that every kernel has
+-- a reference result that LuaJIT itself computes.
+--
+-- Each work item of a group runs in a coroutine (a small pool of them is
+-- reused from item to item): gpu.barrier() is a yield, and a group resumes
+-- its items round by round, so every item reaches a barrier before any goes
+-- past it.  gpu.shared() hands the k-th call of every item of a group the
+-- group's k-th array.  Atomics are plain read-modify-write (the simulator is
+-- sequential, so they are exact).  Numbers stay Lua doubles.
+--
+-- The intrinsic functions below are also the values of gpu.global_id etc.;
+-- the compiler core recognizes them by identity.
+local bit = require("bit")
+local types = require("gpujit.types")
+
+local M = {}
+
+local type, tonumber, error, tostring = type, tonumber, error, tostring
+local co_create, co_resume, co_yield = coroutine.create, coroutine.resume, coroutine.yield
+local unpack = unpack
+local tobit = bit.tobit
+
+local DONE, BARRIER = {}, {}
+
+-- The work item that runs now: { gid = {[0]=x,y,z}, lid = {...},
+-- group = { gid = {...}, shared = {...} }, launch = {...}, nshared = k }.
+local cur = nil
+
+local function outside(name)
+  error("gpu." .. name .. " called outside a kernel", 3)
+end
+
+local function baddim(name, d)
+  error("gpu." .. name .. ": dimension must be 0, 1 or 2, got " .. tostring(d), 3)
+end
+
+function M.global_id(d)
+  local w = cur
+  if w == nil then outside("global_id") end
+  local v = w.gid[d or 0]
+  if v == nil then baddim("global_id", d) end
+  return v
+end
+
+function M.local_id(d)
+  local w = cur
+  if w == nil then outside("local_id") end
+  local v = w.lid[d or 0]
+  if v == nil then baddim("local_id", d) end
+  return v
+end
+
+function M.group_id(d)
+  local w = cur
+  if w == nil then outside("group_id") end
+  local v = w.group.gid[d or 0]
+  if v == nil then baddim("group_id", d) end
+  return v
+end
+
+function M.group_size(d)
+  local w = cur
+  if w == nil then outside("group_size") end
+  local v = w.launch.lsize[d or 0]
+  if v == nil then baddim("group_size", d) end
+  return v
+end
+
+function M.num_groups(d)
+  local w = cur
+  if w == nil then outside("num_groups") end
+  local v = w.launch.ngroups[d or 0]
+  if v == nil then baddim("num_groups", d) end
+  return v
+end
+
+function M.global_size(d)
+  local w = cur
+  if w == nil then outside("global_size") end
+  local v = w.launch.gsize[d or 0]
+  if v == nil then baddim("global_size", d) end
+  return v
+end
+
+local function shape(t, ndim)
+  if ndim == 1 then return tostring(t[0]) end
+  local s = "{" .. t[0] .. ", " .. t[1]
+  if ndim == 3 then s = s .. ", " .. t[2] end
+  return s .. "}"
+end
+
+function M.barrier()
+  local w = cur
+  if w == nil then outside("barrier") end
+  local L = w.launch
+  if L.partial then
+    error("gpu.barrier(): kernel '" .. L.name .. "' must be launched with global a multiple of "
+      .. "group in every dimension (global " .. shape(L.gsize, L.ndim) .. ", group "
+      .. shape(L.lsize, L.ndim) .. ")", 2)
+  end
+  co_yield(BARRIER)
+end
+
+local function check_count(name, n)
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
+    error("gpu." .. name .. ": size must be a non-negative integer, got " .. tostring(n), 3)
+  end
+end
+
+local function ctype_key(ctype)
+  if type(ctype) == "string" then return types.scalar(ctype) or ctype end
+  if type(ctype) == "cdata" then return tonumber(ctype) end
+  error("gpu.shared: ctype must be a type name or an FFI ctype, got " .. type(ctype), 3)
+end
+
+local function new_array(name, ctype, n)
+  local ok, ct = pcall(types.vla, ctype)
+  if not ok then
+    error("gpu." .. name .. ": bad element type " .. tostring(ctype) .. ": " .. tostring(ct), 3)
+  end
+  return ct(n)
+end
+
+function M.shared(ctype, n)
+  local w = cur
+  if w == nil then outside("shared") end
+  check_count("shared", n)
+  local k = w.nshared + 1
+  w.nshared = k
+  local G = w.group
+  local a = G.shared[k]
+  local key = ctype_key(ctype)
+  if a == nil then
+    a = new_array("shared", ctype, n)
+    G.shared[k], G.skey[k], G.sn[k] = a, key, n
+  elseif G.skey[k] ~= key or G.sn[k] ~= n then
+    error("gpu.shared: call #" .. k .. " asks for (" .. tostring(ctype) .. ", " .. n
+      .. ") but another work item of the group asked for (" .. tostring(G.skey[k]) .. ", "
+      .. G.sn[k] .. ")", 2)
+  end
+  return a
+end
+
+function M.local_array(ctype, n)
+  if cur == nil then outside("local_array") end
+  check_count("local_array", n)
+  return new_array("local_array", ctype, n)
+end
+
+-- Atomics.  The element type decides the wrapping: FFI stores of an
+-- out-of-range double into int32_t give INT_MIN, so int32 results are
+-- wrapped with bit.tobit; smaller and unsigned types wrap in the store;
+-- 64-bit integers are cdata and wrap in their own arithmetic.
+local function elem_of(a)
+  if type(a) == "cdata" then
+    local info = types.ctype_info(a)
+    if info then return info.elem end
+  end
+  return nil
+end
+
+local function store(a, i, v)
+  if elem_of(a) == "int32_t" then v = tobit(v) end
+  a[i] = v
+end
+
+local function atomic(name, op)
+  M[name] = function(a, i, v)
+    if cur == nil then outside(name) end
+    local old = a[i]
+    store(a, i, op(old, v))
+    return old
+  end
+end
+
+atomic("atomic_add", function(o, v) return o + v end)
+atomic("atomic_sub", function(o, v) return o - v end)
+atomic("atomic_min", function(o, v) if v < o then return v end return o end)
+atomic("atomic_max", function(o, v) if v > o then return v end return o end)
+atomic("atomic_and", function(o, v) return bit.band(o, v) end)
+atomic("atomic_or", function(o, v) return bit.bor(o, v) end)
+atomic("atomic_xor", function(o, v) return bit.bxor(o, v) end)
+atomic("atomic_xchg", function(_, v) return v end)
+
+function M.atomic_cas(a, i, expected, new)
+  if cur == nil then outside("atomic_cas") end
+  local old = a[i]
+  if old == expected then store(a, i, new) end
+  return old
+end
+
+M.intrinsics = {
+  "global_id", "local_id", "group_id", "group_size", "num_groups", "global_size",
+  "barrier", "shared", "local_array",
+  "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
+  "atomic_xor", "atomic_xchg", "atomic_cas",
+}
+
+---------------------------------------------------------------------------
+-- Running a launch.
+
+-- The group size the simulator picks when the launch gives none: per
+-- dimension the largest divisor of global that is at most 64 (1-D), 8 (2-D)
+-- or 4 (3-D), so that a kernel with barriers always runs.
+local function pick_group(g, ndim)
+  local cap = ndim == 1 and 64 or ndim == 2 and 8 or 4
+  if g <= cap then return g > 0 and g or 1 end
+  for s = cap, 1, -1 do
+    if g % s == 0 then return s end
+  end
+  return 1
+end
+M.pick_group = pick_group
+
+local function where(w, ndim)
+  if ndim == 1 then return tostring(w.gid[0]) end
+  local s = "(" .. w.gid[0] .. ", " .. w.gid[1]
+  if ndim == 3 then s = s .. ", " .. w.gid[2] end
+  return s .. ")"
+end
+
+local function rethrow(msg, w, L)
+  if type(msg) == "string" then
+    msg = msg .. " (in kernel '" .. L.name .. "', sim work item " .. where(w, L.ndim) .. ")"
+  end
+  error(msg, 0)
+end
+
+-- Run fn over a launch.  global, group: {[0]=x, y, z} (group nil or
+-- group[0] == 0: the simulator chooses); ndim 1..3; argv[1..nargs] are
+-- passed to every work item as they are.
+function M.run(fn, ndim, global, group, argv, nargs, name)
+  local gsize = { [0] = global[0], global[1] or 1, global[2] or 1 }
+  if ndim < 2 then gsize[1] = 1 end
+  if ndim < 3 then gsize[2] = 1 end
+  local lsize = {}
+  if group == nil or group[0] == 0 then
+    for d = 0, 2 do lsize[d] = pick_group(gsize[d], ndim) end
+  else
+    for d = 0, 2 do lsize[d] = d < ndim and group[d] or 1 end
+  end
+  local ngroups, partial = {}, false
+  for d = 0, 2 do
+    local g, l = gsize[d], lsize[d]
+    if l < 1 or l % 1 ~= 0 then error("sim: bad group size " .. tostring(l), 0) end
+    ngroups[d] = math.ceil(g / l)
+    if g % l ~= 0 then partial = true end
+  end
+  if gsize[0] * gsize[1] * gsize[2] == 0 then return end
+  local L = { fn = fn, argv = argv, nargs = nargs or #argv, name = name or "?", ndim = ndim,
+              gsize = gsize, lsize = lsize, ngroups = ngroups, partial = partial }
+
+  local function body()
+    while true do
+      L.fn(unpack(L.argv, 1, L.nargs))
+      co_yield(DONE)
+    end
+  end
+
+  local pool, recs, st = {}, {}, {}
+  local saved = cur
+  local lsx, lsy, lsz = lsize[0], lsize[1], lsize[2]
+  local gsx, gsy, gsz = gsize[0], gsize[1], gsize[2]
+  for gz = 0, ngroups[2] - 1 do
+    for gy = 0, ngroups[1] - 1 do
+      for gx = 0, ngroups[0] - 1 do
+        local G = { gid = { [0] = gx, gy, gz }, shared = {}, skey = {}, sn = {} }
+        local m = 0
+        for lz = 0, lsz - 1 do
+          local z = gz * lsz + lz
+          if z < gsz then
+            for ly = 0, lsy - 1 do
+              local y = gy * lsy + ly
+              if y < gsy then
+                for lx = 0, lsx - 1 do
+                  local x = gx * lsx + lx
+                  if x < gsx then
+                    m = m + 1
+                    local w = recs[m]
+                    if w == nil then
+                      w = { gid = {}, lid = {}, launch = L }
+                      recs[m] = w
+                    end
+                    w.gid[0], w.gid[1], w.gid[2] = x, y, z
+                    w.lid[0], w.lid[1], w.lid[2] = lx, ly, lz
+                    w.group, w.nshared = G, 0
+                    st[m] = nil
+                  end
+                end
+              end
+            end
+          end
+        end
+        -- Rounds: every live item runs to its next barrier or to its end.
+        while true do
+          local nbar, ndone = 0, 0
+          for k = 1, m do
+            if st[k] ~= DONE then
+              local co = pool[k]
+              if co == nil then
+                co = co_create(body)
+                pool[k] = co
+              end
+              local w = recs[k]
+              cur = w
+              local ok, r = co_resume(co)
+              cur = saved
+              if not ok then
+                pool[k] = nil
+                rethrow(r, w, L)
+              end
+              st[k] = r
+              if r == BARRIER then nbar = nbar + 1 else ndone = ndone + 1 end
+            end
+          end
+          if nbar == 0 then break end
+          if ndone > 0 then
+            error("gpu.barrier(): in kernel '" .. L.name .. "', work group " .. where(G, ndim)
+              .. ": " .. ndone .. " work item(s) ended while " .. nbar
+              .. " waited at a barrier (a barrier must be reached by every work item of"
+              .. " the group)", 0)
+          end
+        end
+      end
+    end
+  end
+end
+
+-- Is a work item running now (for tests and for gpujit.array)?
+function M.active()
+  return cur ~= nil
+end
+
+return M

@@ -1,0 +1,265 @@
+-- gpujit.types: type names, FFI ctypes and Lua values -> kernel type names.
+--
+-- Canonical type names are the scalar names of src/gj_type.h ("bool",
+-- "int8_t" ... "uint64_t", "float", "double") and "<scalar>[]" for arrays.
+-- Everything here runs on cold paths, except `tag`, which the dispatcher
+-- calls on a cache miss, and the memoized `ctype_info`.
+local ffi = require("ffi")
+
+local M = {}
+
+M.scalars = {
+  "bool", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
+  "int64_t", "uint64_t", "float", "double",
+}
+
+local size = {
+  bool = 1, int8_t = 1, uint8_t = 1, int16_t = 2, uint16_t = 2,
+  int32_t = 4, uint32_t = 4, int64_t = 8, uint64_t = 8, float = 4, double = 8,
+}
+M.size = size
+
+local is_scalar = {}
+for _, s in ipairs(M.scalars) do is_scalar[s] = true end
+M.is_scalar = is_scalar
+
+M.is_int = {
+  int8_t = true, uint8_t = true, int16_t = true, uint16_t = true,
+  int32_t = true, uint32_t = true, int64_t = true, uint64_t = true,
+}
+M.is_float = { float = true, double = true }
+M.is_int64 = { int64_t = true, uint64_t = true }
+
+-- The C spellings gj_scalar_parse accepts, and a few more.
+local aliases = {
+  _Bool = "bool",
+  char = "int8_t", ["signed char"] = "int8_t", ["unsigned char"] = "uint8_t",
+  short = "int16_t", ["short int"] = "int16_t", ["signed short"] = "int16_t",
+  ["unsigned short"] = "uint16_t", ["unsigned short int"] = "uint16_t",
+  int = "int32_t", signed = "int32_t", ["signed int"] = "int32_t",
+  ["unsigned int"] = "uint32_t", unsigned = "uint32_t",
+  long = "int64_t", ["long int"] = "int64_t", ["signed long"] = "int64_t",
+  ["unsigned long"] = "uint64_t", ["unsigned long int"] = "uint64_t",
+  ["long long"] = "int64_t", ["long long int"] = "int64_t",
+  ["unsigned long long"] = "uint64_t", ["unsigned long long int"] = "uint64_t",
+  size_t = "uint64_t", ssize_t = "int64_t", ptrdiff_t = "int64_t",
+  intptr_t = "int64_t", uintptr_t = "uint64_t",
+}
+M.aliases = aliases
+
+local function trim(s)
+  return (s:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " "))
+end
+
+local function strip_quals(s)
+  s = " " .. s .. " "
+  s = s:gsub(" const ", " "):gsub(" volatile ", " ")
+  s = s:gsub(" const ", " "):gsub(" volatile ", " ")
+  return trim(s)
+end
+
+-- Canonical scalar name for a C spelling, or nil.
+function M.scalar(name)
+  if type(name) ~= "string" then return nil end
+  local s = strip_quals(name)
+  if is_scalar[s] then return s end
+  return aliases[s]
+end
+
+-- Canonical name for a type name as a user writes it: "int" -> "int32_t",
+-- "float*", "float[?]", "float[16]", "const float *" -> "float[]".
+-- Returns name, or nil and a message.
+function M.normalize(name)
+  if type(name) ~= "string" then
+    return nil, "type name must be a string, got " .. type(name)
+  end
+  local s = trim(name)
+  local base = s:match("^(.-)%s*%[%s*%]$") or s:match("^(.-)%s*%[%s*%?%s*%]$")
+    or s:match("^(.-)%s*%[%s*%d+%s*%]$") or s:match("^(.-)%s*%*$")
+  if base then
+    local e = M.scalar(base)
+    if not e then
+      return nil, "unknown array element type '" .. base .. "' in '" .. name .. "'"
+    end
+    return e .. "[]"
+  end
+  local e = M.scalar(s)
+  if not e then return nil, "unknown type '" .. name .. "'" end
+  return e
+end
+
+-- Element of an array type name ("float[]" -> "float"), or nil.
+function M.elem(tname)
+  return tname:match("^(.-)%[%]$")
+end
+
+-- A signature: list of type names -> list of canonical names, or error.
+function M.normalize_sig(sig, what)
+  if type(sig) ~= "table" then
+    error((what or "signature") .. " must be a list of type names, got " .. type(sig), 0)
+  end
+  local out = {}
+  for i = 1, #sig do
+    local t, err = M.normalize(sig[i])
+    if not t then error((what or "signature") .. ": type #" .. i .. ": " .. err, 0) end
+    out[i] = t
+  end
+  return out
+end
+
+function M.sig_key(types)
+  return table.concat(types, ",")
+end
+
+---------------------------------------------------------------------------
+-- FFI ctypes.
+
+-- ctype id -> canonical scalar name, for the scalar ctypes themselves.
+local scalar_by_id = {}
+for _, s in ipairs(M.scalars) do
+  scalar_by_id[tonumber(ffi.typeof(s))] = s
+end
+for a, s in pairs(aliases) do
+  local ok, ct = pcall(ffi.typeof, a)
+  if ok and scalar_by_id[tonumber(ct)] == nil then scalar_by_id[tonumber(ct)] = s end
+end
+
+local function scalar_of_ctext(text)
+  local t = strip_quals(text)
+  if is_scalar[t] then return t end
+  if aliases[t] then return aliases[t] end
+  local ok, ct = pcall(ffi.typeof, t)
+  if ok then return scalar_by_id[tonumber(ct)] end
+  return nil
+end
+
+-- gpu.array struct ctypes (filled by gpujit.array): ctype id -> element.
+local garray_ids = {}
+function M.register_garray(ctid, elem)
+  garray_ids[ctid] = elem
+end
+
+-- ctype id -> info (memoized), or false when unsupported (reason in
+-- unsupported[ctid]).  info = { ctid, kind = "scalar" | "farray" (VLA or
+-- fixed array, len = fixed element count or nil for a VLA) | "fptr" |
+-- "garray", type = canonical name, elem, esize, text = how FFI prints it }.
+local memo = {}
+local unsupported = {}
+
+local function classify(ctid, ct)
+  local text = tostring(ct):match("^ctype<(.*)>$") or tostring(ct)
+  local ge = garray_ids[ctid]
+  if ge then
+    return { ctid = ctid, kind = "garray", type = ge .. "[]", elem = ge, esize = size[ge],
+             text = "gpu.array<" .. ge .. ">" }
+  end
+  local s = scalar_by_id[ctid]
+  if s then
+    return { ctid = ctid, kind = "scalar", type = s, elem = s, esize = size[s], text = text }
+  end
+  local base, n
+  base = text:match("^(.-)%s*%[%?%]$")
+  if base then
+    local e = scalar_of_ctext(base)
+    if e then
+      return { ctid = ctid, kind = "farray", type = e .. "[]", elem = e, esize = size[e],
+               text = text }
+    end
+  end
+  base, n = text:match("^(.-)%s*%[(%d+)%]$")
+  if not base then base, n = text:match("^(.-)%s*%(&%)%[(%d+)%]$") end
+  if base then
+    local e = scalar_of_ctext(base)
+    if e then
+      return { ctid = ctid, kind = "farray", type = e .. "[]", elem = e, esize = size[e],
+               len = tonumber(n), text = text }
+    end
+  end
+  base = text:match("^(.-)%s*%*$")
+  if base then
+    local e = scalar_of_ctext(base)
+    if e then
+      return { ctid = ctid, kind = "fptr", type = e .. "[]", elem = e, esize = size[e],
+               text = text }
+    end
+  end
+  -- A scalar with qualifiers ("const int").
+  local e = scalar_of_ctext(text)
+  if e then
+    return { ctid = ctid, kind = "scalar", type = e, elem = e, esize = size[e], text = text }
+  end
+  return nil, "unsupported FFI type '" .. text .. "'"
+end
+
+-- Info for a ctype (a ctype object or a cdata of it), memoized per id.
+function M.ctype_info(ct)
+  if type(ct) == "cdata" then ct = ffi.typeof(ct) end
+  local ctid = tonumber(ct)
+  local info = memo[ctid]
+  if info ~= nil then return info or nil, unsupported[ctid] end
+  local why
+  info, why = classify(ctid, ct)
+  memo[ctid] = info or false
+  if not info then unsupported[ctid] = why end
+  return info, why
+end
+
+-- What a Lua value is as a kernel argument, for messages and cold paths:
+-- returns a canonical type name or nil and a reason.
+function M.of_value(v, precision)
+  local tv = type(v)
+  if tv == "number" then
+    return precision == "single" and "float" or "double"
+  elseif tv == "boolean" then
+    return "bool"
+  elseif tv == "cdata" then
+    local info, why = M.ctype_info(v)
+    if not info then return nil, why end
+    return info.type
+  elseif tv == "table" then
+    return "double[]"
+  elseif tv == "nil" then
+    return nil, "got no value"
+  end
+  return nil, "unsupported argument type '" .. tv .. "'"
+end
+
+-- A short description of a value for messages ("FFI float[?]", "Lua table").
+function M.describe(v)
+  local tv = type(v)
+  if tv == "cdata" then
+    local info = M.ctype_info(v)
+    if info then
+      if info.kind == "garray" then return info.text end
+      return "FFI " .. info.text
+    end
+    return "FFI " .. (tostring(ffi.typeof(v)):match("^ctype<(.*)>$") or "cdata")
+  elseif tv == "table" then
+    return "Lua table"
+  elseif tv == "nil" then
+    return "nil"
+  end
+  return "Lua " .. tv
+end
+
+-- A ctype for `T[?]` given a type name or a ctype (used by arrays and sim).
+local vla_cache = {}
+function M.vla(ctype)
+  local key = ctype
+  local ct = vla_cache[key]
+  if ct then return ct end
+  if type(ctype) == "string" then
+    local s = M.scalar(ctype)
+    if s then
+      ct = ffi.typeof(s .. "[?]")
+    else
+      ct = ffi.typeof("$[?]", ffi.typeof(ctype))
+    end
+  else
+    ct = ffi.typeof("$[?]", ctype)
+  end
+  vla_cache[key] = ct
+  return ct
+end
+
+return M
