@@ -52,7 +52,8 @@ test: deps
 	$(MAKE) all
 	$(LUA_ENV) sh spec/run.sh
 
-run: all
+run: deps
+	$(MAKE) all
 	$(LUA_ENV) $(LUAJIT) examples/saxpy.lua
 
 lint:

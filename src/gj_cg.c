@@ -531,7 +531,6 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
   fnstate fs;
   int b, j, k, rc = -1;
   size_t nslots = (size_t)p->framesize * LT__MAX;
-  LLVMBasicBlockRef first;
   memset(&fs, 0, sizeof(fs));
   g->fn = fn;
   g->llfn = (LLVMValueRef)fn->llfn;
@@ -564,8 +563,18 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
     }
     gj_cg_store(g, j, t, v);
   }
-  first = fs.bb[0];
-  LLVMBuildBr(g->B, first);
+  /* block 0 may be a loop header whose entry types are wider than the
+  ** parameters': enter it through the edge conversions like any edge */
+  {
+    gj_ty *in = calloc((size_t)p->framesize + 1, sizeof(gj_ty));
+    if (!in) {
+      gj_err_set(g->cs->err, "out of memory");
+      goto done;
+    }
+    for (j = 0; j < fn->nparams && j < p->framesize; j++) in[j] = fn->params[j];
+    LLVMBuildBr(g->B, edge(g, &fs, in, 0, -1, 0));
+    free(in);
+  }
   for (b = 0; b < fn->nblocks; b++) {
     const gj_block *blk = &fn->blocks[b];
     gj_edges ed;
@@ -640,6 +649,7 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
     pp->elem = (uint8_t)(t.k == GJ_T_ARR ? t.s : gj_ty_scalar(cs, t));
     pp->read = (kernel->rmask >> j) & 1;
     pp->written = (kernel->wmask >> j) & 1;
+    pp->len_used = (kernel->lmask >> j) & 1;
   }
   gj_sig_layout(sig);
   *out = g.M;

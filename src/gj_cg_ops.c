@@ -175,6 +175,19 @@ static LLVMValueRef math2(gj_cg *g, const char *fn, gj_scalar s,
   return gj_cg_call(g, name, t, ps, 2, args);
 }
 
+/* |mag| with the sign bit of sgn. */
+static LLVMValueRef copysign_of(gj_cg *g, LLVMValueRef mag, LLVMValueRef sgn,
+                                gj_scalar s)
+{
+  LLVMBuilderRef B = g->B;
+  LLVMTypeRef t = gj_cg_scalar_type(g, s);
+  LLVMTypeRef it = s == GJ_F32 ? g->lt[LT_I32] : g->lt[LT_I64];
+  LLVMValueRef bit = LLVMConstInt(it, s == GJ_F32 ? 0x80000000ull : 1ull << 63, 0);
+  LLVMValueRef m = LLVMBuildAnd(B, LLVMBuildBitCast(B, mag, it, ""), LLVMBuildNot(B, bit, ""), "");
+  LLVMValueRef sg = LLVMBuildAnd(B, LLVMBuildBitCast(B, sgn, it, ""), bit, "");
+  return LLVMBuildBitCast(B, LLVMBuildOr(B, m, sg, ""), t, "");
+}
+
 /* math.floor / math.ceil exactly as LuaJIT's vm_floor/vm_ceil: round |x|
 ** to nearest by adding and subtracting 2^52 (2^23 for float), put the sign
 ** back, then step by one toward the requested side.  This differs from C's
@@ -183,15 +196,12 @@ LLVMValueRef gj_cg_floor(gj_cg *g, LLVMValueRef x, gj_scalar s, int ceil)
 {
   LLVMBuilderRef B = g->B;
   LLVMTypeRef t = gj_cg_scalar_type(g, s);
-  LLVMTypeRef it = s == GJ_F32 ? g->lt[LT_I32] : g->lt[LT_I64];
   double big = s == GJ_F32 ? 8388608.0 : 4503599627370496.0;
   LLVMValueRef two = LLVMConstReal(t, big), one = LLVMConstReal(t, 1.0);
   LLVMValueRef ax = math1(g, "fabs", s, x);
   LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFAdd(B, ax, two, ""), two, "");
-  LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildBitCast(B, x, it, ""),
-                                   LLVMConstInt(it, s == GJ_F32 ? 0x80000000ull : 1ull << 63, 0), "");
   LLVMValueRef step;
-  r = LLVMBuildBitCast(B, LLVMBuildOr(B, LLVMBuildBitCast(B, r, it, ""), sign, ""), t, "");
+  r = copysign_of(g, r, x, s);
   step = ceil ? LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, r, ""),
                                 LLVMBuildFAdd(B, r, one, ""), r, "")
               : LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, r, ""),
@@ -424,15 +434,16 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
     }
     return 0;
   case GJ_I_M_MODF: {
+    /* LuaJIT: the fraction has the sign of x (modf(-1) is -1, -0), and is
+    ** a signed zero for infinities */
     LLVMValueRef x = gj_cg_to_scalar(g, args[0], at[0], s);
     LLVMValueRef ip = math1(g, "trunc", s, x);
     LLVMValueRef inf = LLVMBuildFCmp(B, LLVMRealOEQ, math1(g, "fabs", s, x),
                                      LLVMConstReal(t, HUGE_VAL), "");
-    LLVMValueRef zero = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, LLVMConstReal(t, 0), ""),
-                                        LLVMConstReal(t, -0.0), LLVMConstReal(t, 0.0), "");
+    LLVMValueRef fr = LLVMBuildSelect(B, inf, LLVMConstReal(t, 0.0),
+                                      LLVMBuildFSub(B, x, ip, ""), "");
     res[0] = ip;
-    if (nres > 1)
-      res[1] = LLVMBuildSelect(B, inf, zero, LLVMBuildFSub(B, x, ip, ""), "");
+    if (nres > 1) res[1] = copysign_of(g, fr, x, s);
     return 0;
   }
   default:

@@ -199,6 +199,8 @@ static void push_sig(lua_State *L, const gj_sig *sig)
     lua_setfield(L, -2, "read");
     lua_pushboolean(L, p->written);
     lua_setfield(L, -2, "written");
+    lua_pushboolean(L, p->len_used);
+    lua_setfield(L, -2, "len_used");
     lua_pushinteger(L, (lua_Integer)p->offset);
     lua_setfield(L, -2, "offset");
     lua_pushinteger(L, (lua_Integer)p->size);

@@ -40,6 +40,8 @@ typedef struct gj_param {
   uint8_t elem;        /* gj_scalar */
   uint8_t read;        /* arrays: the kernel may load from it */
   uint8_t written;     /* arrays: the kernel may store to it */
+  uint8_t len_used;    /* arrays: the kernel reads its length (#a) */
+  uint8_t pad_[3];
   uint32_t offset;     /* byte offset in the argument block */
   uint32_t size;       /* bytes in the argument block */
 } gj_param;

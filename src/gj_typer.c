@@ -71,6 +71,15 @@ int gj_typer_error(gj_cs *cs, gj_fn *fn, int i, const char *fmt, ...)
                     line, what, cs->kname);
 }
 
+/* Name the kernel after a message from the frontend. */
+static int in_kernel(gj_cs *cs)
+{
+  size_t n = strlen(cs->err->msg);
+  snprintf(cs->err->msg + n, sizeof(cs->err->msg) - n, " (in kernel %s)",
+           cs->kname);
+  return -1;
+}
+
 /* --- Control-flow graph ------------------------------------------------ */
 
 int gj_ins_isbranch(int op)
@@ -305,7 +314,7 @@ int gj_typer_kernel(gj_cs *cs, int fidx, int nparams, const gj_ty *params,
   if (!p) return gj_err_set(cs->err, "out of memory");
   if (gj_bc_read(cs->L, fidx, cs->map, p, cs->err)) {
     free(p);
-    return -1;
+    return in_kernel(cs);
   }
   snprintf(p->name, sizeof(p->name), "%s", cs->kname);
   if (p->nparams != nparams) {
@@ -340,7 +349,7 @@ int gj_typer_callee(gj_cs *cs, int kv, int nargs, const gj_ty *args,
     if (gj_bc_read(cs->L, -1, cs->map, p, cs->err)) {
       lua_pop(cs->L, 1);
       free(p);
-      return gj_err_prefix(cs->err, "in device function '%s': ", k->name);
+      return in_kernel(cs);
     }
     lua_pop(cs->L, 1);
     snprintf(p->name, sizeof(p->name), "%s", k->name);

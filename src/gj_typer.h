@@ -73,6 +73,7 @@ typedef struct gj_fn {
   gj_ty ret[GJ_MAXRET];
   uint64_t wmask;        /* array params it may store to */
   uint64_t rmask;        /* array params it may load from */
+  uint64_t lmask;        /* array params whose length (#a) it reads */
   int nblocks;
   gj_block *blocks;
   int *blockof;          /* instruction -> block */

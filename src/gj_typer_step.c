@@ -471,6 +471,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
       if (args[j].k == GJ_T_ARR) {
         if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
         if (callee->rmask & (1ull << j)) fn->rmask |= args[j].u.origin;
+        if (callee->lmask & (1ull << j)) fn->lmask |= args[j].u.origin;
       }
   }
   if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT)
@@ -611,6 +612,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
       gj_ty_str(cs, b, s, sizeof(s));
       return gj_typer_error(cs, fn, i, "attempt to get the length of %s", s);
     }
+    fn->lmask |= b.u.origin;
     S(in->a) = gj_ty_num(GJ_I64);
     return 0;
   case GJ_BC_ADDVN: case GJ_BC_SUBVN: case GJ_BC_MULVN: case GJ_BC_DIVVN:

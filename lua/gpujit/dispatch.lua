@@ -621,6 +621,13 @@ local function build(K, tgt, ...)
     end
   end
   local ov = overload(K, tgt, tl)
+  for i = 1, n do
+    local p = ov.info and ov.info.params and ov.info.params[i]
+    if kinds[i].kind == "fptr" and p and p.len_used then
+      argerr(K, i, "the kernel reads its length (#), which an FFI pointer does not have; "
+        .. "pass an FFI array, a table or a gpu.array")
+    end
+  end
   local L
   if tgt.sim then
     L = sim_launcher(K, tgt, ov, kinds)

@@ -298,6 +298,9 @@ local function check_opts(opts)
     end
     o[k] = v
   end
+  if o.boundscheck then
+    error("gpu.kernel: option 'boundscheck' is not implemented yet (bounds-checked kernels are planned)", 3)
+  end
   if o.precision ~= nil and o.precision ~= "double" and o.precision ~= "single" then
     error("gpu.kernel: option 'precision' must be \"double\" or \"single\", got \""
       .. o.precision .. "\"", 3)

@@ -1,0 +1,143 @@
+-- bit.* in kernels, as LuaJIT computes them: arguments converted to 32 bits
+-- as bit.tobit does (round to nearest, modulo 2^32), results int32_t.
+
+local H = require("spec.helpers")
+local ffi = require("ffi")
+local gpu = H.gpu
+
+-- Doubles that exercise the conversion: negatives, above 2^31, above 2^32,
+-- fractions (round half to even), large values.
+local V = { 0, 1, -1, 2, 3, 5, 255, 256, 0x7fffffff, 0x80000000, 0xffffffff, 0x100000000, 0x100000001,
+  -0x80000000, -0x80000001, 2^40 + 7, -(2^40) - 9, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.7, -3.7,
+  12345678.9, 0x12345678, 0xdeadbeef, -0.0, 1e15 + 0.25, 2^50 + 0.5 }
+-- Beyond 2^51 LuaJIT's bit.tobit (x + 2^52 + 2^51, the low 32 bits of the
+-- double) is no longer "modulo 2^32"; inf and nan give 0.
+local BIG = { 2^51 + 1, 2^52 + 3, 2^53 - 1, -(2^53) + 1, 2^60, 1e300, -1e300, math.huge, -math.huge, 0 / 0 }
+local SH = { 0, 1, 4, 8, 16, 31, 32, 33, 63, -1, -4, 100, 1.5, 2^32 + 3 }
+
+local function pairs_of(as, bs)
+  local x, y = {}, {}
+  for _, a in ipairs(as) do
+    for _, b in ipairs(bs) do x[#x + 1], y[#y + 1] = a, b end
+  end
+  return x, y
+end
+
+local DV, DB = { { "double", V } }, { { "double", BIG } }
+local va, vb = pairs_of(V, V)
+local sa, sb = pairs_of(V, SH)
+
+local binary = {
+  band = function(a, b) return bit.band(a, b) end,
+  bor = function(a, b) return bit.bor(a, b) end,
+  bxor = function(a, b) return bit.bxor(a, b) end,
+}
+local shifts = {
+  lshift = function(a, b) return bit.lshift(a, b) end,
+  rshift = function(a, b) return bit.rshift(a, b) end,
+  arshift = function(a, b) return bit.arshift(a, b) end,
+  rol = function(a, b) return bit.rol(a, b) end,
+  ror = function(a, b) return bit.ror(a, b) end,
+}
+
+for _, bk in ipairs(H.backends) do
+  describe("bit.* [" .. bk .. "]", function()
+    it("bit.tobit of doubles: round to nearest even, modulo 2^32", function()
+      local tobit = function(a) return bit.tobit(a) end
+      H.map(bk, tobit, { name = "tobit", out = "double", ins = DV })
+      H.map(bk, tobit, { name = "tobit32", out = "int32_t", ins = DV })
+    end)
+
+    it("bit.tobit, bit.band and bit.lshift of doubles beyond 2^51, inf and nan, as LuaJIT", function()
+      local tobit = function(a) return bit.tobit(a) end
+      local band = function(a) return bit.band(a, -1) end
+      local lsh = function(a) return bit.lshift(1, a) end
+      H.map(bk, tobit, { name = "tobit_big", out = "double", ins = DB })
+      H.map(bk, band, { name = "band_big", out = "double", ins = DB })
+      H.map(bk, lsh, { name = "lsh_big", out = "double", ins = DB })
+    end)
+
+    it("bit.bnot", function()
+      H.map(bk, function(a) return bit.bnot(a) end, { name = "bnot", out = "double", ins = DV })
+    end)
+
+    for name, f in pairs(binary) do
+      it("bit." .. name .. " of doubles", function()
+        H.map(bk, f, { name = name, out = "double", ins = { { "double", va }, { "double", vb } } })
+      end)
+    end
+
+    for name, f in pairs(shifts) do
+      it("bit." .. name .. ": the count modulo 32, negative counts", function()
+        H.map(bk, f, { name = name, out = "double", ins = { { "double", sa }, { "double", sb } } })
+      end)
+    end
+
+    it("three and more arguments to band/bor/bxor", function()
+      local function f(a, b, c)
+        return bit.band(a, b, c) + bit.bor(a, b, c) * 3 + bit.bxor(a, b, c, 0x5555)
+      end
+      H.map(bk, f, {
+        name = "varbit", out = "double",
+        ins = { { "double", { 0xff, -1, 0xf0f0, 2^33 + 5 } }, { "double", { 0x0f, 0x7f, -2, 3 } },
+                { "double", { 0x3c, 0xffffffff, 12345, -7 } } },
+      })
+    end)
+
+    it("on integer elements: uint32_t above 2^31, int8_t negatives, int64_t", function()
+      H.map(bk, function(a, b) return bit.band(a, b) end, {
+        name = "band_u32", out = "double",
+        ins = { { "uint32_t", { 0xffffffff, 0x80000000, 0xdeadbeef } }, { "int32_t", { -1, -1, 0xffff } } },
+      })
+      H.map(bk, function(a) return bit.rshift(a, 1) end, {
+        name = "rshift_i8", out = "double", ins = { { "int8_t", { -1, -128, 127 } } },
+      })
+      H.map(bk, function(a) return bit.bxor(a, 0x0f) end, {
+        name = "bxor_i64", out = "double", ins = { { "int64_t", { 5, -1, 0x7fffffff } } },
+        expect = function(a) return bit.bxor(tonumber(a), 0x0f) end,
+      })
+    end)
+
+    it("on float elements (converted as tobit does)", function()
+      H.map(bk, function(a) return bit.bor(a, 0) end, {
+        name = "bor_f", out = "double", ins = { { "float", { 1.5, 2.5, -2.5, 3e9, 16777216, -0.75 } } },
+      })
+    end)
+
+    it("results are int32_t and mix with arithmetic (xorshift hash)", function()
+      local function hash(x)
+        local h = bit.tobit(x)
+        for _ = 1, 8 do
+          h = bit.bxor(h, bit.lshift(h, 13))
+          h = bit.bxor(h, bit.rshift(h, 17))
+          h = bit.bxor(h, bit.lshift(h, 5))
+        end
+        return h
+      end
+      H.map(bk, hash, {
+        name = "xorshift", out = "int32_t",
+        ins = { { "double", H.seq(64, function(k) return k * 2654435761 end) } },
+      })
+      local function mix(x) return bit.band(x, 0xff) * 0.5 + bit.rshift(x, 24) end
+      H.map(bk, mix, { name = "bitmix", out = "double", ins = DV })
+    end)
+
+    it("bit functions through a local alias", function()
+      local band, lshift = bit.band, bit.lshift
+      local function f(x) return band(lshift(x, 4), 0xfff0) end
+      H.map(bk, f, { name = "bitalias", out = "double", ins = DV })
+    end)
+
+    it("bit.* on ids inside a kernel body", function()
+      local out = ffi.new("int32_t[64]")
+      local k = H.kernel(bk, function(o)
+        local i = gpu.global_id(0)
+        o[i] = bit.bor(bit.lshift(i, 26), bit.band(bit.bnot(i), 7))
+      end, { name = "bitids" })
+      k:launch(64, out)
+      H.check("int32_t", out, function(i)
+        return bit.bor(bit.lshift(i, 26), bit.band(bit.bnot(i), 7))
+      end, 64)
+    end)
+  end)
+end

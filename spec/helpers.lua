@@ -1,0 +1,603 @@
+-- Shared helpers for the compiler specs.
+--
+--   local H = require("spec.helpers")
+--
+-- H.backends: the backends every spec runs its kernels on.  Default { "cpu" };
+-- GPUJIT_SPEC_BACKENDS="cpu,opencl" (or "sim" while the core is being written)
+-- overrides it.  A listed backend that is not available makes its tests fail,
+-- never skip silently.  H.compilers is the same list without "sim" (the
+-- backends that compile, so that compile errors and LLVM IR can be checked).
+--
+-- Expected values are always computed by plain LuaJIT: the same Lua function
+-- called on the host (H.map, H.call), or the same kernel under "sim"
+-- (H.differential).  Comparison (H.same) is bitwise for integers, booleans and
+-- doubles (NaN == NaN, -0 ~= +0), and within a number of float ulps for float
+-- (the expected value computed in double, then rounded through a float[1]).
+
+local ffi = require("ffi")
+
+local H = {}
+H.ffi = ffi
+
+-- Keep the specs away from the user's on-disk cache: unless the caller chose a
+-- cache directory, use a fresh one under /tmp for this process.
+pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
+pcall(ffi.cdef, "int getpid(void);")
+if not os.getenv("GPUJIT_CACHE_DIR") then
+  local dir = "/tmp/gpujit-spec-cache-" .. tostring(ffi.C.getpid())
+  os.execute("mkdir -p '" .. dir .. "'")
+  ffi.C.setenv("GPUJIT_CACHE_DIR", dir, 1)
+end
+-- True when the cache directory is the specs' own (gpu.cache.clear() is safe).
+H.own_cache = (os.getenv("GPUJIT_CACHE_DIR") or ""):match("^/tmp/gpujit%-spec%-cache%-") ~= nil
+
+local loaded, gpu_or_err = pcall(require, "gpujit")
+H.gpu = loaded and gpu_or_err or setmetatable({}, {
+  __index = function(_, key)
+    -- Each use of the missing module reports why it is missing.
+    if key == "global_id" or key == "local_id" or key == "group_id" or key == "barrier" then
+      return function() return 0 end
+    end
+    error("gpujit did not load: " .. tostring(gpu_or_err), 2)
+  end,
+})
+H.load_error = not loaded and tostring(gpu_or_err) or nil
+
+---------------------------------------------------------------------------
+-- Backends
+---------------------------------------------------------------------------
+
+H.backends, H.compilers = {}, {}
+for name in (os.getenv("GPUJIT_SPEC_BACKENDS") or "cpu"):gmatch("[^,%s]+") do
+  H.backends[#H.backends + 1] = name
+  if name ~= "sim" then H.compilers[#H.compilers + 1] = name end
+end
+
+local avail_cache = {}
+-- Is backend `bk` usable here?  Returns true, or false and why.
+function H.available(bk)
+  if H.load_error then return false, "gpujit did not load: " .. H.load_error end
+  if avail_cache[bk] ~= nil then return avail_cache[bk], avail_cache[bk .. "?"] end
+  local ok, why = true, nil
+  if bk ~= "sim" then
+    local okd, devs = pcall(H.gpu.devices)
+    if not okd then
+      ok, why = false, "gpu.devices() failed: " .. tostring(devs)
+    else
+      ok = false
+      for _, d in ipairs(devs) do
+        if d.backend == bk then ok = true end
+      end
+      if not ok then why = "no device of backend '" .. bk .. "' in gpu.devices()" end
+    end
+  end
+  avail_cache[bk], avail_cache[bk .. "?"] = ok, why
+  return ok, why
+end
+
+-- Fail (not skip) when a backend the specs were asked to use is missing.
+function H.need(bk)
+  local ok, why = H.available(bk)
+  if not ok then error("backend '" .. bk .. "' is not available: " .. tostring(why), 2) end
+end
+
+-- gpu.kernel on backend bk.  opts default to { cache = false }, so that each
+-- spec really compiles what it checks.
+-- Features that another issue builds.  A spec that needs one runs for real
+-- on the backends that have it (sim runs work-group features) and is
+-- pending, with the reason, on the others.
+H.features = {
+  workgroups = {
+    reason = "work-group features (barrier, shared and local arrays, atomics) are not compiled yet",
+    has = { sim = true },
+  },
+  boundscheck = { reason = "boundscheck mode is not implemented yet", has = {} },
+}
+
+function H.it_with(feature, bk)
+  local f = assert(H.features[feature], feature)
+  local env = getfenv(2)   -- busted's it/pending live in the spec file's env
+  if f.has[bk] then return env.it end
+  return function(name) env.pending(name .. " [" .. f.reason .. "]") end
+end
+
+function H.kernel(bk, fn, opts, sig)
+  H.need(bk)
+  local o = { cache = false }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.backend = bk
+  if sig then return H.gpu.kernel(sig, fn, o) end
+  return H.gpu.kernel(fn, o)
+end
+
+-- Run fn with `bk` as the current backend, restoring the previous one.
+function H.with_backend(bk, fn, ...)
+  H.need(bk)
+  local prev = H.gpu.backend()
+  H.gpu.use(bk)
+  local res = { pcall(fn, ...) }
+  pcall(H.gpu.use, prev)
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, table.maxn(res))
+end
+
+---------------------------------------------------------------------------
+-- FFI values
+---------------------------------------------------------------------------
+
+local is64 = { int64_t = true, uint64_t = true }
+H.int_types = { "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t" }
+H.float_types = { "float", "double" }
+H.all_types = { "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t",
+  "float", "double", "bool" }
+
+-- A value converted to C type ct as an FFI store does (a C assignment), in
+-- LuaJIT's interpreter: its JIT converts out-of-range doubles differently
+-- (4294967301 into an int8_t: the interpreter gives 0, a trace 5).
+function H.to_ct(ct, v)
+  local box = ffi.new(ct .. "[1]")
+  box[0] = v
+  return box[0]
+end
+jit.off(H.to_ct)
+
+-- An FFI array ct[n] (0-based) filled from a Lua list (1-based) or a function
+-- of the 0-based index.
+function H.array(ct, src, n)
+  if type(src) == "table" then n = n or #src end
+  local a = ffi.new(ct .. "[?]", math.max(n, 1))
+  for i = 0, n - 1 do
+    if type(src) == "table" then a[i] = src[i + 1]
+    elseif type(src) == "function" then a[i] = src(i)
+    elseif src ~= nil then a[i] = src end
+  end
+  return a
+end
+
+-- A copy of an FFI array of n elements.
+function H.copy(ct, a, n)
+  local b = ffi.new(ct .. "[?]", math.max(n, 1))
+  ffi.copy(b, a, ffi.sizeof(ct) * n)
+  return b
+end
+
+local function fmt(v)
+  if type(v) == "number" then
+    if v ~= v then return "nan" end
+    if v == 0 and 1 / v < 0 then return "-0" end
+    if v == math.floor(v) and math.abs(v) < 2^53 then return string.format("%.0f", v) end
+    return string.format("%.17g", v)
+  end
+  return tostring(v)
+end
+H.fmt = fmt
+
+local fu = ffi.new("union { float f; int32_t i; }")
+local du = ffi.new("union { double d; int64_t i; }")
+
+-- Distance in float ulps between two numbers that are floats.
+function H.float_ulps(a, b)
+  if a ~= a or b ~= b then return (a ~= a and b ~= b) and 0 or math.huge end
+  if a == b and (a ~= 0 or 1 / a == 1 / b) then return 0 end
+  fu.f = a; local ia = fu.i
+  fu.f = b; local ib = fu.i
+  -- Order the bit patterns: ... -denormal, -0 = -1, +0 = 0, +denormal ...
+  if ia < 0 then ia = -1 - (ia + 2147483648) end
+  if ib < 0 then ib = -1 - (ib + 2147483648) end
+  return math.abs(ia - ib)
+end
+
+-- Distance in double ulps.
+function H.double_ulps(a, b)
+  if a ~= a or b ~= b then return (a ~= a and b ~= b) and 0 or math.huge end
+  if a == b and (a ~= 0 or 1 / a == 1 / b) then return 0 end
+  du.d = a; local ia = du.i
+  du.d = b; local ib = du.i
+  local min = -9223372036854775807LL - 1
+  if ia < 0 then ia = -1 - (ia - min) end
+  if ib < 0 then ib = -1 - (ib - min) end
+  local d = ia - ib
+  if d < 0 then d = -d end
+  return tonumber(d)
+end
+
+-- Is `got` (read from a ct element) the same as `expected` (any Lua value,
+-- converted to ct first)?  ulps: allowed distance for float/double (default
+-- 0 for double, 1 for float).  Returns ok, message.
+function H.same(ct, got, expected, ulps)
+  local exp = expected
+  if ct ~= nil then
+    local ok, conv = pcall(H.to_ct, ct, expected)
+    if not ok then return false, "expected value " .. fmt(expected) .. " does not convert to " .. ct end
+    exp = conv
+  end
+  if ct == "float" or ct == "double" or (ct == nil and type(got) == "number") then
+    if type(got) ~= "number" then return false, "got a " .. type(got) .. " (" .. tostring(got) .. ")" end
+    local limit = ulps or ((ct == "float") and 1 or 0)
+    local d = (ct == "float") and H.float_ulps(got, exp) or H.double_ulps(got, exp)
+    if d <= limit then return true end
+    return false, "expected " .. fmt(exp) .. ", got " .. fmt(got) .. " (" .. fmt(d) .. " ulps)"
+  end
+  if got == exp and type(got) == type(exp) then return true end
+  if is64[ct] and type(got) == "cdata" and type(exp) == "cdata" and got == exp then return true end
+  return false, "expected " .. fmt(exp) .. ", got " .. fmt(got)
+end
+
+-- Check n elements of an FFI array (0-based) or Lua table (1-based; base = 1)
+-- against a list of expected values (1-based) or a function of the 0-based
+-- index.  what: a label for the message.
+function H.check(ct, got, expected, n, opts)
+  opts = opts or {}
+  local base = opts.base or 0
+  local bad = {}
+  for i = 0, n - 1 do
+    local e = expected
+    if type(expected) == "table" then e = expected[i + 1]
+    elseif type(expected) == "function" then e = expected(i) end
+    local ok, msg = H.same(ct, got[i + base], e, opts.ulps)
+    if not ok then
+      local inputs = opts.inputs and opts.inputs(i) or ""
+      bad[#bad + 1] = string.format("  [%d]%s: %s", i, inputs, msg)
+      if #bad >= 12 then break end
+    end
+  end
+  if #bad > 0 then
+    error(string.format("%s: %d+ mismatches (element type %s):\n%s",
+      opts.what or "result", #bad, tostring(ct), table.concat(bad, "\n")), 2)
+  end
+  return true
+end
+
+-- fn(...) run by LuaJIT's interpreter, with no trace compiled or entered:
+-- the reference for "as LuaJIT computes it" (the JIT is meant to agree, but
+-- e.g. narrows x^3 to multiplications).
+function H.interp(fn, ...)
+  jit.flush()
+  jit.off()
+  local res = { pcall(fn, ...) }
+  jit.on()
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, table.maxn(res))
+end
+
+---------------------------------------------------------------------------
+-- Elementwise kernels: out[i] = f(a[i], b[i], ...), f a device function
+---------------------------------------------------------------------------
+
+local gpu = H.gpu
+
+local mappers = {
+  [0] = function(f)
+    return function(out, n)
+      local i = gpu.global_id(0)
+      if i < n then out[i] = f() end
+    end
+  end,
+  function(f)
+    return function(out, a, n)
+      local i = gpu.global_id(0)
+      if i < n then out[i] = f(a[i]) end
+    end
+  end,
+  function(f)
+    return function(out, a, b, n)
+      local i = gpu.global_id(0)
+      if i < n then out[i] = f(a[i], b[i]) end
+    end
+  end,
+  function(f)
+    return function(out, a, b, c, n)
+      local i = gpu.global_id(0)
+      if i < n then out[i] = f(a[i], b[i], c[i]) end
+    end
+  end,
+}
+
+-- H.map(bk, f, spec): run out[i] = f(in1[i], in2[i], ...) on backend bk and
+-- compare with f called by plain LuaJIT on the same inputs.
+--   spec.out    element type of the result (default "double")
+--   spec.ins    list of { ct, values } (values: Lua list), all the same length
+--   spec.ulps   float/double tolerance (see H.same)
+--   spec.name   kernel name; spec.opts: more kernel options
+--   spec.expect optional function(...) giving the expected value instead of f
+--   spec.ints   the work is integer arithmetic: an expected -0 is 0
+-- Returns the result array.
+function H.map(bk, f, spec)
+  local ins = spec.ins or {}
+  local n = spec.n or (ins[1] and #ins[1][2]) or 1
+  local out_ct = spec.out or "double"
+  local arrays, args = {}, {}
+  local out = H.array(out_ct, nil, n)
+  args[1] = out
+  for j, inp in ipairs(ins) do
+    arrays[j] = H.array(inp[1], inp[2], n)
+    args[j + 1] = arrays[j]
+  end
+  args[#args + 1] = n
+  local opts = { name = spec.name or "map" }
+  for k, v in pairs(spec.opts or {}) do opts[k] = v end
+  local k = H.kernel(bk, mappers[#ins](f), opts)
+  k:launch(n, unpack(args, 1, #ins + 2))
+  local ref = spec.expect or f
+  local expected = H.interp(function()
+    local e = {}
+    for i = 0, n - 1 do
+      local vals = {}
+      for j = 1, #ins do vals[j] = arrays[j][i] end
+      local v = ref(unpack(vals, 1, #ins))
+      -- Integer arithmetic has no -0: where LuaJIT's doubles give -0 (0 * -1,
+      -- -0), the integer result is 0.
+      if spec.ints and v == 0 then v = 0 end
+      e[i + 1] = v
+    end
+    return e
+  end)
+  H.check(out_ct, out, expected, n, {
+    ulps = spec.ulps,
+    what = (spec.name or "map") .. " on " .. bk,
+    inputs = function(i)
+      local s = {}
+      for j = 1, #ins do s[j] = fmt(arrays[j][i]) end
+      return "(" .. table.concat(s, ", ") .. ")"
+    end,
+  })
+  return out
+end
+
+-- A kernel of one work item that stores f(args...) into a one-element array
+-- of type out_ct; args are passed as kernel arguments (Lua numbers are
+-- doubles, booleans bools, cdata their type).  Returns the stored value.
+local callers = {
+  [0] = function(f) return function(out) out[0] = f() end end,
+  function(f) return function(out, a) out[0] = f(a) end end,
+  function(f) return function(out, a, b) out[0] = f(a, b) end end,
+  function(f) return function(out, a, b, c) out[0] = f(a, b, c) end end,
+  function(f) return function(out, a, b, c, d) out[0] = f(a, b, c, d) end end,
+}
+function H.call(bk, out_ct, f, ...)
+  local n = select("#", ...)
+  local out = ffi.new(out_ct .. "[1]")
+  local k = H.kernel(bk, callers[n](f), { name = "call" })
+  k:launch(1, out, ...)
+  return out[0]
+end
+
+-- H.call and compare with f(...) in plain Lua.
+function H.check_call(bk, out_ct, f, ...)
+  local got = H.call(bk, out_ct, f, ...)
+  local ok, msg = H.same(out_ct, got, H.interp(f, ...))
+  if not ok then
+    local a = {}
+    for j = 1, select("#", ...) do a[j] = fmt((select(j, ...))) end
+    error("f(" .. table.concat(a, ", ") .. ") on " .. bk .. ": " .. msg, 2)
+  end
+  return got
+end
+
+---------------------------------------------------------------------------
+-- Differential runs: the same kernel on a backend and on "sim"
+---------------------------------------------------------------------------
+
+-- Deep-copy launch arguments so that two runs do not share memory.  FFI
+-- arrays are copied with their size; Lua tables element by element; other
+-- values are passed as they are.
+local function clone_arg(v)
+  if type(v) == "table" then
+    local t = {}
+    for k, x in pairs(v) do t[k] = x end
+    return t
+  end
+  local ct = H.elem_ct(v)
+  if ct then
+    local size = ffi.sizeof(v)
+    local c = ffi.new(ct .. "[?]", size / ffi.sizeof(ct))
+    ffi.copy(c, v, size)
+    return c
+  end
+  return v
+end
+H.clone_arg = clone_arg
+
+-- Element type of an FFI array cdata, or nil.
+function H.elem_ct(v)
+  if type(v) ~= "cdata" then return nil end
+  local s = tostring(ffi.typeof(v))
+  local t = s:match("^ctype<(.-)%s*%[[%d%?]*%]>$")
+  if t then
+    t = t:gsub("^const ", "")
+    return t
+  end
+  return nil
+end
+
+-- Compare every array argument of two launches.  ulps: float tolerance.
+function H.compare_args(label, got_args, ref_args, ulps, dulps)
+  for j = 1, math.max(#got_args, #ref_args) do
+    local g, r = got_args[j], ref_args[j]
+    if type(g) == "table" then
+      local n = math.max(#g, #r)
+      H.check(nil, g, function(i) return r[i + 1] end, n,
+        { base = 1, ulps = dulps or 0, what = label .. ", argument #" .. j .. " (table)" })
+    elseif type(g) == "cdata" then
+      local ct = H.elem_ct(g)
+      if ct then
+        local n = ffi.sizeof(g) / ffi.sizeof(ct)
+        H.check(ct, g, function(i) return r[i] end, n, {
+          ulps = (ct == "float") and (ulps or 2) or (ct == "double" and dulps or nil),
+          what = label .. ", argument #" .. j .. " (" .. ct .. "[" .. n .. "])",
+        })
+      end
+    end
+  end
+end
+
+-- Run kernel function fn with launch config cfg and the given arguments on
+-- backend bk and on "sim" (each on its own copy of the arguments), and check
+-- that every array argument ends up the same.  opts.ulps: float tolerance
+-- (default 2), opts.dulps: double tolerance (default 0: bitwise).
+-- Returns the arguments of the bk run.
+function H.differential(bk, fn, cfg, args, opts)
+  opts = opts or {}
+  local kopts = { name = opts.name or "diff" }
+  for k, v in pairs(opts.kopts or {}) do kopts[k] = v end
+  local n = opts.nargs or #args
+  local mine, ref = {}, {}
+  for j = 1, n do mine[j] = clone_arg(args[j]); ref[j] = clone_arg(args[j]) end
+  local ks = H.kernel("sim", fn, kopts)
+  ks:launch(cfg, unpack(ref, 1, n))
+  local kb = H.kernel(bk, fn, kopts)
+  kb:launch(cfg, unpack(mine, 1, n))
+  H.compare_args((opts.name or "kernel") .. ": " .. bk .. " vs sim", mine, ref, opts.ulps, opts.dulps)
+  return mine, ref
+end
+
+---------------------------------------------------------------------------
+-- Errors and LLVM IR
+---------------------------------------------------------------------------
+
+-- The number of the line of the calling file that ends with `marker` (a
+-- plain string, e.g. "--@string"); there must be exactly one.
+local line_cache = {}
+function H.line_of(marker, level)
+  local src = debug.getinfo((level or 1) + 1, "S").source
+  assert(src:sub(1, 1) == "@", "H.line_of needs a file")
+  local path = src:sub(2)
+  local lines = line_cache[path]
+  if not lines then
+    lines = {}
+    for l in io.lines(path) do lines[#lines + 1] = l end
+    line_cache[path] = lines
+  end
+  local found
+  for no, l in ipairs(lines) do
+    local at = l:find(marker, 1, true)
+    if at and l:sub(at + #marker):match("^%s*$") and not l:find("line_of(", 1, true) then
+      assert(not found, "marker " .. marker .. " appears twice in " .. path)
+      found = no
+    end
+  end
+  assert(found, "marker " .. marker .. " not found in " .. path)
+  return found
+end
+
+-- The base name of the calling file ("errors_spec.lua").
+function H.this_file(level)
+  local src = debug.getinfo((level or 1) + 1, "S").source
+  return (src:match("([^/\\]+)$"))
+end
+
+-- Call fn(...) expecting an error; return its message (a string).
+function H.error_of(fn, ...)
+  local ok, err = pcall(fn, ...)
+  if ok then error("expected an error, but the call succeeded", 2) end
+  if type(err) ~= "string" then err = tostring(err) end
+  return err
+end
+
+local function lower_find(s, words)
+  local ls = s:lower()
+  for _, w in ipairs(words) do
+    if ls:find(w:lower(), 1, true) then return true end
+  end
+  return false
+end
+H.lower_find = lower_find
+
+-- Check that msg has the form "FILE:LINE: <what> (in kernel NAME)", FILE
+-- being `file` (its base name; a directory before it is allowed), LINE
+-- exactly `line`, NAME exactly `kname`, and <what> containing one of the
+-- `words` (case-insensitive).
+function H.check_compile_error(msg, file, line, kname, words)
+  local pat = file:gsub("%p", "%%%0") .. ":" .. line .. ": (.-)%(in kernel " ..
+    kname:gsub("%p", "%%%0") .. "[%)%s,;]"
+  local what = msg:match(pat)
+  if not what then
+    error(string.format("error message does not match '%s:%d: <what> (in kernel %s)':\n  %s",
+      file, line, kname, msg), 2)
+  end
+  if words and not lower_find(what, words) then
+    error(string.format("error message at %s:%d names none of {%s}:\n  %s",
+      file, line, table.concat(words, ", "), msg), 2)
+  end
+  return what
+end
+
+-- Only the bodies of the functions defined in an LLVM IR module.
+function H.ir_bodies(ir)
+  local out, inside = {}, false
+  for l in (ir .. "\n"):gmatch("([^\n]*)\n") do
+    if l:match("^define ") then inside = true end
+    if inside then out[#out + 1] = l end
+    if l:match("^}") then inside = false end
+  end
+  return table.concat(out, "\n")
+end
+
+-- A small kernel that must work after an error: doubles 8 numbers.
+function H.sanity(bk)
+  local out = ffi.new("double[8]")
+  local k = H.kernel(bk, function(o)
+    local i = gpu.global_id(0)
+    o[i] = 2 * i + 0.5
+  end, { name = "sanity" })
+  k:launch(8, out)
+  for i = 0, 7 do
+    if out[i] ~= 2 * i + 0.5 then
+      error("sanity kernel after an error: out[" .. i .. "] = " .. fmt(out[i]), 2)
+    end
+  end
+  return true
+end
+
+-- Run Lua code in a separate luajit process (for what might crash: a bad
+-- write must not take the whole suite down).  The code gets `gpu` (the
+-- module, its current backend set to bk) and `ffi`.  Returns the exit
+-- status (true when 0) and the output, stdout and stderr together.
+function H.run_isolated(bk, code)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write("local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use(", string.format("%q", bk),
+    ")\n", code, "\n")
+  f:close()
+  local q = function(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
+  local cmd = "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit "
+    .. path .. " 2>&1"
+  local p = io.popen(cmd .. "; echo \"exit status $?\"")
+  local out = p:read("*a")
+  p:close()
+  os.remove(path)
+  local status = tonumber(out:match("exit status (%d+)%s*$"))
+  return status == 0, out, status
+end
+
+-- Values used across specs.
+H.doubles = { 0, -0.0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3, -7.25, 7.25, 1e-300, -1e-300, 1e300,
+  123456.789, -98765.4321, 2^52 + 0.5, 2^53, -2^53, 1 / 3, math.pi, -math.pi, 1e10, 2^31, -2^31 - 1,
+  4294967296.75, 0.1, 5e-324 }
+H.specials = { math.huge, -math.huge, 0 / 0 }
+
+function H.concat(...)
+  local out = {}
+  for _, t in ipairs({ ... }) do
+    for _, v in ipairs(t) do out[#out + 1] = v end
+  end
+  return out
+end
+
+-- n pseudo-random numbers (deterministic): f(k) for k = 1..n.
+function H.seq(n, f)
+  local t = {}
+  for k = 1, n do t[k] = f(k) end
+  return t
+end
+
+-- A deterministic pseudo-random generator in [0, 1).
+function H.rng(seed)
+  local s = seed or 12345
+  return function()
+    s = (s * 1103515245 + 12345) % 2147483648
+    return s / 2147483648
+  end
+end
+
+return H
