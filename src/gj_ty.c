@@ -42,7 +42,7 @@ int gj_ty_eq(gj_ty a, gj_ty b)
   switch (a.k) {
   case GJ_T_NUM: return a.s == b.s;
   case GJ_T_ARR: return a.s == b.s && a.space == b.space;
-  case GJ_T_KV: case GJ_T_STR: return a.aux == b.aux;
+  case GJ_T_KV: return a.aux == b.aux;
   default: return 1;
   }
 }
@@ -149,7 +149,7 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
     if (a.s != b.s || a.space != b.space) return conflict(a, b);
     a.u.origin |= b.u.origin;
     return a;
-  case GJ_T_KV: case GJ_T_STR:
+  case GJ_T_KV:
     return a.aux == b.aux ? a : conflict(a, b);
   default:
     return conflict(a, b);
@@ -179,7 +179,6 @@ static const char *kind_name(const gj_cs *cs, int k, int s, char *buf,
     snprintf(buf, n, "an array (%s[])", gj_scalar_name((gj_scalar)s));
     return buf;
   case GJ_T_KV: return "a table or function";
-  case GJ_T_STR: return "a string";
   default: (void)cs; return "a value of mixed types";
   }
 }

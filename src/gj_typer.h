@@ -25,7 +25,6 @@ typedef enum gj_tk {
   GJ_T_WFLT,       /* weak float */
   GJ_T_ARR,        /* s: element kind; space: GJ_SPACE_* */
   GJ_T_KV,         /* a Lua value known while compiling; aux: gj_cs.kv index */
-  GJ_T_STR,        /* a string constant; aux: index in the proto's kstr */
   GJ_T_CONFLICT    /* incompatible types merged; aux: the two type codes */
 } gj_tk;
 

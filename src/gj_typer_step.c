@@ -72,8 +72,6 @@ static int num_operand(gj_cs *cs, gj_fn *fn, int i, gj_ty t, const char *what)
 {
   char b[200];
   if (gj_ty_isnumeric(t)) return 0;
-  if (t.k == GJ_T_STR)
-    return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
   gj_ty_str(cs, t, b, sizeof(b));
   return gj_typer_error(cs, fn, i, "%s on %s", what, b);
 }
@@ -398,8 +396,6 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
     if (v[j].k == GJ_T_ARR && v[j].space != GJ_SPACE_GLOBAL)
       return gj_typer_error(cs, fn, i, "a shared or local array cannot be "
                                        "returned");
-    if (v[j].k == GJ_T_STR)
-      return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
   }
   if (fn->nret < 0) {
     fn->nret = n;
@@ -456,9 +452,6 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
                                        "only gpu.*, math.*, bit.* and Lua "
                                        "functions in the kernel subset",
                             cs->kv[f.aux].name);
-    for (j = 0; j < nargs; j++)
-      if (args[j].k == GJ_T_STR)
-        return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
     rc = gj_typer_callee(cs, f.aux, nargs, args, in->line, fn, &callee);
     if (rc == -2)
       return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "
@@ -546,8 +539,6 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     } else {
       b = in->d == 0 ? ty_k(GJ_T_NIL) : ty_bool(1, in->d == 2);
     }
-    if (a.k == GJ_T_STR || b.k == GJ_T_STR)
-      return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
     if (gj_ty_isnumeric(a) && gj_ty_isnumeric(b)) eq = -1;
     else if (a.k != b.k) eq = 0;
     else if (a.k == GJ_T_NIL) eq = 1;
@@ -567,8 +558,6 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_ISTC: case GJ_BC_ISFC: case GJ_BC_IST: case GJ_BC_ISF: {
     int t;
     if (rd(cs, fn, i, st, in->d, &b)) return -1;
-    if (b.k == GJ_T_STR)
-      return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
     t = gj_ty_truth(b);
     if (t >= 0) {
       int jump = (in->op == GJ_BC_ISTC || in->op == GJ_BC_IST) ? t : !t;
@@ -723,8 +712,6 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (!gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
       char s[200];
       gj_ty_str(cs, a, s, sizeof(s));
-      if (a.k == GJ_T_STR)
-        return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
       return gj_typer_error(cs, fn, i, "cannot store %s into an array element",
                             s);
     }

@@ -1,5 +1,5 @@
--- gpujit.dispatch: kernel objects, the per-kernel dispatcher and the
--- generated launchers.
+-- gpujit.dispatch: kernel objects and the per-kernel dispatcher; the
+-- generated launchers are built by gpujit.launcher.
 --
 -- A launch k:launch(cfg, a1, ..., an) goes through three layers:
 --
@@ -22,7 +22,6 @@
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local array = require("gpujit.array")
-local sim = require("gpujit.sim")
 
 local D = {}
 
@@ -385,214 +384,17 @@ local function overload(K, tgt, tl)
 end
 
 ---------------------------------------------------------------------------
--- Launchers.
+-- Launchers (gpujit.launcher).
 
--- Element counts of VLAs, memoized per object: ffi.sizeof on a VLA stops
--- the JIT, a weak table lookup does not.
-local vlen = setmetatable({}, { __mode = "k" })
-local function vlenof(a, esz)
-  local n = ffi.sizeof(a) / esz
-  vlen[a] = n
-  return n
-end
-
-local function newbuf(elem, n)
-  local cap = n < 16 and 16 or n
-  local buf = types.vla(elem)(cap)
-  return buf, ffi.cast(elem .. " *", buf) - 1, cap
-end
-
-local function newdbuf(K, tgt, bytes, esz)
-  local cap = bytes < 64 and 64 or bytes
-  local lib, ctx = env.lib, env.ctx
-  local p = lib.gj_mem_alloc(ctx, tgt.bk, tgt.dev, cap)
-  if p == nil then
-    raise("kernel '" .. K.name .. "': cannot allocate " .. cap .. " bytes on " .. tgt.label
-      .. ": " .. ffi.string(lib.gj_errmsg(ctx)))
-  end
-  local bk, dev = tgt.bk, tgt.dev
-  p = ffi.gc(p, function(q) lib.gj_mem_free(ctx, bk, dev, q) end)
-  return p, cap, ffi.cast("uint8_t *", p) - (esz or 0)
-end
-
-local function gen_launcher(K, tgt, ov, kinds)
-  local n = K.nparams
-  local info = ov.info
-  local params = info.params
-  local shared = tgt.shared
-  local top, guard, fill, after = {}, {}, {}, {}
-  local U = {
-    type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
-    lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
-    BK = tgt.bk, DEV = tgt.dev, vlen = vlen, vlenof = vlenof, newbuf = newbuf,
-    newdbuf = newdbuf, elemerr = elemerr, freed = freed, devcheck = devcheck,
-    fail = launch_failed, barrier_fail = barrier_fail,
-  }
-  local function g(t, s, ...) t[#t + 1] = s:format(...) end
-  local anames = {}
-  for i = 1, n do
-    anames[i] = "a" .. i
-    local k = kinds[i]
-    local kk = k.kind
-    local p = params[i]
-    local written = p.written ~= false
-    if kk == "num" then
-      g(guard, "if type(a%d) ~= 'number' then return false end", i)
-      g(fill, "args.a%d = a%d", i, i)
-    elseif kk == "bool" then
-      g(guard, "if type(a%d) ~= 'boolean' then return false end", i)
-      g(fill, "args.a%d = a%d", i, i)
-    elseif kk == "table" then
-      local elem = types.elem(ov.types[i])
-      local esz = types.size[elem]
-      g(guard, "if type(a%d) ~= 'table' then return false end", i)
-      g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
-      g(fill, "local n%d = #a%d", i, i)
-      g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
-      g(fill, "for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then elemerr(K, %d, j, v, %q) end;"
-        .. " buf%d[j - 1] = v end", i, i, elem == "bool" and "boolean" or "number", i, elem, i)
-      local back = types.is_int64[elem] and "tonumber(buf%d[j - 1])" or "buf%d[j - 1]"
-      if shared then
-        g(fill, "args.a%d = bufm%d; args.a%d_len = n%d", i, i, i, i)
-      else
-        g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
-        g(fill, "local b%d = n%d * %d", i, i, esz)
-        g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
-          i, i, i, i, i, i, esz)
-        g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, buf%d, b%d, 0) ~= 0 then"
-          .. " fail(K) end", i, i, i, i)
-        g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
-        if written then
-          g(after, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, buf%d, dbuf%d, b%d, 1) ~= 0 then"
-            .. " fail(K) end", i, i, i, i)
-        end
-      end
-      if written then
-        g(after, "for j = 1, n%d do a%d[j] = " .. back .. " end", i, i, i)
-      end
-    else
-      g(guard, "if type(a%d) ~= 'cdata' or tonumber(typeof(a%d)) ~= %d then return false end",
-        i, i, k.tag)
-      local ci = k.info
-      if kk == "cscalar" then
-        g(fill, "args.a%d = a%d", i, i)
-      elseif kk == "garray" then
-        g(fill, "local p%d = a%d.ptr", i, i)
-        g(fill, "if p%d == nil then freed(K, %d) end", i, i)
-        g(fill, "if a%d.bk ~= BK or a%d.dev ~= DEV then devcheck(K, %d, a%d, TGT) end", i, i, i, i)
-        g(fill, "args.a%d = p%d; args.a%d_len = a%d.n", i, i, i, i)
-      elseif kk == "fptr" then
-        g(fill, "args.a%d = a%d; args.a%d_len = -1", i, i, i)
-      elseif kk == "farray" then
-        local len = ci.len and tostring(ci.len) or ("vlen[a%d] or vlenof(a%d, %d)"):format(i, i, ci.esize)
-        if shared then
-          g(fill, "args.a%d = a%d; args.a%d_len = %s", i, i, i, len)
-        else
-          g(top, "local dbuf%d, dcap%d = nil, 0", i, i)
-          g(fill, "local n%d = %s", i, len)
-          g(fill, "local b%d = n%d * %d", i, i, ci.esize)
-          g(fill, "if b%d > dcap%d then dbuf%d, dcap%d = newdbuf(K, TGT, b%d) end", i, i, i, i, i)
-          g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, a%d, b%d, 0) ~= 0 then"
-            .. " fail(K) end", i, i, i, i)
-          g(fill, "args.a%d = dbuf%d; args.a%d_len = n%d", i, i, i, i)
-          if written then
-            g(after, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, a%d, dbuf%d, b%d, 1) ~= 0 then"
-              .. " fail(K) end", i, i, i, i)
-          end
-        end
-      else
-        error("gpujit internal error: kind " .. tostring(kk))
-      end
-    end
-  end
-  local src = {}
-  src[#src + 1] = "local U = ..."
-  src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, dims, args, BK, DEV ="
-    .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.dims, U.args, U.BK, U.DEV"
-  src[#src + 1] = "local vlen, vlenof, newbuf, newdbuf, elemerr, freed, devcheck, fail, barrier_fail ="
-    .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
-  for _, l in ipairs(top) do src[#src + 1] = l end
-  local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
-  src[#src + 1] = "return function(tgt, partial" .. plist .. ")"
-  src[#src + 1] = "  if tgt ~= TGT then return false end"
-  for _, l in ipairs(guard) do src[#src + 1] = "  " .. l end
-  if info.uses_barrier then
-    src[#src + 1] = "  if partial then barrier_fail(K, dims) end"
-  end
-  for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
-  src[#src + 1] = "  if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
-  for _, l in ipairs(after) do src[#src + 1] = "  " .. l end
-  src[#src + 1] = "  return true"
-  src[#src + 1] = "end"
-  local code = concat(src, "\n")
-  local chunk, err = load(code, "=[gpujit launcher " .. K.name .. "]")
-  if not chunk then error("gpujit internal error: launcher: " .. err .. "\n" .. code, 0) end
-  local L = chunk(U)
-  K._lsrc = code
-  return L
-end
+local new_launchers = require("gpujit.launcher")
+own[debug.getinfo(new_launchers, "S").source] = true
+local launchers = new_launchers({
+  env = function() return env end, raise = raise, argerr = argerr, elemerr = elemerr,
+  freed = freed, devcheck = devcheck, launch_failed = launch_failed,
+  barrier_fail = barrier_fail, label_of = label_of,
+})
+local gen_launcher, sim_launcher = launchers.gen_launcher, launchers.sim_launcher
 D.gen_launcher = gen_launcher
-
--- The sim launcher: arguments as they are (scalar cdata as Lua values;
--- parameters with an eager scalar type converted to that type's value).
-local function sim_launcher(K, tgt, ov, kinds)
-  local n = K.nparams
-  local tags, conv = {}, {}
-  for i = 1, n do
-    local k = kinds[i]
-    tags[i] = k.tag
-    local t = ov.types[i]
-    if k.kind == "cscalar" or (k.kind == "num" and K.sigs) then
-      -- Scalars become Lua values (of the parameter's type, when a signature
-      -- gives it): Lua arithmetic is the reference; 64-bit integers beyond
-      -- 2^53 round (as cdata, / would divide as integers).
-      local pt = K.sigs and t or k.type
-      if pt == "bool" then
-        conv[i] = function(v) return tonumber(v) ~= 0 end
-      elseif pt ~= "double" and pt ~= k.type then
-        conv[i] = function(v) return tonumber(ffi.cast(pt, v)) end
-      elseif k.kind == "cscalar" then
-        conv[i] = tonumber
-      end
-    elseif k.kind == "table" then
-      local want = types.elem(t) == "bool" and "boolean" or "number"
-      conv[i] = function(v)
-        for j = 1, #v do
-          if type(v[j]) ~= want then elemerr(K, i, j, v[j], types.elem(t)) end
-        end
-        return v
-      end
-    elseif k.kind == "garray" then
-      conv[i] = function(v)
-        if v.ptr == nil then freed(K, i) end
-        if not array.host_accessible(v) then
-          argerr(K, i, "the gpu.array lives on " .. label_of(v.bk, v.dev)
-            .. " and cannot be used by the sim backend")
-        end
-        return v
-      end
-    end
-  end
-  local d = K._dims
-  return function(t, _, ...)
-    if t ~= tgt then return false end
-    for i = 1, n do
-      local a = select(i, ...)
-      local ta = type(a)
-      if (ta == "cdata" and tonumber(typeof(a)) or ta) ~= tags[i] then return false end
-    end
-    local argv = { ... }
-    for i = 1, n do
-      local c = conv[i]
-      if c then argv[i] = c(argv[i]) end
-    end
-    local ndim = d.ndim
-    local global = { [0] = tonumber(d.global[0]), tonumber(d.global[1]), tonumber(d.global[2]) }
-    local group = { [0] = tonumber(d.group[0]), tonumber(d.group[1]), tonumber(d.group[2]) }
-    sim.run(K.fn, ndim, global, group, argv, n, K.name)
-    return true
-  end
-end
 
 local function no_target()
   raise(env.state.cur_err or "no backend selected (gpu.use)")
