@@ -3,7 +3,8 @@
 **
 ** The core never asks which backend it talks to: what differs between
 ** targets is data in the compile job (gj_job) and the functions below.
-** Adding a backend is adding one file that defines a gj_backend and one
+** Adding a backend is adding its file (backends/NAME.c, split into NAME_*.c
+** when large) that defines a gj_backend, and one
 ** line in backends/registry.c.
 **
 ** Conventions between the core and a backend (see docs/backends.md):

@@ -1,0 +1,46 @@
+/*
+** Internal to the cpu backend: what cpu.c and cpu_wrap.c share.
+*/
+#ifndef GJ_CPU_INT_H
+#define GJ_CPU_INT_H
+
+#include <stdint.h>
+
+#include <llvm-c/Core.h>
+
+#include "backend.h"
+
+/* -- Work-item state and launch block ----------------------------------- */
+
+/* The work-item state %wi points to: 18 i64, three per quantity.  The
+** intrinsics and the stores in gj_entry (cpu_wrap.c) must agree on these. */
+enum {
+  WI_GLOBAL_ID = 0, WI_LOCAL_ID = 3, WI_GROUP_ID = 6,
+  WI_GROUP_SIZE = 9, WI_NUM_GROUPS = 12, WI_GLOBAL_SIZE = 15,
+  WI__N = 18
+};
+
+/* What gj_entry's second argument points to.  Unused dimensions are 1.
+** A call runs the groups whose linear index g = gx + ngx*(gy + ngy*gz)
+** lies in [first, last).  Field order is fixed: gj_entry loads them by
+** index (LAUNCH_*). */
+typedef struct cpu_launch {
+  int64_t global[3];       /* work items per dimension */
+  int64_t group[3];        /* work items per group per dimension */
+  int64_t ngroups[3];      /* ceil(global / group) */
+  int64_t first, last;     /* linear group range of this call */
+} cpu_launch;
+
+enum { LAUNCH_GLOBAL = 0, LAUNCH_GROUP = 3, LAUNCH_NGROUPS = 6,
+       LAUNCH_FIRST = 9, LAUNCH_LAST = 10 };
+_Static_assert(sizeof(cpu_launch) == 11 * sizeof(int64_t),
+               "gj_entry reads cpu_launch as 11 packed i64");
+
+/* The intrinsics IR, the job's intrinsics_ir (cpu_wrap.c). */
+extern const char cpu_intrinsics_ir[];
+
+/* The backend's `wrap`: adds @gj_entry around @gj_body (cpu_wrap.c). */
+int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+             LLVMValueRef body, const gj_sig *sig, gj_err *err);
+
+#endif

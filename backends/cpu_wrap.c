@@ -1,0 +1,370 @@
+/*
+** The cpu backend, part two: the code it generates.  The intrinsics IR
+** (the work-item ids and math functions the core's @gj_body calls) and
+** `wrap`, which builds @gj_entry(args, launch) around the body with LLVM-C.
+** The execution model is described at the top of cpu.c; the layouts both
+** files rely on (work-item state, launch block) are in cpu_int.h.
+*/
+#include "cpu_int.h"
+
+#include <string.h>
+
+/* -- Intrinsics ---------------------------------------------------------- */
+
+/* gj.<id>(ptr %wi, i32 %d): field `base + d` of the work-item state; for d
+** outside 0..2 the value of an unused dimension (ids 0, sizes 1), as in
+** OpenCL.  After inlining d is a constant and all of this folds away. */
+#define GJ_IR_ID(name, base, unused)                                     \
+  "define linkonce_odr i64 @gj." name "(ptr %wi, i32 %d) #0 {\n"         \
+  "  %ok = icmp ult i32 %d, 3\n"                                         \
+  "  %dd = select i1 %ok, i32 %d, i32 0\n"                               \
+  "  %i = zext i32 %dd to i64\n"                                         \
+  "  %j = add i64 %i, " #base "\n"                                       \
+  "  %p = getelementptr inbounds i64, ptr %wi, i64 %j\n"                 \
+  "  %v = load i64, ptr %p, align 8\n"                                   \
+  "  %r = select i1 %ok, i64 %v, i64 " #unused "\n"                      \
+  "  ret i64 %r\n}\n"
+
+/* gj.math.<fn>.<sfx>: a call of `impl` (an llvm.* intrinsic or libm). */
+#define GJ_IR_M1(fn, T, sfx, impl)                                       \
+  "define linkonce_odr " T " @gj.math." fn "." sfx "(" T " %x) #1 {\n"   \
+  "  %r = call " T " @" impl "(" T " %x)\n  ret " T " %r\n}\n"
+#define GJ_IR_M2(fn, T, sfx, impl)                                       \
+  "define linkonce_odr " T " @gj.math." fn "." sfx "(" T " %x, " T       \
+  " %y) #1 {\n"                                                          \
+  "  %r = call " T " @" impl "(" T " %x, " T " %y)\n  ret " T " %r\n}\n"
+#define GJ_IR_D1(T, impl) "declare " T " @" impl "(" T ") #2\n"
+#define GJ_IR_D2(T, impl) "declare " T " @" impl "(" T ", " T ") #2\n"
+
+/* Both precisions of one function; `i` means the llvm.* intrinsic, `c` the
+** C library (f32: the `f`-suffixed name). */
+#define GJ_IR_I1(fn)                                                     \
+  GJ_IR_M1(#fn, "float", "f32", "llvm." #fn ".f32")                      \
+  GJ_IR_M1(#fn, "double", "f64", "llvm." #fn ".f64")                     \
+  GJ_IR_D1("float", "llvm." #fn ".f32") GJ_IR_D1("double", "llvm." #fn ".f64")
+#define GJ_IR_C1(fn)                                                     \
+  GJ_IR_M1(#fn, "float", "f32", #fn "f")                                 \
+  GJ_IR_M1(#fn, "double", "f64", #fn)                                    \
+  GJ_IR_D1("float", #fn "f") GJ_IR_D1("double", #fn)
+#define GJ_IR_I2(fn)                                                     \
+  GJ_IR_M2(#fn, "float", "f32", "llvm." #fn ".f32")                      \
+  GJ_IR_M2(#fn, "double", "f64", "llvm." #fn ".f64")                     \
+  GJ_IR_D2("float", "llvm." #fn ".f32") GJ_IR_D2("double", "llvm." #fn ".f64")
+#define GJ_IR_C2(fn)                                                     \
+  GJ_IR_M2(#fn, "float", "f32", #fn "f")                                 \
+  GJ_IR_M2(#fn, "double", "f64", #fn)                                    \
+  GJ_IR_D2("float", #fn "f") GJ_IR_D2("double", #fn)
+
+/* The intrinsics, linked into every module.  Notes:
+** - linkonce_odr, not internal: the linker binds the core's declarations
+**   only to definitions with external-ish linkage (an internal definition
+**   in the linked-in module would be a different, renamed symbol).  wrap
+**   internalizes them, and they disappear once inlined.
+** - No triple or datalayout, so linking into any host module is silent.
+** - llvm.* intrinsics where LLVM has them: sqrt/floor/ceil/fabs/trunc
+**   become instructions (sqrtsd, roundsd, as LuaJIT uses), the others
+**   calls of the same libm functions LuaJIT calls, so doubles match bit
+**   for bit.  libm functions are declared readnone (errno is never read),
+**   which lets LLVM hoist and combine them. */
+const char cpu_intrinsics_ir[] =
+  GJ_IR_ID("global_id", 0, 0)
+  GJ_IR_ID("local_id", 3, 0)
+  GJ_IR_ID("group_id", 6, 0)
+  GJ_IR_ID("group_size", 9, 1)
+  GJ_IR_ID("num_groups", 12, 1)
+  GJ_IR_ID("global_size", 15, 1)
+  GJ_IR_I1(sqrt) GJ_IR_I1(floor) GJ_IR_I1(ceil) GJ_IR_I1(fabs)
+  GJ_IR_I1(trunc) GJ_IR_I1(exp) GJ_IR_I1(log) GJ_IR_I1(log2)
+  GJ_IR_I1(log10) GJ_IR_I1(sin) GJ_IR_I1(cos)
+  GJ_IR_C1(tan) GJ_IR_C1(asin) GJ_IR_C1(acos) GJ_IR_C1(atan)
+  GJ_IR_C1(sinh) GJ_IR_C1(cosh) GJ_IR_C1(tanh)
+  GJ_IR_I2(pow) GJ_IR_C2(atan2) GJ_IR_C2(fmod)
+  "attributes #0 = { alwaysinline nounwind willreturn readonly argmemonly }\n"
+  "attributes #1 = { alwaysinline nounwind willreturn readnone }\n"
+  "attributes #2 = { nounwind willreturn readnone }\n";
+
+/* -- wrap: the entry point ----------------------------------------------- */
+
+static void add_fn_attr(LLVMContextRef c, LLVMValueRef f, const char *name)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(c, k, 0));
+}
+
+static void remove_fn_attr(LLVMValueRef f, const char *name)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, k);
+}
+
+static void add_param_attr(LLVMContextRef c, LLVMValueRef f, unsigned i,
+                           const char *name)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(f, i + 1, LLVMCreateEnumAttribute(c, k, 0));
+}
+
+static void add_str_attr(LLVMContextRef c, LLVMValueRef f, const char *k,
+                         const char *v)
+{
+  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(c, k, (unsigned)strlen(k),
+                                                    v, (unsigned)strlen(v)));
+}
+
+/* Does LLVM type t hold a scalar of kind s? */
+static int scalar_type_ok(LLVMTypeRef t, gj_scalar s)
+{
+  switch (LLVMGetTypeKind(t)) {
+  case LLVMIntegerTypeKind:
+    return (s == GJ_BOOL || gj_scalar_isint(s)) &&
+           LLVMGetIntTypeWidth(t) == (unsigned)gj_scalar_bits(s);
+  case LLVMFloatTypeKind: return s == GJ_F32;
+  case LLVMDoubleTypeKind: return s == GJ_F64;
+  default: return 0;
+  }
+}
+
+/* Build helpers for the entry function. */
+typedef struct wrap_ctx {
+  LLVMContextRef c;
+  LLVMBuilderRef b;
+  LLVMTypeRef i8, i64;
+  LLVMValueRef wi;        /* the work-item state alloca */
+} wrap_ctx;
+
+static LLVMValueRef w_const(wrap_ctx *w, int64_t v)
+{
+  return LLVMConstInt(w->i64, (unsigned long long)v, 1);
+}
+
+/* Load an i64 from ptr[index] (i64 elements). */
+static LLVMValueRef w_load64(wrap_ctx *w, LLVMValueRef ptr, int index,
+                             const char *name)
+{
+  LLVMValueRef idx = w_const(w, index);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(w->b, w->i64, ptr, &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(w->b, w->i64, p, name);
+  LLVMSetAlignment(v, 8);
+  return v;
+}
+
+/* Store v into field `index` of the work-item state. */
+static void w_setwi(wrap_ctx *w, int index, LLVMValueRef v)
+{
+  LLVMValueRef idx = w_const(w, index);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(w->b, w->i64, w->wi, &idx, 1, "");
+  LLVMSetAlignment(LLVMBuildStore(w->b, v, p), 8);
+}
+
+/* Load a value of type t from byte offset off of the argument block. */
+static LLVMValueRef w_arg(wrap_ctx *w, LLVMValueRef args, uint32_t off,
+                          LLVMTypeRef t, unsigned align)
+{
+  LLVMValueRef idx = w_const(w, off);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(w->b, w->i8, args, &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(w->b, t, p, "");
+  LLVMSetAlignment(v, align);
+  return v;
+}
+
+/* min(a, b), signed. */
+static LLVMValueRef w_min(wrap_ctx *w, LLVMValueRef a, LLVMValueRef b,
+                          const char *name)
+{
+  LLVMValueRef lt = LLVMBuildICmp(w->b, LLVMIntSLT, a, b, "");
+  return LLVMBuildSelect(w->b, lt, a, b, name);
+}
+
+/* A counted loop's header: phi i = [start, from]; the back edge is added
+** by w_loop_end. */
+static LLVMValueRef w_loop_begin(wrap_ctx *w, LLVMValueRef fn,
+                                 LLVMValueRef start, const char *name,
+                                 LLVMBasicBlockRef *head)
+{
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(w->b);
+  LLVMValueRef phi;
+  *head = LLVMAppendBasicBlockInContext(w->c, fn, name);
+  LLVMBuildBr(w->b, *head);
+  LLVMPositionBuilderAtEnd(w->b, *head);
+  phi = LLVMBuildPhi(w->b, w->i64, name);
+  LLVMAddIncoming(phi, &start, &from, 1);
+  return phi;
+}
+
+/* i += 1; continue while i < end (signed; the loops are do-while since
+** every trip count is at least one). */
+static void w_loop_end(wrap_ctx *w, LLVMValueRef fn, LLVMValueRef phi,
+                       LLVMBasicBlockRef head, LLVMValueRef end,
+                       const char *name)
+{
+  LLVMValueRef one = w_const(w, 1);
+  LLVMValueRef next = LLVMBuildNSWAdd(w->b, phi, one, "");
+  LLVMValueRef more = LLVMBuildICmp(w->b, LLVMIntSLT, next, end, "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(w->b);
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(w->c, fn, name);
+  LLVMBuildCondBr(w->b, more, head, after);
+  LLVMAddIncoming(phi, &next, &latch, 1);
+  LLVMPositionBuilderAtEnd(w->b, after);
+}
+
+int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+             LLVMValueRef body, const gj_sig *sig, gj_err *err)
+{
+  wrap_ctx w;
+  LLVMTypeRef bodyty, ptr, voidt, entryty, wity, ptypes[2];
+  LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS];
+  LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
+  LLVMValueRef entry, args, launch, f, L[11], first, last, g, lz, ly, lx;
+  LLVMValueRef gid[3], base[3], end[3];
+  LLVMBasicBlockRef bb, exit, gh, zh, yh, xh;
+  unsigned nb, need = 1, k;
+  int i;
+  (void)st;
+  if (LLVMGetNamedFunction(m, "gj_entry"))
+    return gj_err_set(err, "cpu: the module already has a gj_entry");
+  if (!body || LLVMIsDeclaration(body))
+    return gj_err_set(err, "cpu: the kernel body is not defined");
+  w.c = LLVMGetModuleContext(m);
+  w.i8 = LLVMInt8TypeInContext(w.c);
+  w.i64 = LLVMInt64TypeInContext(w.c);
+  ptr = LLVMPointerTypeInContext(w.c, 0);
+  voidt = LLVMVoidTypeInContext(w.c);
+
+  /* Check the body against the signature. */
+  bodyty = LLVMGlobalGetValueType(body);
+  for (i = 0; i < sig->nparams; i++) need += sig->params[i].is_array ? 2 : 1;
+  nb = LLVMCountParamTypes(bodyty);
+  if (nb != need || LLVMGetReturnType(bodyty) != voidt)
+    return gj_err_set(err, "cpu: gj_body has %u parameters, the signature "
+                      "needs %u (and a void result)", nb, need);
+  LLVMGetParamTypes(bodyty, btypes);
+  if (LLVMGetTypeKind(btypes[0]) != LLVMPointerTypeKind)
+    return gj_err_set(err, "cpu: gj_body's first parameter must be a pointer");
+  for (i = 0, k = 1; i < sig->nparams; i++) {
+    const gj_param *p = &sig->params[i];
+    if (p->is_array) {
+      if (LLVMGetTypeKind(btypes[k]) != LLVMPointerTypeKind ||
+          btypes[k + 1] != w.i64)
+        return gj_err_set(err, "cpu: gj_body parameter %u: expected an array "
+                          "(pointer, i64)", k);
+      k += 2;
+    } else {
+      if (!scalar_type_ok(btypes[k], (gj_scalar)p->elem))
+        return gj_err_set(err, "cpu: gj_body parameter %u does not hold a %s",
+                          k, gj_scalar_name((gj_scalar)p->elem));
+      k += 1;
+    }
+  }
+
+  /* The body is inlined into the loops, whatever the core asked for. */
+  LLVMSetLinkage(body, LLVMInternalLinkage);
+  remove_fn_attr(body, "noinline");
+  remove_fn_attr(body, "optnone");
+  add_fn_attr(w.c, body, "alwaysinline");
+  /* Only gj_entry is exported: the intrinsics linked in so far become
+  ** internal so that they vanish once inlined. */
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (!LLVMIsDeclaration(f) && len > 3 && strncmp(name, "gj.", 3) == 0)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+
+  ptypes[0] = ptypes[1] = ptr;
+  entryty = LLVMFunctionType(voidt, ptypes, 2, 0);
+  entry = LLVMAddFunction(m, "gj_entry", entryty);
+  add_fn_attr(w.c, entry, "nounwind");
+  for (k = 0; k < 2; k++) {
+    add_param_attr(w.c, entry, k, "noalias");
+    add_param_attr(w.c, entry, k, "nocapture");
+    add_param_attr(w.c, entry, k, "readonly");
+  }
+  if (job->cpu[0]) add_str_attr(w.c, entry, "target-cpu", job->cpu);
+  if (job->features[0])
+    add_str_attr(w.c, entry, "target-features", job->features);
+  args = LLVMGetParam(entry, 0);
+  launch = LLVMGetParam(entry, 1);
+  LLVMSetValueName2(args, "args", 4);
+  LLVMSetValueName2(launch, "launch", 6);
+
+  w.b = LLVMCreateBuilderInContext(w.c);
+  bb = LLVMAppendBasicBlockInContext(w.c, entry, "entry");
+  LLVMPositionBuilderAtEnd(w.b, bb);
+  wity = LLVMArrayType(w.i64, WI__N);
+  w.wi = LLVMBuildAlloca(w.b, wity, "wi");
+  LLVMSetAlignment(w.wi, 16);
+
+  /* Parameters: loaded once, before any loop. */
+  bargs[0] = w.wi;
+  for (i = 0, k = 1; i < sig->nparams; i++) {
+    const gj_param *p = &sig->params[i];
+    if (p->is_array) {
+      bargs[k] = w_arg(&w, args, p->offset, btypes[k], 8);
+      bargs[k + 1] = w_arg(&w, args, p->offset + 8, w.i64, 8);
+      k += 2;
+    } else if (p->elem == GJ_BOOL) {
+      LLVMValueRef v = w_arg(&w, args, p->offset, w.i8, 1);
+      bargs[k++] = LLVMBuildICmp(w.b, LLVMIntNE, v, LLVMConstInt(w.i8, 0, 0),
+                                 "");
+    } else {
+      bargs[k] = w_arg(&w, args, p->offset, btypes[k],
+                       (unsigned)gj_scalar_size((gj_scalar)p->elem));
+      k++;
+    }
+  }
+
+  /* The launch block, and the parts of the state fixed for the launch. */
+  for (k = 0; k < 11; k++) L[k] = w_load64(&w, launch, (int)k, "");
+  for (k = 0; k < 3; k++) {
+    w_setwi(&w, WI_GROUP_SIZE + k, L[LAUNCH_GROUP + k]);
+    w_setwi(&w, WI_NUM_GROUPS + k, L[LAUNCH_NGROUPS + k]);
+    w_setwi(&w, WI_GLOBAL_SIZE + k, L[LAUNCH_GLOBAL + k]);
+  }
+  first = L[LAUNCH_FIRST];
+  last = L[LAUNCH_LAST];
+  exit = LLVMAppendBasicBlockInContext(w.c, entry, "exit");
+  {
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(w.c, entry, "go");
+    LLVMBuildCondBr(w.b, LLVMBuildICmp(w.b, LLVMIntSLT, first, last, ""),
+                    go, exit);
+    LLVMPositionBuilderAtEnd(w.b, go);
+  }
+
+  /* for g in [first, last): group ids from the linear index, clamped
+  ** bounds end[d] = min(group[d], global[d] - base[d]) >= 1. */
+  g = w_loop_begin(&w, entry, first, "g", &gh);
+  {
+    LLVMValueRef t = LLVMBuildUDiv(w.b, g, L[LAUNCH_NGROUPS + 0], "");
+    gid[0] = LLVMBuildURem(w.b, g, L[LAUNCH_NGROUPS + 0], "gx");
+    gid[1] = LLVMBuildURem(w.b, t, L[LAUNCH_NGROUPS + 1], "gy");
+    gid[2] = LLVMBuildUDiv(w.b, t, L[LAUNCH_NGROUPS + 1], "gz");
+  }
+  for (k = 0; k < 3; k++) {
+    w_setwi(&w, WI_GROUP_ID + k, gid[k]);
+    base[k] = LLVMBuildNSWMul(w.b, gid[k], L[LAUNCH_GROUP + k], "");
+    end[k] = w_min(&w, L[LAUNCH_GROUP + k],
+                   LLVMBuildNSWSub(w.b, L[LAUNCH_GLOBAL + k], base[k], ""),
+                   "");
+  }
+  lz = w_loop_begin(&w, entry, w_const(&w, 0), "lz", &zh);
+  w_setwi(&w, WI_LOCAL_ID + 2, lz);
+  w_setwi(&w, WI_GLOBAL_ID + 2, LLVMBuildNSWAdd(w.b, base[2], lz, ""));
+  ly = w_loop_begin(&w, entry, w_const(&w, 0), "ly", &yh);
+  w_setwi(&w, WI_LOCAL_ID + 1, ly);
+  w_setwi(&w, WI_GLOBAL_ID + 1, LLVMBuildNSWAdd(w.b, base[1], ly, ""));
+  lx = w_loop_begin(&w, entry, w_const(&w, 0), "lx", &xh);
+  w_setwi(&w, WI_LOCAL_ID + 0, lx);
+  w_setwi(&w, WI_GLOBAL_ID + 0, LLVMBuildNSWAdd(w.b, base[0], lx, ""));
+  LLVMBuildCall2(w.b, bodyty, body, bargs, need, "");
+  w_loop_end(&w, entry, lx, xh, end[0], "x.done");
+  w_loop_end(&w, entry, ly, yh, end[1], "y.done");
+  w_loop_end(&w, entry, lz, zh, end[2], "z.done");
+  w_loop_end(&w, entry, g, gh, last, "g.done");
+  LLVMBuildBr(w.b, exit);
+  LLVMPositionBuilderAtEnd(w.b, exit);
+  LLVMBuildRetVoid(w.b);
+  LLVMDisposeBuilder(w.b);
+  return 0;
+}
