@@ -35,53 +35,24 @@ local function baddim(name, d)
   error("gpu." .. name .. ": dimension must be 0, 1 or 2, got " .. tostring(d), 3)
 end
 
-function M.global_id(d)
-  local w = cur
-  if w == nil then outside("global_id") end
-  local v = w.gid[d or 0]
-  if v == nil then baddim("global_id", d) end
-  return v
+-- The id functions differ only in the table of the work item they read.
+-- Each is its own function object: the compiler knows them by identity.
+local function id_function(name, ids_of)
+  return function(d)
+    local w = cur
+    if w == nil then outside(name) end
+    local v = ids_of(w)[d or 0]
+    if v == nil then baddim(name, d) end
+    return v
+  end
 end
 
-function M.local_id(d)
-  local w = cur
-  if w == nil then outside("local_id") end
-  local v = w.lid[d or 0]
-  if v == nil then baddim("local_id", d) end
-  return v
-end
-
-function M.group_id(d)
-  local w = cur
-  if w == nil then outside("group_id") end
-  local v = w.group.gid[d or 0]
-  if v == nil then baddim("group_id", d) end
-  return v
-end
-
-function M.group_size(d)
-  local w = cur
-  if w == nil then outside("group_size") end
-  local v = w.launch.lsize[d or 0]
-  if v == nil then baddim("group_size", d) end
-  return v
-end
-
-function M.num_groups(d)
-  local w = cur
-  if w == nil then outside("num_groups") end
-  local v = w.launch.ngroups[d or 0]
-  if v == nil then baddim("num_groups", d) end
-  return v
-end
-
-function M.global_size(d)
-  local w = cur
-  if w == nil then outside("global_size") end
-  local v = w.launch.gsize[d or 0]
-  if v == nil then baddim("global_size", d) end
-  return v
-end
+M.global_id = id_function("global_id", function(w) return w.gid end)
+M.local_id = id_function("local_id", function(w) return w.lid end)
+M.group_id = id_function("group_id", function(w) return w.group.gid end)
+M.group_size = id_function("group_size", function(w) return w.launch.lsize end)
+M.num_groups = id_function("num_groups", function(w) return w.launch.ngroups end)
+M.global_size = id_function("global_size", function(w) return w.launch.gsize end)
 
 local function shape(t, ndim)
   if ndim == 1 then return tostring(t[0]) end
