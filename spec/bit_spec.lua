@@ -15,13 +15,7 @@ local V = { 0, 1, -1, 2, 3, 5, 255, 256, 0x7fffffff, 0x80000000, 0xffffffff, 0x1
 local BIG = { 2^51 + 1, 2^52 + 3, 2^53 - 1, -(2^53) + 1, 2^60, 1e300, -1e300, math.huge, -math.huge, 0 / 0 }
 local SH = { 0, 1, 4, 8, 16, 31, 32, 33, 63, -1, -4, 100, 1.5, 2^32 + 3 }
 
-local function pairs_of(as, bs)
-  local x, y = {}, {}
-  for _, a in ipairs(as) do
-    for _, b in ipairs(bs) do x[#x + 1], y[#y + 1] = a, b end
-  end
-  return x, y
-end
+local pairs_of = H.pairs_of
 
 local DV, DB = { { "double", V } }, { { "double", BIG } }
 local va, vb = pairs_of(V, V)

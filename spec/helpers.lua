@@ -576,6 +576,15 @@ H.doubles = { 0, -0.0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3, -7.25, 7.25, 1
   4294967296.75, 0.1, 5e-324 }
 H.specials = { math.huge, -math.huge, 0 / 0 }
 
+-- All pairs (a, b) of two lists, as two parallel lists.
+function H.pairs_of(as, bs)
+  local x, y = {}, {}
+  for _, a in ipairs(as) do
+    for _, b in ipairs(bs) do x[#x + 1], y[#y + 1] = a, b end
+  end
+  return x, y
+end
+
 function H.concat(...)
   local out = {}
   for _, t in ipairs({ ... }) do

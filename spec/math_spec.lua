@@ -18,14 +18,7 @@ local FLOAT_TRANS_ULPS = 2
 
 local D = H.concat(H.doubles, H.specials)
 
--- All pairs (a, b) of two lists, as two parallel lists.
-local function pairs_of(as, bs)
-  local x, y = {}, {}
-  for _, a in ipairs(as) do
-    for _, b in ipairs(bs) do x[#x + 1], y[#y + 1] = a, b end
-  end
-  return x, y
-end
+local pairs_of = H.pairs_of
 
 local PA = { 0, -0.0, 1, -1, 0.5, -2.5, 3, 7.25, -7.25, 1e-300, 1e300, 1 / 3, 2^53, 0.1,
   math.huge, -math.huge, 0 / 0 }
