@@ -18,9 +18,25 @@
 **   job's `intrinsics_ir` defines (as alwaysinline functions):
 **     i64 @gj.global_id(ptr %wi, i32 %d)   and likewise gj.local_id,
 **     gj.group_id, gj.group_size, gj.num_groups, gj.global_size
-**     <T> @gj.math.<fn>.<f32|f64>(<T> ...)  math functions, see gj_codegen.c
+**     <T> @gj.math.<fn>.<f32|f64>(<T> ...)  math functions, see gj_cg_ops.c
 **   The core links that IR into the module before optimization.
 ** - `wrap` adds the target's entry point that calls @gj_body.
+** - Work groups (docs/backends.md).  Atomics are LLVM `atomicrmw` and
+**   `cmpxchg` instructions (monotonic) on the element pointer; LLVM expands
+**   what the target lacks (a float add becomes a compare-and-swap loop).
+**   gpu.local_array is an alloca.  The rest depends on job->serial_groups:
+**   0 (GPUs: the device runs the work items of a group concurrently)
+**     gpu.barrier() is `call void @gj.barrier(ptr %wi)`, which the
+**     intrinsics IR defines (convergent); each gpu.shared call site is an
+**     internal global `[n x T]` in address space as_shared, undef-initialized.
+**   1 (cpu: one thread runs a group's work items one after another)
+**     shared arrays are slices of `ptr @gj.shared_base(ptr %wi)` (at
+**     offsets below sig->shared_bytes).  A kernel with barriers is compiled
+**     as a resumable function: its slots live in the work item's frame,
+**     `ptr @gj.frame(ptr %wi)` (sig->frame_bytes, zeroed before the first
+**     call), whose first i32 is the resume point: @gj_body returns with it
+**     nonzero at a barrier, and called again it resumes there; it returns
+**     with it 0 when the work item has finished.
 */
 #ifndef GJ_BACKEND_H
 #define GJ_BACKEND_H
@@ -54,7 +70,9 @@ typedef struct gj_job {
   char features[1024];
   unsigned as_global;      /* address space of array arguments */
   unsigned as_shared;      /* gpu.shared arrays */
-  unsigned as_local;       /* gpu.local_array arrays */
+  unsigned as_local;       /* gpu.local_array arrays (the alloca space) */
+  int serial_groups;       /* 1: a group's work items run one after another
+                           ** on one thread (see the top of this file) */
   const char *intrinsics_ir;   /* LLVM IR text defining the gj.* functions */
   char passes[256];        /* new-PM pipeline text, e.g. "default<O3>" */
   LLVMCodeGenOptLevel codegen_opt;

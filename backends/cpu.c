@@ -18,8 +18,12 @@
 ** Launches are synchronous: gj_entry has returned on every thread when
 ** launch returns, so sync is a no-op and memory is plain host memory.
 **
-** Not handled here yet: barriers and group-shared memory (the loops above
-** run one work item to completion before the next starts).
+** Work groups (job.serial_groups): one thread runs all the work items of a
+** group.  gpu.shared arrays are slices of a per-thread scratch block; a
+** kernel with barriers is compiled by the core as a resumable function and
+** gj_entry runs a group in passes, each pass taking every work item to its
+** next barrier (the work item's state lives in its frame in the scratch
+** block).  Design and limits: docs/backends.md.
 */
 #include "backend.h"
 
@@ -67,6 +71,9 @@ struct gj_bstate {
 
 struct gj_program {
   cpu_entry_fn entry;
+  uint32_t shared_bytes;         /* from the kernel's gj_sig */
+  uint32_t frame_bytes;
+  int uses_barrier;
   LLVMOrcResourceTrackerRef rt;  /* owns the object's code and data */
   LLVMOrcJITDylibRef jd;
 };
@@ -223,6 +230,7 @@ static int cpu_make_job(gj_bstate *st, gj_err *err)
                      j->features, sizeof(j->features)) != 0)
     return gj_err_set(err, "cpu: the host's target description is too long");
   j->as_global = j->as_shared = j->as_local = 0;
+  j->serial_groups = 1;
   j->intrinsics_ir = cpu_intrinsics_ir;
   snprintf(j->passes, sizeof(j->passes), "default<O3>");
   j->codegen_opt = LLVMCodeGenLevelAggressive;
@@ -399,11 +407,13 @@ static int cpu_load(gj_bstate *st, int dev, const char *art, size_t len,
   LLVMMemoryBufferRef buf;
   LLVMOrcExecutorAddress addr = 0;
   LLVMErrorRef e;
-  (void)sig;
   *out = NULL;
   if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
   p = calloc(1, sizeof(*p));
   if (!p) return gj_err_set(err, "cpu: out of memory");
+  p->shared_bytes = sig->shared_bytes;
+  p->frame_bytes = sig->uses_barrier ? (sig->frame_bytes + 15) / 16 * 16 : 0;
+  p->uses_barrier = sig->uses_barrier;
   pthread_mutex_lock(&st->mu);
   pthread_mutex_lock(&st->msg_mu);
   st->jitmsg[0] = '\0';        /* whatever ORC reports now is about us */
@@ -454,15 +464,27 @@ typedef struct cpu_task {
   cpu_entry_fn entry;
   void *args;
   const cpu_launch *launch;
+  size_t scratch;              /* bytes of scratch each call needs */
+  _Atomic int oom;             /* a call could not get its scratch */
 } cpu_task;
 
+/* One call of gj_entry over groups [begin, end), with its own scratch. */
 static void cpu_task_run(void *arg, int64_t begin, int64_t end)
 {
-  const cpu_task *t = arg;
+  cpu_task *t = arg;
   cpu_launch l = *t->launch;
   l.first = begin;
   l.last = end;
+  l.scratch = NULL;
+  if (t->scratch) {
+    l.scratch = calloc(1, t->scratch);
+    if (!l.scratch) {
+      atomic_store(&t->oom, 1);
+      return;
+    }
+  }
   t->entry(t->args, &l);
+  free(l.scratch);
 }
 
 static gj_pool *cpu_pool(gj_bstate *st)
@@ -516,12 +538,27 @@ static void cpu_default_group(const gj_dims *d, int64_t group[3])
   }
 }
 
+/* With barriers a group may not be cut by global: per dimension the
+** largest divisor of the global size that fits in what is left of 256. */
+static void cpu_barrier_group(const gj_dims *d, int64_t group[3])
+{
+  int64_t left = CPU_DEFAULT_GROUP;
+  int i;
+  for (i = 0; i < 3; i++) {
+    int64_t n = i < d->ndim ? d->global[i] : 1, g = n < left ? n : left;
+    while (g > 1 && n % g != 0) g--;
+    group[i] = g < 1 ? 1 : g;
+    left /= group[i];
+  }
+}
+
 static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
                           void *args, gj_err *err)
 {
   cpu_launch l;
-  int64_t items = 1, groups = 1, gsize = 1;
-  char b1[96];
+  cpu_task t;
+  int64_t items = 1, groups = 1, gsize = 1, fault = 0;
+  char b1[96], b2[96];
   int i, nd = d->ndim;
   if (!p || !p->entry) return gj_err_set(err, "cpu: launch of no program");
   if (nd < 1 || nd > 3)
@@ -553,23 +590,49 @@ static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
     l.global[i] = i < nd ? d->global[i] : 1;
     l.group[i] = i < nd ? d->group[i] : 1;
   }
-  if (d->group[0] == 0) cpu_default_group(d, l.group);
+  if (d->group[0] == 0) {
+    if (p->uses_barrier) cpu_barrier_group(d, l.group);
+    else cpu_default_group(d, l.group);
+  }
   for (i = 0; i < 3; i++) {
+    if (p->uses_barrier && l.global[i] % l.group[i] != 0)
+      return gj_err_set(err, "launch: the kernel calls gpu.barrier() and must "
+                        "be launched with global a multiple of group in every "
+                        "dimension (global %s, group %s)",
+                        fmt_dims(b1, sizeof(b1), d->global, nd),
+                        fmt_dims(b2, sizeof(b2), l.group, nd));
     l.ngroups[i] = l.global[i] / l.group[i] +
                    (l.global[i] % l.group[i] != 0);
     groups *= l.ngroups[i];       /* <= items: no overflow */
   }
   l.first = 0;
   l.last = groups;
+  l.scratch = NULL;
+  l.fault = &fault;
+  t.entry = p->entry;
+  t.args = args;
+  t.launch = &l;
+  t.scratch = 0;
+  if (p->shared_bytes || p->uses_barrier)
+    t.scratch = CPU_SHARED_ROUND(p->shared_bytes) +
+                (size_t)p->frame_bytes * (size_t)(l.group[0] * l.group[1] * l.group[2]);
+  atomic_init(&t.oom, 0);
   if (items >= CPU_SERIAL_ITEMS && groups > 1) {
     gj_pool *pool = cpu_pool(st);
-    if (pool && gj_pool_size(pool) > 1) {
-      cpu_task t = { p->entry, args, &l };
-      gj_pool_run(pool, groups, cpu_task_run, &t);
-      return 0;
-    }
+    if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, groups, cpu_task_run, &t);
+    else cpu_task_run(&t, 0, groups);
+  } else {
+    cpu_task_run(&t, 0, groups);
   }
-  p->entry(args, &l);
+  if (atomic_load(&t.oom))
+    return gj_err_set(err, "launch: out of memory for the work groups' shared "
+                      "memory and state (%zu bytes per thread)", t.scratch);
+  if (fault)
+    return gj_err_set(err, "launch: the work items of a group stopped at "
+                      "different gpu.barrier() calls, or some finished while "
+                      "others waited at one: a barrier must be reached by "
+                      "every work item of its group (control flow around it "
+                      "must be the same for the whole group)");
   return 0;
 }
 

@@ -12,12 +12,15 @@
 
 /* -- Work-item state and launch block ----------------------------------- */
 
-/* The work-item state %wi points to: 18 i64, three per quantity.  The
-** intrinsics and the stores in gj_entry (cpu_wrap.c) must agree on these. */
+/* The work-item state %wi points to: 8-byte fields, three i64 per id
+** quantity, then two pointers (the work item's frame, the group's shared
+** memory).  The intrinsics and the stores in gj_entry (cpu_wrap.c) must
+** agree on these. */
 enum {
   WI_GLOBAL_ID = 0, WI_LOCAL_ID = 3, WI_GROUP_ID = 6,
   WI_GROUP_SIZE = 9, WI_NUM_GROUPS = 12, WI_GLOBAL_SIZE = 15,
-  WI__N = 18
+  WI_FRAME = 18, WI_SHARED = 19,
+  WI__N = 20
 };
 
 /* What gj_entry's second argument points to.  Unused dimensions are 1.
@@ -29,12 +32,23 @@ typedef struct cpu_launch {
   int64_t group[3];        /* work items per group per dimension */
   int64_t ngroups[3];      /* ceil(global / group) */
   int64_t first, last;     /* linear group range of this call */
+  /* kernels with shared arrays or barriers: the calling thread's scratch,
+  ** the group's shared block (sig.shared_bytes rounded up to 64) followed
+  ** by one frame (sig.frame_bytes) per work item of the group */
+  void *scratch;
+  /* set to 1 by gj_entry when the work items of a group stop at different
+  ** barriers (or some finish while others wait); gj_entry then returns */
+  int64_t *fault;
 } cpu_launch;
 
 enum { LAUNCH_GLOBAL = 0, LAUNCH_GROUP = 3, LAUNCH_NGROUPS = 6,
-       LAUNCH_FIRST = 9, LAUNCH_LAST = 10 };
-_Static_assert(sizeof(cpu_launch) == 11 * sizeof(int64_t),
-               "gj_entry reads cpu_launch as 11 packed i64");
+       LAUNCH_FIRST = 9, LAUNCH_LAST = 10, LAUNCH_SCRATCH = 11,
+       LAUNCH_FAULT = 12 };
+_Static_assert(sizeof(cpu_launch) == 13 * sizeof(int64_t),
+               "gj_entry reads cpu_launch as 13 packed 8-byte fields");
+
+/* Bytes before the first frame in the scratch block. */
+#define CPU_SHARED_ROUND(n) (((uint64_t)(n) + 63) / 64 * 64)
 
 /* The intrinsics IR, the job's intrinsics_ir (cpu_wrap.c). */
 extern const char cpu_intrinsics_ir[];

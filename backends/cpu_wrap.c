@@ -25,6 +25,13 @@
   "  %r = select i1 %ok, i64 %v, i64 " #unused "\n"                      \
   "  ret i64 %r\n}\n"
 
+/* ptr gj.<name>(ptr %wi): the pointer in field `index` of the state. */
+#define GJ_IR_PTR(name, index)                                           \
+  "define linkonce_odr ptr @gj." name "(ptr %wi) #0 {\n"                 \
+  "  %p = getelementptr inbounds i64, ptr %wi, i64 " #index "\n"        \
+  "  %v = load ptr, ptr %p, align 8\n"                                   \
+  "  ret ptr %v\n}\n"
+
 /* gj.math.<fn>.<sfx>: a call of `impl` (an llvm.* intrinsic or libm). */
 #define GJ_IR_M1(fn, T, sfx, impl)                                       \
   "define linkonce_odr " T " @gj.math." fn "." sfx "(" T " %x) #1 {\n"   \
@@ -73,6 +80,8 @@ const char cpu_intrinsics_ir[] =
   GJ_IR_ID("group_size", 9, 1)
   GJ_IR_ID("num_groups", 12, 1)
   GJ_IR_ID("global_size", 15, 1)
+  GJ_IR_PTR("frame", 18)
+  GJ_IR_PTR("shared_base", 19)
   GJ_IR_I1(sqrt) GJ_IR_I1(floor) GJ_IR_I1(ceil) GJ_IR_I1(fabs)
   GJ_IR_I1(trunc) GJ_IR_I1(exp) GJ_IR_I1(log) GJ_IR_I1(log2)
   GJ_IR_I1(log10) GJ_IR_I1(sin) GJ_IR_I1(cos)
@@ -130,8 +139,18 @@ static int scalar_type_ok(LLVMTypeRef t, gj_scalar s)
 typedef struct wrap_ctx {
   LLVMContextRef c;
   LLVMBuilderRef b;
-  LLVMTypeRef i8, i64;
+  LLVMTypeRef i8, i32, i64, ptr;
+  LLVMValueRef fn;        /* gj_entry */
   LLVMValueRef wi;        /* the work-item state alloca */
+  LLVMValueRef L[13];     /* the launch block's fields */
+  LLVMValueRef body;
+  LLVMTypeRef bodyty;
+  LLVMValueRef *bargs;
+  unsigned nbargs;
+  /* kernels with barriers */
+  uint32_t frame_bytes;
+  LLVMValueRef frames;    /* the first work item's frame */
+  LLVMValueRef phase;     /* 0 on the first pass over a group */
 } wrap_ctx;
 
 static LLVMValueRef w_const(wrap_ctx *w, int64_t v)
@@ -209,6 +228,89 @@ static void w_loop_end(wrap_ctx *w, LLVMValueRef fn, LLVMValueRef phi,
   LLVMPositionBuilderAtEnd(w->b, after);
 }
 
+/* The call of the body for one work item of a group with barriers: its
+** frame, its resume point reset on the first pass, and the check that it
+** stopped where the group's first work item stopped. */
+static void w_resumable_item(wrap_ctx *w, LLVMValueRef lx, LLVMValueRef ly,
+                             LLVMValueRef lz)
+{
+  LLVMValueRef item, fr, st, s0, idx;
+  LLVMBasicBlockRef bad, ok;
+  item = LLVMBuildNSWMul(w->b, lz, w->L[LAUNCH_GROUP + 1], "");
+  item = LLVMBuildNSWAdd(w->b, item, ly, "");
+  item = LLVMBuildNSWMul(w->b, item, w->L[LAUNCH_GROUP + 0], "");
+  item = LLVMBuildNSWAdd(w->b, item, lx, "item");
+  idx = LLVMBuildNSWMul(w->b, item, w_const(w, w->frame_bytes), "");
+  fr = LLVMBuildInBoundsGEP2(w->b, w->i8, w->frames, &idx, 1, "frame");
+  w_setwi(w, WI_FRAME, fr);
+  st = LLVMBuildLoad2(w->b, w->i32, fr, "");
+  st = LLVMBuildSelect(w->b, LLVMBuildICmp(w->b, LLVMIntEQ, w->phase, w_const(w, 0), ""),
+                       LLVMConstNull(w->i32), st, "");
+  LLVMBuildStore(w->b, st, fr);
+  LLVMBuildCall2(w->b, w->bodyty, w->body, w->bargs, w->nbargs, "");
+  st = LLVMBuildLoad2(w->b, w->i32, fr, "");
+  s0 = LLVMBuildLoad2(w->b, w->i32, w->frames, "");
+  bad = LLVMAppendBasicBlockInContext(w->c, w->fn, "diverged");
+  ok = LLVMAppendBasicBlockInContext(w->c, w->fn, "item.done");
+  LLVMBuildCondBr(w->b, LLVMBuildICmp(w->b, LLVMIntNE, st, s0, ""), bad, ok);
+  LLVMPositionBuilderAtEnd(w->b, bad);
+  LLVMSetOrdering(LLVMBuildStore(w->b, w_const(w, 1), w->L[LAUNCH_FAULT]),
+                  LLVMAtomicOrderingMonotonic);
+  LLVMBuildBr(w->b, ok);
+  LLVMPositionBuilderAtEnd(w->b, ok);
+}
+
+/* The z, y, x loops over the work items of one group (bounds end[]). */
+static void w_items(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end)
+{
+  LLVMValueRef lz, ly, lx;
+  LLVMBasicBlockRef zh, yh, xh;
+  lz = w_loop_begin(w, w->fn, w_const(w, 0), "lz", &zh);
+  w_setwi(w, WI_LOCAL_ID + 2, lz);
+  w_setwi(w, WI_GLOBAL_ID + 2, LLVMBuildNSWAdd(w->b, base[2], lz, ""));
+  ly = w_loop_begin(w, w->fn, w_const(w, 0), "ly", &yh);
+  w_setwi(w, WI_LOCAL_ID + 1, ly);
+  w_setwi(w, WI_GLOBAL_ID + 1, LLVMBuildNSWAdd(w->b, base[1], ly, ""));
+  lx = w_loop_begin(w, w->fn, w_const(w, 0), "lx", &xh);
+  w_setwi(w, WI_LOCAL_ID + 0, lx);
+  w_setwi(w, WI_GLOBAL_ID + 0, LLVMBuildNSWAdd(w->b, base[0], lx, ""));
+  if (w->frames) w_resumable_item(w, lx, ly, lz);
+  else LLVMBuildCall2(w->b, w->bodyty, w->body, w->bargs, w->nbargs, "");
+  w_loop_end(w, w->fn, lx, xh, end[0], "x.done");
+  w_loop_end(w, w->fn, ly, yh, end[1], "y.done");
+  w_loop_end(w, w->fn, lz, zh, end[2], "z.done");
+}
+
+/* A group with barriers: passes over its work items until the first one
+** has finished (each pass runs every item to its next barrier); a group
+** whose items diverged ends the call (the launch reports the fault). */
+static void w_phases(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end,
+                     LLVMBasicBlockRef exit)
+{
+  LLVMBasicBlockRef head, from = LLVMGetInsertBlock(w->b), latch, more, after;
+  LLVMValueRef zero = w_const(w, 0), next, s0, fault;
+  head = LLVMAppendBasicBlockInContext(w->c, w->fn, "phase");
+  LLVMBuildBr(w->b, head);
+  LLVMPositionBuilderAtEnd(w->b, head);
+  w->phase = LLVMBuildPhi(w->b, w->i64, "phase");
+  LLVMAddIncoming(w->phase, &zero, &from, 1);
+  w_items(w, base, end);
+  fault = LLVMBuildLoad2(w->b, w->i64, w->L[LAUNCH_FAULT], "");
+  LLVMSetOrdering(fault, LLVMAtomicOrderingMonotonic);
+  LLVMSetAlignment(fault, 8);
+  more = LLVMAppendBasicBlockInContext(w->c, w->fn, "phase.check");
+  LLVMBuildCondBr(w->b, LLVMBuildICmp(w->b, LLVMIntNE, fault, zero, ""), exit, more);
+  LLVMPositionBuilderAtEnd(w->b, more);
+  s0 = LLVMBuildLoad2(w->b, w->i32, w->frames, "");
+  next = LLVMBuildNSWAdd(w->b, w->phase, w_const(w, 1), "");
+  latch = LLVMGetInsertBlock(w->b);
+  after = LLVMAppendBasicBlockInContext(w->c, w->fn, "group.done");
+  LLVMBuildCondBr(w->b, LLVMBuildICmp(w->b, LLVMIntNE, s0, LLVMConstNull(w->i32), ""),
+                  head, after);
+  LLVMAddIncoming(w->phase, &next, &latch, 1);
+  LLVMPositionBuilderAtEnd(w->b, after);
+}
+
 int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
              LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
@@ -216,9 +318,9 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMTypeRef bodyty, ptr, voidt, entryty, wity, ptypes[2];
   LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS];
   LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
-  LLVMValueRef entry, args, launch, f, L[11], first, last, g, lz, ly, lx;
+  LLVMValueRef entry, args, launch, f, *L = w.L, first, last, g;
   LLVMValueRef gid[3], base[3], end[3];
-  LLVMBasicBlockRef bb, exit, gh, zh, yh, xh;
+  LLVMBasicBlockRef bb, exit, gh;
   unsigned nb, need = 1, k;
   int i;
   (void)st;
@@ -226,10 +328,12 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
     return gj_err_set(err, "cpu: the module already has a gj_entry");
   if (!body || LLVMIsDeclaration(body))
     return gj_err_set(err, "cpu: the kernel body is not defined");
+  memset(&w, 0, sizeof(w));
   w.c = LLVMGetModuleContext(m);
   w.i8 = LLVMInt8TypeInContext(w.c);
+  w.i32 = LLVMInt32TypeInContext(w.c);
   w.i64 = LLVMInt64TypeInContext(w.c);
-  ptr = LLVMPointerTypeInContext(w.c, 0);
+  ptr = w.ptr = LLVMPointerTypeInContext(w.c, 0);
   voidt = LLVMVoidTypeInContext(w.c);
 
   /* Check the body against the signature. */
@@ -274,7 +378,7 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
 
   ptypes[0] = ptypes[1] = ptr;
   entryty = LLVMFunctionType(voidt, ptypes, 2, 0);
-  entry = LLVMAddFunction(m, "gj_entry", entryty);
+  entry = w.fn = LLVMAddFunction(m, "gj_entry", entryty);
   add_fn_attr(w.c, entry, "nounwind");
   for (k = 0; k < 2; k++) {
     add_param_attr(w.c, entry, k, "noalias");
@@ -316,7 +420,19 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   }
 
   /* The launch block, and the parts of the state fixed for the launch. */
-  for (k = 0; k < 11; k++) L[k] = w_load64(&w, launch, (int)k, "");
+  for (k = 0; k < LAUNCH_SCRATCH; k++) L[k] = w_load64(&w, launch, (int)k, "");
+  for (; k <= LAUNCH_FAULT; k++) {
+    LLVMValueRef idx = w_const(&w, k);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(w.b, w.i64, launch, &idx, 1, "");
+    L[k] = LLVMBuildLoad2(w.b, ptr, p, k == LAUNCH_SCRATCH ? "scratch" : "fault");
+    LLVMSetAlignment(L[k], 8);
+  }
+  w_setwi(&w, WI_SHARED, L[LAUNCH_SCRATCH]);
+  if (sig->uses_barrier) {
+    LLVMValueRef off = w_const(&w, (int64_t)CPU_SHARED_ROUND(sig->shared_bytes));
+    w.frame_bytes = (sig->frame_bytes + 15) / 16 * 16;
+    w.frames = LLVMBuildInBoundsGEP2(w.b, w.i8, L[LAUNCH_SCRATCH], &off, 1, "frames");
+  }
   for (k = 0; k < 3; k++) {
     w_setwi(&w, WI_GROUP_SIZE + k, L[LAUNCH_GROUP + k]);
     w_setwi(&w, WI_NUM_GROUPS + k, L[LAUNCH_NGROUPS + k]);
@@ -348,19 +464,12 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
                    LLVMBuildNSWSub(w.b, L[LAUNCH_GLOBAL + k], base[k], ""),
                    "");
   }
-  lz = w_loop_begin(&w, entry, w_const(&w, 0), "lz", &zh);
-  w_setwi(&w, WI_LOCAL_ID + 2, lz);
-  w_setwi(&w, WI_GLOBAL_ID + 2, LLVMBuildNSWAdd(w.b, base[2], lz, ""));
-  ly = w_loop_begin(&w, entry, w_const(&w, 0), "ly", &yh);
-  w_setwi(&w, WI_LOCAL_ID + 1, ly);
-  w_setwi(&w, WI_GLOBAL_ID + 1, LLVMBuildNSWAdd(w.b, base[1], ly, ""));
-  lx = w_loop_begin(&w, entry, w_const(&w, 0), "lx", &xh);
-  w_setwi(&w, WI_LOCAL_ID + 0, lx);
-  w_setwi(&w, WI_GLOBAL_ID + 0, LLVMBuildNSWAdd(w.b, base[0], lx, ""));
-  LLVMBuildCall2(w.b, bodyty, body, bargs, need, "");
-  w_loop_end(&w, entry, lx, xh, end[0], "x.done");
-  w_loop_end(&w, entry, ly, yh, end[1], "y.done");
-  w_loop_end(&w, entry, lz, zh, end[2], "z.done");
+  w.body = body;
+  w.bodyty = bodyty;
+  w.bargs = bargs;
+  w.nbargs = need;
+  if (w.frames) w_phases(&w, base, end, exit);
+  else w_items(&w, base, end);
   w_loop_end(&w, entry, g, gh, last, "g.done");
   LLVMBuildBr(w.b, exit);
   LLVMPositionBuilderAtEnd(w.b, exit);

@@ -26,8 +26,9 @@ local function mixed_returns(x)
   if x > 0 then return 1 else return 1, 2 end --@returns
 end
 local function uses_string(x)
-  local s = "inside a device function" --@devfn-string
-  return x
+  local s = "inside a device function"
+  if s then return x end --@devfn-string
+  return 0
 end
 
 local function out1() return ffi.new("double[4]") end

@@ -89,7 +89,7 @@ end
 H.features = {
   workgroups = {
     reason = "work-group features (barrier, shared and local arrays, atomics) are not compiled yet",
-    has = { sim = true },
+    has = { sim = true, cpu = true },
   },
   boundscheck = { reason = "boundscheck mode is not implemented yet", has = {} },
 }

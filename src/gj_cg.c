@@ -18,8 +18,11 @@
 
 static LLVMValueRef slot_addr(gj_cg *g, int slot, int lt)
 {
+  static const uint8_t size[LT__MAX] = { 1, 1, 2, 4, 8, 4, 8, 16, 16, 16 };
   LLVMValueRef *a = &g->slots[slot * LT__MAX + lt];
-  if (!*a) {
+  if (!*a && g->resumable) {
+    *a = gj_cg_frame_alloc(g, size[lt], size[lt] < 8 ? size[lt] : 8);
+  } else if (!*a) {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(g->C);
     LLVMValueRef first = LLVMGetFirstInstruction(g->allocas);
     if (first) LLVMPositionBuilderBefore(b, first);
@@ -62,11 +65,12 @@ static LLVMTypeRef ret_type(gj_cg *g, gj_fn *fn)
 
 static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
 {
-  LLVMTypeRef ps[GJ_MAXPARAMS * 2 + 1];
+  LLVMTypeRef ps[GJ_MAXPARAMS * 2 + 2];
   unsigned n = 0;
   int j;
   LLVMValueRef f;
   ps[n++] = g->ptr_wi;
+  if (fn->kv >= 0 && gj_cg_is_resumable(g, fn)) ps[n++] = g->ptr_wi;  /* frame */
   for (j = 0; j < fn->nparams; j++) {
     gj_ty t = fn->params[j];
     if (fn->kv < 0 && t.k == GJ_T_ARR) {  /* kernel: (ptr, i64) per array */
@@ -84,6 +88,12 @@ static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
     unsigned kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(g->C, kind, 0));
+    /* a barrier must not be moved into or out of control flow */
+    if (fn->uses_barrier && !g->job->serial_groups) {
+      kind = LLVMGetEnumAttributeKindForName("convergent", 10);
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateEnumAttribute(g->C, kind, 0));
+    }
   }
   if (g->opts->fastmath) {
     static const char *const attrs[] = {
@@ -147,8 +157,8 @@ static LLVMBasicBlockRef edge(gj_cg *g, fnstate *fs, const gj_ty *out, int s,
 
 static int emit_fn(gj_cg *g, gj_fn *fn);
 
-static LLVMValueRef elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
-                             LLVMValueRef idx, gj_ty ti)
+LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                            LLVMValueRef idx, gj_ty ti)
 {
   LLVMTypeRef et = gj_cg_scalar_type(g, (gj_scalar)ta.s);
   LLVMValueRef p = LLVMBuildExtractValue(g->B, arr, 0, "");
@@ -160,7 +170,7 @@ static LLVMValueRef elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
 static LLVMValueRef emit_aload(gj_cg *g, LLVMValueRef arr, gj_ty ta,
                                LLVMValueRef idx, gj_ty ti)
 {
-  LLVMValueRef p = elem_ptr(g, arr, ta, idx, ti);
+  LLVMValueRef p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   if ((gj_scalar)ta.s == GJ_BOOL)
     return LLVMBuildICmp(g->B, LLVMIntNE, LLVMBuildLoad2(g->B, g->lt[LT_I8], p, ""),
                          LLVMConstInt(g->lt[LT_I8], 0, 0), "");
@@ -170,7 +180,7 @@ static LLVMValueRef emit_aload(gj_cg *g, LLVMValueRef arr, gj_ty ta,
 static void emit_astore(gj_cg *g, LLVMValueRef arr, gj_ty ta, LLVMValueRef idx,
                         gj_ty ti, LLVMValueRef v, gj_ty tv)
 {
-  LLVMValueRef p = elem_ptr(g, arr, ta, idx, ti);
+  LLVMValueRef p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   v = gj_cg_to_elem(g, v, tv, (gj_scalar)ta.s);
   if ((gj_scalar)ta.s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
   LLVMBuildStore(g->B, v, p);
@@ -245,16 +255,22 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
         return -1;
       }
       LLVMDisposeBuilder(sub.B);
+      g->shared_size = sub.shared_size;   /* module-wide */
+      g->nshared = sub.nshared;
     }
     g->fn = saved;
     cargs[n++] = g->wi;
+    if (gj_cg_is_resumable(g, callee)) cargs[n++] = NULL;   /* its frame */
     for (j = 0; j < callee->nparams; j++) {
       gj_ty pt = callee->params[j];
       if (!gj_cg_type(g, pt)) continue;
       cargs[n++] = gj_cg_convert(g, args[j], at[j], pt);
     }
     fty = LLVMGlobalGetValueType((LLVMValueRef)callee->llfn);
-    r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
+    if (gj_cg_is_resumable(g, callee))
+      r = gj_cg_call_resumable(g, callee, fty, cargs, n);
+    else
+      r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
     *nout = callee->nret;
     for (j = 0; j < callee->nret; j++) rt[j] = callee->ret[j];
     if (callee->nret == 1) {
@@ -549,7 +565,18 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
   /* parameters into their slots */
   LLVMPositionBuilderAtEnd(g->B, g->allocas);
   g->wi = LLVMGetParam(g->llfn, 0);
-  for (j = 0, k = 1; j < fn->nparams; j++) {
+  k = 1;
+  g->resumable = gj_cg_is_resumable(g, fn);
+  if (g->resumable) {
+    if (fn->kv < 0) {
+      LLVMTypeRef ptr = g->ptr_wi;
+      g->frame = gj_cg_call(g, "gj.frame", ptr, &ptr, 1, &g->wi);
+    } else {
+      g->frame = LLVMGetParam(g->llfn, (unsigned)k++);
+    }
+    gj_cg_resume_begin(g);
+  }
+  for (j = 0; j < fn->nparams; j++) {
     gj_ty t = fn->params[j];
     LLVMValueRef v;
     if (fn->kv < 0 && t.k == GJ_T_ARR) {
@@ -595,6 +622,7 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
         LLVMBuildUnreachable(g->B);
     }
   }
+  if (g->resumable) fn->frame_bytes = g->frame_size;
   rc = 0;
 done:
   free(g->slots);
@@ -628,9 +656,13 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   g.lt[LT_F64] = LLVMDoubleTypeInContext(C);
   g.ptr_global = LLVMPointerTypeInContext(C, job->as_global);
   g.ptr_wi = LLVMPointerTypeInContext(C, 0);
-  arr[0] = g.ptr_global;
   arr[1] = g.lt[LT_I64];
+  arr[0] = g.ptr_global;
   g.lt[LT_ARR] = LLVMStructTypeInContext(C, arr, 2, 0);
+  arr[0] = LLVMPointerTypeInContext(C, job->as_shared);
+  g.lt[LT_ARR_SHARED] = LLVMStructTypeInContext(C, arr, 2, 0);
+  arr[0] = LLVMPointerTypeInContext(C, job->as_local);
+  g.lt[LT_ARR_LOCAL] = LLVMStructTypeInContext(C, arr, 2, 0);
   LLVMSetTarget(g.M, job->triple);
   if (job->datalayout[0]) LLVMSetDataLayout(g.M, job->datalayout);
   *body = declare_fn(&g, kernel, "gj_body");
@@ -652,6 +684,9 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
     pp->len_used = (kernel->lmask >> j) & 1;
   }
   gj_sig_layout(sig);
+  sig->shared_bytes = g.shared_size;
+  sig->frame_bytes = kernel->frame_bytes;
+  sig->uses_barrier = (uint8_t)kernel->uses_barrier;
   *out = g.M;
   return 0;
 }

@@ -8,8 +8,14 @@
 #include "gj_cg.h"
 #include "gj_typer_int.h"
 
-/* LLVM storage classes of slot values. */
-enum { LT_I1, LT_I8, LT_I16, LT_I32, LT_I64, LT_F32, LT_F64, LT_ARR, LT__MAX };
+/* LLVM storage classes of slot values.  Arrays are { ptr addrspace(S),
+** i64 }, one class per space (LT_ARR + GJ_SPACE_*). */
+enum { LT_I1, LT_I8, LT_I16, LT_I32, LT_I64, LT_F32, LT_F64,
+       LT_ARR, LT_ARR_SHARED, LT_ARR_LOCAL, LT__MAX };
+
+/* A resumable function's frame starts with its resume point (i32; 0: run
+** from the start / has finished). */
+#define GJ_FRAME_HEAD 16
 
 typedef struct gj_cg {
   gj_cs *cs;
@@ -27,6 +33,18 @@ typedef struct gj_cg {
   LLVMValueRef wi;
   LLVMBasicBlockRef allocas;  /* entry block holding the allocas */
   LLVMValueRef *slots;        /* framesize * LT__MAX */
+  /* resumable functions (job->serial_groups, barriers; gj_cg_group.c) */
+  int resumable;
+  LLVMValueRef frame;         /* this function's frame */
+  uint32_t frame_size;        /* bytes of it assigned so far */
+  LLVMValueRef resume;        /* the entry's switch on the resume point */
+  int nresume;
+  int ncallees;               /* resumable callees and their frames */
+  gj_fn *callee[16];
+  uint32_t callee_off[16];
+  /* the module */
+  uint32_t shared_size;       /* serial_groups: bytes of gpu.shared */
+  int nshared;                /* gpu.shared call sites so far */
 } gj_cg;
 
 int gj_cg_lt(const gj_cs *cs, gj_ty t);          /* -1: no storage */
@@ -60,6 +78,29 @@ LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res);
 /* Numeric comparison for ISLT..ISGT / ISEQV.. (i1, true: the test holds). */
 LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
                            LLVMValueRef b, gj_ty tb);
+/* Work groups (gj_cg_group.c). */
+/* Is fn compiled as a resumable function (see backends/backend.h)? */
+int gj_cg_is_resumable(const gj_cg *g, const gj_fn *fn);
+/* n bytes of the current resumable function's frame, aligned to align; the
+** address is computed in the entry block. */
+LLVMValueRef gj_cg_frame_alloc(gj_cg *g, uint32_t n, uint32_t align);
+/* Start of a resumable function: entry switch on its resume point; the
+** builder is left in the block where a fresh call starts. */
+void gj_cg_resume_begin(gj_cg *g);
+/* Suspend here (the current resume point k is stored) and go on in a fresh
+** block, where a call of the function resumes. */
+void gj_cg_resume_point(gj_cg *g);
+/* A call of resumable callee fn_llvm (type fty, args[1] is replaced by the
+** callee's frame): suspends the caller while the callee is suspended. */
+LLVMValueRef gj_cg_call_resumable(gj_cg *g, gj_fn *callee, LLVMTypeRef fty,
+                                  LLVMValueRef *args, unsigned n);
+/* gpu.barrier, gpu.shared, gpu.local_array and the atomics. */
+int gj_cg_group_intr(gj_cg *g, int i, int intr, LLVMValueRef *args,
+                     const gj_ty *at, const gj_ty *rt, LLVMValueRef *res);
+/* Element pointer of a[idx] (idx of type ti). */
+LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                            LLVMValueRef idx, gj_ty ti);
+
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);

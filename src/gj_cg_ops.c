@@ -17,7 +17,7 @@ int gj_cg_lt(const gj_cs *cs, gj_ty t)
     LT_F32, LT_F64
   };
   gj_scalar s;
-  if (t.k == GJ_T_ARR) return LT_ARR;
+  if (t.k == GJ_T_ARR) return LT_ARR + t.space;
   s = gj_ty_scalar(cs, t);
   return s == GJ_SCALAR__MAX ? -1 : of_scalar[s];
 }
@@ -355,6 +355,8 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
     res[0] = id_call(g, intr, nargs, args, at);
     return 0;
   }
+  if (intr <= GJ_I_ATOMIC_CAS)
+    return gj_cg_group_intr(g, i, intr, args, at, rt, res);
   if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
     LLVMValueRef x = tobit(g, args[0], at[0]), n, m31;
     switch (intr) {

@@ -208,8 +208,10 @@ static void push_sig(lua_State *L, const gj_sig *sig)
     lua_rawseti(L, -2, j + 1);
   }
   lua_setfield(L, -2, "params");
-  lua_pushboolean(L, 0);
+  lua_pushboolean(L, sig->uses_barrier);
   lua_setfield(L, -2, "uses_barrier");
+  lua_pushinteger(L, (lua_Integer)sig->shared_bytes);
+  lua_setfield(L, -2, "shared_bytes");
 }
 
 static int core_compile(lua_State *L)

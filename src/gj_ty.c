@@ -43,6 +43,7 @@ int gj_ty_eq(gj_ty a, gj_ty b)
   case GJ_T_NUM: return a.s == b.s;
   case GJ_T_ARR: return a.s == b.s && a.space == b.space;
   case GJ_T_KV: return a.aux == b.aux;
+  case GJ_T_STR: return a.s == b.s;
   default: return 1;
   }
 }
@@ -151,6 +152,8 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
     return a;
   case GJ_T_KV:
     return a.aux == b.aux ? a : conflict(a, b);
+  case GJ_T_STR:
+    return a.s == b.s ? a : conflict(a, b);
   default:
     return conflict(a, b);
   }
@@ -179,6 +182,7 @@ static const char *kind_name(const gj_cs *cs, int k, int s, char *buf,
     snprintf(buf, n, "an array (%s[])", gj_scalar_name((gj_scalar)s));
     return buf;
   case GJ_T_KV: return "a table or function";
+  case GJ_T_STR: return "a string";
   default: (void)cs; return "a value of mixed types";
   }
 }

@@ -50,6 +50,11 @@ typedef struct gj_sig {
   int nparams;
   uint32_t argsize;    /* whole block, a multiple of 8 */
   gj_param params[GJ_MAXPARAMS];
+  /* What the kernel needs beyond its arguments (filled by codegen). */
+  uint32_t shared_bytes;   /* gpu.shared arrays of one work group */
+  uint32_t frame_bytes;    /* serial_groups jobs with barriers: the state
+                           ** one work item keeps across a barrier */
+  uint8_t uses_barrier;    /* it (or a function it calls) calls gpu.barrier */
 } gj_sig;
 
 /* Fill offsets, sizes and argsize from is_array/elem. */

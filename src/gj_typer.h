@@ -25,6 +25,9 @@ typedef enum gj_tk {
   GJ_T_WFLT,       /* weak float */
   GJ_T_ARR,        /* s: element kind; space: GJ_SPACE_* */
   GJ_T_KV,         /* a Lua value known while compiling; aux: gj_cs.kv index */
+  GJ_T_STR,        /* a string constant, usable only as the type name of
+                   ** gpu.shared/gpu.local_array; s: the scalar it names
+                   ** (GJ_SCALAR__MAX: not a scalar type name) */
   GJ_T_CONFLICT    /* incompatible types merged; aux: the two type codes */
 } gj_tk;
 
@@ -79,7 +82,9 @@ typedef struct gj_fn {
   gj_ty *entry;          /* nblocks * framesize entry states */
   uint8_t *reached;      /* per block */
   int busy;              /* being typed: a call to it is recursion */
+  int uses_barrier;      /* it calls gpu.barrier, itself or through a call */
   void *llfn;            /* codegen's LLVMValueRef */
+  uint32_t frame_bytes;  /* codegen: its frame, when resumable */
 } gj_fn;
 
 struct gj_ctx;

@@ -54,8 +54,11 @@ int gj_ty_truth(gj_ty t)
   }
 }
 
-/* Read a slot: a value of mixed types is an error here, where it is used. */
-static int rd(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot, gj_ty *out)
+/* Read a slot that may hold a string: only moves and call arguments do
+** (a string is the type name of gpu.shared and gpu.local_array).  A value
+** of mixed types is an error here, where it is used. */
+static int rd_any(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot,
+                  gj_ty *out)
 {
   gj_ty t = S(slot);
   if (t.k == GJ_T_CONFLICT) {
@@ -66,6 +69,25 @@ static int rd(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot, gj_ty *out)
   if (t.k == GJ_T_UNDEF) t.k = GJ_T_NIL;
   *out = t;
   return 0;
+}
+
+static int rd(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot, gj_ty *out)
+{
+  if (rd_any(cs, fn, i, st, slot, out)) return -1;
+  if (out->k == GJ_T_STR)
+    return gj_typer_error(cs, fn, i, "strings are not supported in kernels "
+                                     "(a string may only name the element "
+                                     "type of gpu.shared or gpu.local_array)");
+  return 0;
+}
+
+/* A type name ("float", "int32_t", ...) as a GJ_T_STR. */
+static gj_ty ty_str(const char *name)
+{
+  gj_ty t = ty_k(GJ_T_STR);
+  gj_scalar sc;
+  t.s = (uint8_t)(name && gj_scalar_parse(name, &sc) == 0 ? sc : GJ_SCALAR__MAX);
+  return t;
 }
 
 static int num_operand(gj_cs *cs, gj_fn *fn, int i, gj_ty t, const char *what)
@@ -106,6 +128,10 @@ static int resolve_top(gj_cs *cs, gj_fn *fn, int i, const char *name,
     *out = ty_bool(1, lua_toboolean(L, -1));
     lua_pop(L, 1);
     return 0;
+  case LUA_TSTRING:   /* usable only as a type name */
+    *out = ty_str(lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return 0;
   case LUA_TNIL:   /* usable only where nil is: in comparisons */
     lua_pop(L, 1);
     *out = ty_k(GJ_T_NIL);
@@ -113,10 +139,32 @@ static int resolve_top(gj_cs *cs, gj_fn *fn, int i, const char *name,
   case LUA_TTABLE: case LUA_TFUNCTION:
     break;
   default: {
+    /* an FFI ctype of a number type, e.g. ffi.typeof("float"), is a type
+    ** name like the string "float" */
+    if (strcmp(luaL_typename(L, -1), "cdata") == 0) {
+      const char *str;
+      size_t len;
+      lua_getglobal(L, "tostring");
+      lua_pushvalue(L, -2);
+      lua_call(L, 1, 1);
+      str = lua_tolstring(L, -1, &len);
+      if (str && len > 7 && strncmp(str, "ctype<", 6) == 0 && str[len - 1] == '>') {
+        char nm[64];
+        snprintf(nm, sizeof(nm), "%.*s", (int)(len - 7), str + 6);
+        *out = ty_str(nm);
+        lua_pop(L, 2);
+        if (out->s != GJ_SCALAR__MAX) return 0;
+        return gj_typer_error(cs, fn, i, "'%s' is an FFI ctype that is not a "
+                                         "number type", name);
+      }
+      lua_pop(L, 1);
+    }
+    {
     const char *tn = luaL_typename(L, -1);
     lua_pop(L, 1);
     return gj_typer_error(cs, fn, i, "'%s' is a %s, which a kernel cannot use",
                           name, tn);
+    }
   }
   }
   for (k = 0; k < cs->nkv; k++) {
@@ -277,6 +325,101 @@ static gj_ty float_of(const gj_cs *cs, gj_ty t)
   return ty_k(GJ_T_WFLT);
 }
 
+/* --- Work-group intrinsics --------------------------------------------- */
+
+/* The largest gpu.shared / gpu.local_array, in bytes: more is a typo (the
+** device limits, far lower on GPUs, are checked when the kernel loads). */
+#define GJ_MAX_GROUP_ARRAY (1 << 30)
+
+static int type_array_alloc(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                            const gj_ty *args, gj_ty *res)
+{
+  const char *nm = gj_intr_names[intr];
+  gj_ty n = nargs > 1 ? args[1] : ty_k(GJ_T_NIL);
+  double bytes;
+  if (nargs != 2)
+    return gj_typer_error(cs, fn, i, "gpu.%s expects 2 arguments (element "
+                                     "type, count), got %d", nm, nargs);
+  if (args[0].k != GJ_T_STR || args[0].s == GJ_SCALAR__MAX) {
+    char b[200];
+    gj_ty_str(cs, args[0], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "gpu.%s: the element type must name a "
+                                     "number type (\"float\", \"int32_t\", "
+                                     "ffi.typeof(\"double\"), ...), got %s%s",
+                          nm, b, args[0].k == GJ_T_STR ? " that is not one" : "");
+  }
+  if (!(n.k == GJ_T_WINT || n.k == GJ_T_WFLT) || !n.hasc)
+    return gj_typer_error(cs, fn, i, "gpu.%s: the element count must be a "
+                                     "compile-time constant (a literal, or a "
+                                     "number upvalue)", nm);
+  bytes = n.u.c * gj_scalar_size((gj_scalar)args[0].s);
+  if (n.u.c != floor(n.u.c) || n.u.c < 1 || bytes > GJ_MAX_GROUP_ARRAY)
+    return gj_typer_error(cs, fn, i, "gpu.%s: the element count must be a "
+                                     "positive integer of at most %d bytes "
+                                     "in all, got %.17g", nm,
+                          GJ_MAX_GROUP_ARRAY, n.u.c);
+  res[0] = ty_k(GJ_T_ARR);
+  res[0].s = args[0].s;
+  res[0].space = intr == GJ_I_SHARED ? GJ_SPACE_SHARED : GJ_SPACE_LOCAL;
+  res[0].aux = (int32_t)n.u.c;
+  return 0;
+}
+
+/* gpu.atomic_*(a, i, v) and gpu.atomic_cas(a, i, expected, new): integer
+** elements of 32 or 64 bits; add and xchg also on float and double. */
+static int type_atomic(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                       const gj_ty *args, gj_ty *res)
+{
+  const char *nm = gj_intr_names[intr];
+  int want = intr == GJ_I_ATOMIC_CAS ? 4 : 3, j;
+  gj_scalar e;
+  if (nargs != want)
+    return gj_typer_error(cs, fn, i, "gpu.%s expects %d arguments (array, "
+                                     "index, %s), got %d", nm, want,
+                          want == 4 ? "expected, new" : "value", nargs);
+  if (args[0].k != GJ_T_ARR) {
+    char b[200];
+    gj_ty_str(cs, args[0], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "gpu.%s: argument 1 must be an array, "
+                                     "got %s", nm, b);
+  }
+  for (j = 1; j < want; j++)
+    if (num_operand(cs, fn, i, args[j], j == 1 ? "an atomic's index"
+                                                : "an atomic's value"))
+      return -1;
+  e = (gj_scalar)args[0].s;
+  if (!(e == GJ_I32 || e == GJ_U32 || e == GJ_I64 || e == GJ_U64 ||
+        (gj_scalar_isfloat(e) &&
+         (intr == GJ_I_ATOMIC_ADD || intr == GJ_I_ATOMIC_XCHG))))
+    return gj_typer_error(cs, fn, i, "gpu.%s on an array of %s: atomics "
+                                     "need 32- or 64-bit integer elements%s",
+                          nm, gj_scalar_name(e),
+                          intr == GJ_I_ATOMIC_ADD || intr == GJ_I_ATOMIC_XCHG
+                              ? " (or float/double)" : "");
+  fn->rmask |= args[0].u.origin;
+  fn->wmask |= args[0].u.origin;
+  res[0] = gj_ty_num(e);
+  return 0;
+}
+
+static int type_group_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                           const gj_ty *args, gj_ty *res, int *nres_out)
+{
+  switch (intr) {
+  case GJ_I_BARRIER:
+    if (nargs != 0)
+      return gj_typer_error(cs, fn, i, "gpu.barrier expects no arguments, "
+                                       "got %d", nargs);
+    fn->uses_barrier = 1;
+    *nres_out = 0;
+    return 0;
+  case GJ_I_SHARED: case GJ_I_LOCAL_ARRAY:
+    return type_array_alloc(cs, fn, i, intr, nargs, args, res);
+  default:
+    return type_atomic(cs, fn, i, intr, nargs, args, res);
+  }
+}
+
 int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                   const gj_ty *args, gj_ty *res, int *nres_out)
 {
@@ -304,10 +447,7 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
   case GJ_I_ATOMIC_ADD: case GJ_I_ATOMIC_SUB: case GJ_I_ATOMIC_MIN:
   case GJ_I_ATOMIC_MAX: case GJ_I_ATOMIC_AND: case GJ_I_ATOMIC_OR:
   case GJ_I_ATOMIC_XOR: case GJ_I_ATOMIC_XCHG: case GJ_I_ATOMIC_CAS:
-    return gj_typer_error(cs, fn, i,
-                          "gpu.%s is not supported by the compiler yet "
-                          "(work-group features are not implemented; the "
-                          "\"sim\" backend runs them)", nm);
+    return type_group_intr(cs, fn, i, intr, nargs, args, res, nres_out);
   default:
     break;
   }
@@ -429,7 +569,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
   if (nargs > GJ_MAXPARAMS)
     return gj_typer_error(cs, fn, i, "too many arguments in a call");
   for (j = 0; j < nargs; j++)
-    if (rd(cs, fn, i, st, arg0 + j, &args[j])) return -1;
+    if (rd_any(cs, fn, i, st, arg0 + j, &args[j])) return -1;
   if (f.k == GJ_T_NIL)
     return gj_typer_error(cs, fn, i, "attempt to call a nil value (an "
                                      "undefined function?)");
@@ -460,6 +600,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     if (rc) return -1;
     nout = callee->nret;
     for (j = 0; j < nout; j++) res[j] = callee->ret[j];
+    fn->uses_barrier |= callee->uses_barrier;
     for (j = 0; j < nargs && j < callee->nparams; j++)
       if (args[j].k == GJ_T_ARR) {
         if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
@@ -553,8 +694,11 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     }
     return 0;
   }
-  case GJ_BC_ISEQS: case GJ_BC_ISNES: case GJ_BC_KSTR:
+  case GJ_BC_ISEQS: case GJ_BC_ISNES:
     return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
+  case GJ_BC_KSTR:
+    S(in->a) = ty_str(p->kstr[in->d]);
+    return 0;
   case GJ_BC_ISTC: case GJ_BC_ISFC: case GJ_BC_IST: case GJ_BC_ISF: {
     int t;
     if (rd(cs, fn, i, st, in->d, &b)) return -1;
@@ -571,7 +715,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   }
   case GJ_BC_MOV:
-    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (rd_any(cs, fn, i, st, in->d, &b)) return -1;
     S(in->a) = b;
     return 0;
   case GJ_BC_NOT: {
@@ -596,7 +740,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   case GJ_BC_LEN:
     if (rd(cs, fn, i, st, in->d, &b)) return -1;
-    if (b.k != GJ_T_ARR || b.space != GJ_SPACE_GLOBAL) {
+    if (b.k != GJ_T_ARR) {
       char s[200];
       gj_ty_str(cs, b, s, sizeof(s));
       return gj_typer_error(cs, fn, i, "attempt to get the length of %s", s);

@@ -1,0 +1,132 @@
+/*
+** Internal to the opencl backend: what opencl.c, opencl_run.c and
+** opencl_wrap.c share.  The design is described at the top of opencl.c.
+*/
+#ifndef GJ_OPENCL_INT_H
+#define GJ_OPENCL_INT_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS   /* clCreateCommandQueue */
+#include <CL/cl.h>
+
+#include <stdint.h>
+
+#include <llvm-c/Core.h>
+
+#include "backend.h"
+
+/* -- The OpenCL API, loaded at run time ----------------------------------- */
+
+/* Every entry point the backend calls.  The table's fields get the types
+** that <CL/cl.h> declares, so a call through it is checked like a direct
+** call; the module never links libOpenCL. */
+#define OCL_FUNCS(X)                                                     \
+  X(GetPlatformIDs) X(GetPlatformInfo) X(GetDeviceIDs) X(GetDeviceInfo)  \
+  X(CreateContext) X(ReleaseContext) X(CreateCommandQueue)               \
+  X(ReleaseCommandQueue) X(CreateBuffer) X(ReleaseMemObject)             \
+  X(EnqueueReadBuffer) X(EnqueueWriteBuffer) X(CreateProgramWithBinary)  \
+  X(BuildProgram) X(GetProgramBuildInfo) X(GetProgramInfo)               \
+  X(ReleaseProgram) X(CreateKernel) X(ReleaseKernel) X(SetKernelArg)     \
+  X(GetKernelInfo) X(GetKernelWorkGroupInfo) X(EnqueueNDRangeKernel)     \
+  X(Finish)
+
+typedef struct ocl_api {
+#define OCL_FIELD(n) __typeof__(cl##n) *n;
+  OCL_FUNCS(OCL_FIELD)
+#undef OCL_FIELD
+} ocl_api;
+
+/* -- Devices and the program formats they take ---------------------------- */
+
+typedef enum ocl_format {
+  OCL_SPIR,          /* SPIR 1.2 LLVM bitcode (cl_khr_spir), e.g. PoCL */
+  OCL_PTX,           /* PTX text as the program binary (NVIDIA's OpenCL) */
+  OCL_NONE           /* only SPIR-V or OpenCL C: not supported yet */
+} ocl_format;
+
+/* Indices of the host libm functions a kernel on an in-process device
+** calls through the table at the end of its argument list (opencl_wrap.c).
+** f64 first, then the same functions for f32 (the `f`-suffixed names). */
+enum {
+  LIBM_TAN, LIBM_ASIN, LIBM_ACOS, LIBM_ATAN, LIBM_SINH, LIBM_COSH,
+  LIBM_TANH, LIBM_ATAN2, LIBM__N1
+};
+#define LIBM__N (2 * LIBM__N1)
+
+typedef struct ocl_device {
+  cl_platform_id platform;
+  cl_device_id id;
+  gj_device_info info;
+  ocl_format format;
+  char why[160];           /* OCL_NONE: what the device would need */
+  int addr_bits;           /* CL_DEVICE_ADDRESS_BITS */
+  /* The device runs kernels in this process (PoCL's CPU devices): its
+  ** kernels may call the host's libm, which makes math bit-identical to
+  ** LuaJIT's (opencl_wrap.c). */
+  int host_libm;
+  int sm;                  /* OCL_PTX: compute capability, e.g. 86 */
+  cl_context ctx;          /* made on first use, with queue */
+  cl_command_queue queue;
+} ocl_device;
+
+/* One allocation: its fake device address is ocl_addr(id) (opencl.c). */
+typedef struct ocl_buf {
+  cl_mem mem;              /* NULL: the slot is free */
+  size_t size;
+  int dev;
+  uint32_t next_free;      /* free slots form a list through this */
+} ocl_buf;
+
+struct gj_bstate {
+  void *lib;               /* dlopen("libOpenCL.so.1") */
+  ocl_api cl;
+  ocl_device *devs;
+  int ndevs;
+  ocl_buf *bufs;           /* by id; slot 0 is never used */
+  uint32_t nbufs, capbufs, free_head;
+  void *const *libm;       /* the host libm table (LIBM_* order) */
+};
+
+/* Kernel arguments a program has besides the user's: the real global size
+** (3 x i64), then, on host_libm devices, the address of the libm table. */
+enum { OCL_HIDDEN_GLOBAL = 3 };
+
+/* -- opencl.c --------------------------------------------------------------- */
+
+/* "CL_INVALID_WORK_GROUP_SIZE" for -54, "error -1234" when unknown (buf). */
+const char *ocl_errname(cl_int code, char buf[32]);
+/* err = "opencl: <what>: <name of code>"; returns -1. */
+int ocl_fail(gj_err *err, const char *what, cl_int code);
+/* The device's context and queue, made on first use. */
+int ocl_ready(gj_bstate *st, int dev, gj_err *err);
+/* A device address -> its allocation and the byte offset into it (which
+** may be negative: a Lua table is passed as its buffer minus one element).
+** p == NULL gives *mem = NULL.  -1 with err when p maps to no live
+** allocation of device dev. */
+int ocl_map(gj_bstate *st, int dev, const void *p, cl_mem *mem,
+            int64_t *off, size_t *size, gj_err *err);
+
+/* -- opencl_wrap.c ---------------------------------------------------------- */
+
+extern const char ocl_spir_intrinsics_ir[];   /* devices with their own libm */
+extern const char ocl_spir_hostlibm_ir[];     /* host_libm devices */
+extern const char ocl_ptx_intrinsics_ir[];
+
+int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+             LLVMValueRef body, const gj_sig *sig, gj_err *err);
+int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+             LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
+
+/* -- opencl_run.c ----------------------------------------------------------- */
+
+int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
+             const gj_sig *sig, gj_program **out, gj_err *err);
+void ocl_unload(gj_bstate *st, gj_program *p);
+int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dims,
+               void *args, gj_err *err);
+/* The device binary of a loaded program (CL_PROGRAM_BINARIES), what a
+** compile cache stores; *out is malloc'ed.  Not used by the core yet. */
+int ocl_program_binary(gj_bstate *st, gj_program *p, unsigned char **out,
+                       size_t *len, gj_err *err);
+
+#endif
