@@ -740,10 +740,13 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   case GJ_BC_LEN:
     if (rd(cs, fn, i, st, in->d, &b)) return -1;
-    if (b.k != GJ_T_ARR) {
+    if (b.k != GJ_T_ARR || b.space != GJ_SPACE_GLOBAL) {
       char s[200];
       gj_ty_str(cs, b, s, sizeof(s));
-      return gj_typer_error(cs, fn, i, "attempt to get the length of %s", s);
+      return gj_typer_error(cs, fn, i, "attempt to get the length of %s%s", s,
+                            b.k == GJ_T_ARR ? " (a shared or local array: its "
+                                              "size is the constant it was "
+                                              "made with)" : "");
     }
     fn->lmask |= b.u.origin;
     S(in->a) = gj_ty_num(GJ_I64);
