@@ -22,11 +22,11 @@ while [ $i -lt "$runs" ]; do
     | sed 's/^/head /' >> "$tmp/out"
   i=$((i + 1))
 done
-luajit - "$tmp/out" <<'LUA'
+luajit - "$tmp/out" "$runs" <<'LUA'
 local med = {}
 for line in io.lines(arg[1]) do
   local who, name, ms = line:match("^(%S+) (%S+) (%S+)$")
-  med[name] = med[name] or { base = {}, head = {}, order = #med }
+  med[name] = med[name] or { base = {}, head = {} }
   table.insert(med[name][who], tonumber(ms))
 end
 local names = {}
@@ -34,7 +34,11 @@ for n in pairs(med) do names[#names + 1] = n end
 table.sort(names)
 local function m(t) table.sort(t); return t[math.floor((#t + 1) / 2)] end
 print(string.format("%-18s %10s %10s %8s", "kernel", "base ms", "head ms", "head/base"))
+if #names == 0 then error("no timings: the bench failed (see above)") end
 for _, n in ipairs(names) do
+  if #med[n].base ~= tonumber(arg[2]) or #med[n].head ~= tonumber(arg[2]) then
+    error(n .. ": some runs failed (see above)")
+  end
   local b, h = m(med[n].base), m(med[n].head)
   print(string.format("%-18s %10.3f %10.3f %8.3f", n, b, h, h / b))
 end
