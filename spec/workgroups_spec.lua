@@ -341,6 +341,11 @@ for _, bk in ipairs(H.compilers) do
       compile_error("k_badtype", function(o) local s = gpu.shared("floaty", 4); o[0] = s[0] end,
         { "gpu.shared", "element type" })
     end)
+    it_wg("a private array too large for a work item's stack", function()
+      compile_error("k_biglocal", function(o)
+        local a = gpu.local_array("double", 1e7); a[0] = 1; o[0] = a[0]
+      end, { "gpu.local_array", "at most 65536 bytes" })
+    end)
     it_wg("atomic_min on a float array", function()
       compile_error("k_fmin", function(o) gpu.atomic_min(o, 0, 1) end, { "atomic_min", "float" })
     end)

@@ -327,15 +327,19 @@ static gj_ty float_of(const gj_cs *cs, gj_ty t)
 
 /* --- Work-group intrinsics --------------------------------------------- */
 
-/* The largest gpu.shared / gpu.local_array, in bytes: more is a typo (the
-** device limits, far lower on GPUs, are checked when the kernel loads). */
-#define GJ_MAX_GROUP_ARRAY (1 << 30)
+/* The largest gpu.shared array, in bytes: more is a typo (the device
+** limits, far lower on GPUs, are checked when the kernel loads).  A
+** gpu.local_array lives on the stack of a CPU thread (or in a GPU's local
+** memory, 512 KiB per thread on CUDA), hence its smaller bound. */
+#define GJ_MAX_SHARED_ARRAY (1 << 30)
+#define GJ_MAX_LOCAL_ARRAY (64 << 10)
 
 static int type_array_alloc(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                             const gj_ty *args, gj_ty *res)
 {
   const char *nm = gj_intr_names[intr];
   gj_ty n = nargs > 1 ? args[1] : ty_k(GJ_T_NIL);
+  int max = intr == GJ_I_SHARED ? GJ_MAX_SHARED_ARRAY : GJ_MAX_LOCAL_ARRAY;
   double bytes;
   if (nargs != 2)
     return gj_typer_error(cs, fn, i, "gpu.%s expects 2 arguments (element "
@@ -353,11 +357,10 @@ static int type_array_alloc(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                                      "compile-time constant (a literal, or a "
                                      "number upvalue)", nm);
   bytes = n.u.c * gj_scalar_size((gj_scalar)args[0].s);
-  if (n.u.c != floor(n.u.c) || n.u.c < 1 || bytes > GJ_MAX_GROUP_ARRAY)
+  if (n.u.c != floor(n.u.c) || n.u.c < 1 || bytes > max)
     return gj_typer_error(cs, fn, i, "gpu.%s: the element count must be a "
-                                     "positive integer of at most %d bytes "
-                                     "in all, got %.17g", nm,
-                          GJ_MAX_GROUP_ARRAY, n.u.c);
+                                     "positive integer, the array at most %d "
+                                     "bytes, got %.17g elements", nm, max, n.u.c);
   res[0] = ty_k(GJ_T_ARR);
   res[0].s = args[0].s;
   res[0].space = intr == GJ_I_SHARED ? GJ_SPACE_SHARED : GJ_SPACE_LOCAL;
