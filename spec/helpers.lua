@@ -89,9 +89,15 @@ end
 H.features = {
   workgroups = {
     reason = "work-group features (barrier, shared and local arrays, atomics) are not compiled yet",
-    has = { sim = true, cpu = true },
+    has = { sim = true, cpu = true, opencl = true },
   },
   boundscheck = { reason = "boundscheck mode is not implemented yet", has = {} },
+  -- Work items of a group that stop at different barriers: only backends
+  -- that run a group's items themselves can see it (on a GPU it is undefined).
+  divergence = {
+    reason = "divergent barriers are undefined on this backend (no run-time check)",
+    has = { sim = true, cpu = true },
+  },
 }
 
 function H.it_with(feature, bk)

@@ -130,7 +130,14 @@ local function rotate(out, x, rounds)
   out[gpu.global_id(0)] = v
 end
 
+-- Every listed backend, and sim (the reference) in any case.
+local backends = {}
 for _, bk in ipairs(H.backends) do
+  if bk ~= "sim" then backends[#backends + 1] = bk end
+end
+backends[#backends + 1] = "sim"
+
+for _, bk in ipairs(backends) do
   local it_wg = H.it_with("workgroups", bk)
 
   describe("work groups on " .. bk, function()
@@ -310,7 +317,7 @@ for _, bk in ipairs(H.backends) do
       assert.are.equal(2.5, last[0])
     end)
 
-    it_wg("work items that diverge at barriers give a launch error, and the module goes on", function()
+    H.it_with("divergence", bk)("work items that diverge at barriers give a launch error, and the module goes on", function()
       local out = ffi.new("double[64]")
       local k = H.kernel(bk, function(o)
         local la = gpu.local_array("int32_t", 1)

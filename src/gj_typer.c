@@ -303,6 +303,7 @@ static int type_fn(gj_cs *cs, gj_fn *fn)
   rc = fixpoint(cs, fn);
   fn->busy = 0;
   if (rc == 0 && fn->nret < 0) fn->nret = 0;
+  if (rc == 0 && fn->uses_barrier) rc = gj_uniform_check(cs, fn);
   return rc;
 }
 
