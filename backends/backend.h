@@ -116,6 +116,11 @@ typedef struct gj_backend {
   int (*sync)(gj_bstate *st, int dev, gj_err *err);
 } gj_backend;
 
+/* For wrap: is body (@gj_body) shaped as sig says, by the conventions above
+** (arrays in job->as_global)?  0, or -1 with err naming backend bk. */
+int gj_body_check(LLVMValueRef body, const gj_job *job, const gj_sig *sig,
+                  const char *bk, gj_err *err);
+
 /* backends/registry.c: every backend compiled in, in default order. */
 extern const gj_backend *const gj_backends[];
 extern const int gj_nbackends;

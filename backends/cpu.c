@@ -501,18 +501,6 @@ static gj_pool *cpu_pool(gj_bstate *st)
   return p;     /* NULL when out of memory: the caller runs alone */
 }
 
-/* "AxBxC" of the first n entries of v. */
-static const char *fmt_dims(char *buf, size_t size, const int64_t *v, int n)
-{
-  size_t off = 0;
-  int i;
-  buf[0] = '\0';
-  for (i = 0; i < n && off < size; i++)
-    off += (size_t)snprintf(buf + off, size - off, "%s%lld", i ? "x" : "",
-                            (long long)v[i]);
-  return buf;
-}
-
 /* The group a launch without one gets.  On a CPU a group only decides how
 ** the work is cut up: its x loop is the loop LLVM vectorizes, and groups
 ** are what the pool's threads take.  So the default fills 256 work items
@@ -566,22 +554,22 @@ static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
   for (i = 0; i < nd; i++) {
     if (d->global[i] < 0)
       return gj_err_set(err, "launch: global size %s has a negative "
-                        "dimension", fmt_dims(b1, sizeof(b1), d->global, nd));
+                        "dimension", gj_dims_str(b1, sizeof(b1), d->global, nd));
     if (__builtin_mul_overflow(items, d->global[i], &items))
       return gj_err_set(err, "launch: global size %s is too large",
-                        fmt_dims(b1, sizeof(b1), d->global, nd));
+                        gj_dims_str(b1, sizeof(b1), d->global, nd));
   }
   if (d->group[0] != 0) {
     for (i = 0; i < nd; i++) {
       if (d->group[i] <= 0)
         return gj_err_set(err, "launch: work-group size %s must be positive "
                           "in every dimension",
-                          fmt_dims(b1, sizeof(b1), d->group, nd));
+                          gj_dims_str(b1, sizeof(b1), d->group, nd));
       if (d->group[i] > CPU_MAX_GROUP ||
           (gsize *= d->group[i]) > CPU_MAX_GROUP)
         return gj_err_set(err, "launch: work-group size %s exceeds the "
                           "device maximum %d",
-                          fmt_dims(b1, sizeof(b1), d->group, nd),
+                          gj_dims_str(b1, sizeof(b1), d->group, nd),
                           CPU_MAX_GROUP);
     }
   }
@@ -599,8 +587,8 @@ static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
       return gj_err_set(err, "launch: the kernel calls gpu.barrier() and must "
                         "be launched with global a multiple of group in every "
                         "dimension (global %s, group %s)",
-                        fmt_dims(b1, sizeof(b1), d->global, nd),
-                        fmt_dims(b2, sizeof(b2), l.group, nd));
+                        gj_dims_str(b1, sizeof(b1), d->global, nd),
+                        gj_dims_str(b2, sizeof(b2), l.group, nd));
     l.ngroups[i] = l.global[i] / l.group[i] +
                    (l.global[i] % l.group[i] != 0);
     groups *= l.ngroups[i];       /* <= items: no overflow */

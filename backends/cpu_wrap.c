@@ -122,19 +122,6 @@ static void add_str_attr(LLVMContextRef c, LLVMValueRef f, const char *k,
                                                     v, (unsigned)strlen(v)));
 }
 
-/* Does LLVM type t hold a scalar of kind s? */
-static int scalar_type_ok(LLVMTypeRef t, gj_scalar s)
-{
-  switch (LLVMGetTypeKind(t)) {
-  case LLVMIntegerTypeKind:
-    return (s == GJ_BOOL || gj_scalar_isint(s)) &&
-           LLVMGetIntTypeWidth(t) == (unsigned)gj_scalar_bits(s);
-  case LLVMFloatTypeKind: return s == GJ_F32;
-  case LLVMDoubleTypeKind: return s == GJ_F64;
-  default: return 0;
-  }
-}
-
 /* Build helpers for the entry function. */
 typedef struct wrap_ctx {
   LLVMContextRef c;
@@ -321,13 +308,11 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMValueRef entry, args, launch, f, *L = w.L, first, last, g;
   LLVMValueRef gid[3], base[3], end[3];
   LLVMBasicBlockRef bb, exit, gh;
-  unsigned nb, need = 1, k;
+  unsigned need, k;
   int i;
   (void)st;
   if (LLVMGetNamedFunction(m, "gj_entry"))
     return gj_err_set(err, "cpu: the module already has a gj_entry");
-  if (!body || LLVMIsDeclaration(body))
-    return gj_err_set(err, "cpu: the kernel body is not defined");
   memset(&w, 0, sizeof(w));
   w.c = LLVMGetModuleContext(m);
   w.i8 = LLVMInt8TypeInContext(w.c);
@@ -336,31 +321,10 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   ptr = w.ptr = LLVMPointerTypeInContext(w.c, 0);
   voidt = LLVMVoidTypeInContext(w.c);
 
-  /* Check the body against the signature. */
+  if (gj_body_check(body, job, sig, "cpu", err)) return -1;
   bodyty = LLVMGlobalGetValueType(body);
-  for (i = 0; i < sig->nparams; i++) need += sig->params[i].is_array ? 2 : 1;
-  nb = LLVMCountParamTypes(bodyty);
-  if (nb != need || LLVMGetReturnType(bodyty) != voidt)
-    return gj_err_set(err, "cpu: gj_body has %u parameters, the signature "
-                      "needs %u (and a void result)", nb, need);
+  need = LLVMCountParamTypes(bodyty);
   LLVMGetParamTypes(bodyty, btypes);
-  if (LLVMGetTypeKind(btypes[0]) != LLVMPointerTypeKind)
-    return gj_err_set(err, "cpu: gj_body's first parameter must be a pointer");
-  for (i = 0, k = 1; i < sig->nparams; i++) {
-    const gj_param *p = &sig->params[i];
-    if (p->is_array) {
-      if (LLVMGetTypeKind(btypes[k]) != LLVMPointerTypeKind ||
-          btypes[k + 1] != w.i64)
-        return gj_err_set(err, "cpu: gj_body parameter %u: expected an array "
-                          "(pointer, i64)", k);
-      k += 2;
-    } else {
-      if (!scalar_type_ok(btypes[k], (gj_scalar)p->elem))
-        return gj_err_set(err, "cpu: gj_body parameter %u does not hold a %s",
-                          k, gj_scalar_name((gj_scalar)p->elem));
-      k += 1;
-    }
-  }
 
   /* The body is inlined into the loops, whatever the core asked for. */
   LLVMSetLinkage(body, LLVMInternalLinkage);

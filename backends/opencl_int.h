@@ -8,6 +8,7 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS   /* clCreateCommandQueue */
 #include <CL/cl.h>
+#include <CL/cl_ext.h>      /* CL_PLATFORM_NOT_FOUND_KHR */
 
 #include <stdint.h>
 

@@ -1,14 +1,16 @@
 /*
-** Every backend compiled in, in default order: the first one that opens in
-** a context is the default device.  The GPU backends go first when they are
-** added (cuda, opencl, cpu), so that a machine with a GPU uses it and any
-** other machine still runs every kernel on the cpu backend.
+** Every backend compiled in, in the order gpu.devices() lists them.  The
+** first one that opens in a context is not necessarily the default device:
+** lua/gpujit/init.lua picks CUDA, then an OpenCL GPU, then the cpu backend
+** (an OpenCL CPU device such as PoCL's is used only when asked for).
 */
 #include "backend.h"
 
+extern const gj_backend gj_backend_opencl;
 extern const gj_backend gj_backend_cpu;
 
 const gj_backend *const gj_backends[] = {
+  &gj_backend_opencl,
   &gj_backend_cpu,
 };
 

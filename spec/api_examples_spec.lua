@@ -276,9 +276,10 @@ for _, bk in ipairs(H.backends) do
         local vla = H.array("double", { 1, 2, 3, 4 })
         local fixed = ffi.new("float[4]", 10, 20, 30, 40)
         local host = H.array("int32_t", { 100, 200, 300, 400 })
-        local ptr = ffi.cast("int32_t *", host)
+        -- an FFI pointer only where the device addresses host memory (API.md)
+        local ptr = H.host_shared(bk) and ffi.cast("int32_t *", host) or host
         local tbl = { 1000, 2000, 3000, 4000 }
-        local dev = gpu.to_device(H.array("double", { 5, 6, 7, 8 }))
+        local dev = gpu.to_device(H.array("double", { 5, 6, 7, 8 }), nil, bk)
         local out = ffi.new("double[4]")
         local k = H.kernel(bk, function(o, num, flag, sc, a, b, c, t, d)
           local i = gpu.global_id(0)
@@ -296,6 +297,7 @@ for _, bk in ipairs(H.backends) do
     end)
 
     describe("device arrays", function()
+      H.use_in_block(bk)
       it("gpu.array, gpu.zeros, gpu.to_device, to_host, #e, e.ctype, e.device, free", function()
         local n = 64
         local z = gpu.zeros("float", n)

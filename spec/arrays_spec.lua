@@ -254,6 +254,11 @@ for _, bk in ipairs(H.backends) do
           local i = gpu.global_id(0)
           x[i] = x[i] * 2 + y[i]
         end, { name = "pointer" })
+        if not H.host_shared(bk) then
+          local msg = H.error_of(function() k:launch(5, p, q) end)
+          assert.is_truthy(msg:find("shares host memory", 1, true), msg)
+          return
+        end
         k:launch(5, p, q)
         H.check("float", host, { 1, 2 * 2 + 5, 3 * 2 + 4, 4 * 2 + 3, 5 * 2 + 2, 6 * 2 + 1 }, 6, { ulps = 0 })
       end)
@@ -330,6 +335,7 @@ for _, bk in ipairs(H.backends) do
     end)
 
     describe("gpu.array", function()
+      H.use_in_block(bk)
       it("to_device, a kernel, to_host: 0-based, stays on the device", function()
         local n = 100
         local src = H.array("float", function(i) return i * 0.5 end, n)

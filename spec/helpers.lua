@@ -107,6 +107,24 @@ function H.it_with(feature, bk)
   return function(name) env.pending(name .. " [" .. f.reason .. "]") end
 end
 
+-- Does backend bk's device address host memory (FFI pointers work there)?
+function H.host_shared(bk)
+  if bk == "sim" then return true end
+  for _, d in ipairs(H.gpu.devices()) do
+    if d.backend == bk then return d.host_shared == true end
+  end
+  return false
+end
+
+-- Make bk the current device for the tests of the enclosing describe block
+-- (gpu.array and friends allocate on the current device).
+function H.use_in_block(bk)
+  local env = getfenv(2)
+  local prev
+  env.before_each(function() prev = H.gpu.backend(); H.gpu.use(bk) end)
+  env.after_each(function() if prev then H.gpu.use(prev) end end)
+end
+
 function H.kernel(bk, fn, opts, sig)
   H.need(bk)
   local o = { cache = false }

@@ -317,8 +317,7 @@ for _, bk in ipairs(backends) do
       assert.are.equal(2.5, last[0])
     end)
 
-    H.it_with("divergence", bk)("work items that diverge at barriers give a launch error, and the module goes on",
-    function()
+    H.it_with("divergence", bk)("diverging work items give a launch error, and the module goes on", function()
       local out = ffi.new("double[64]")
       local k = H.kernel(bk, function(o)
         local la = gpu.local_array("int32_t", 1)

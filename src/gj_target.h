@@ -25,7 +25,9 @@ int gj_target_init(gj_err *err);
 
 /* A target machine for job->triple/cpu/features/codegen_opt/reloc/
 ** code_model.  Initialises the targets if needed.  The caller disposes
-** *out with LLVMDisposeTargetMachine.  Returns 0, or -1 with err. */
+** *out with LLVMDisposeTargetMachine.  Returns 0, or -1 with err.  For a
+** SPIR triple (spir-*, spir64-*), which LLVM 15 has no target for, *out is
+** NULL and the result 0: such a job is optimized without a machine. */
 int gj_target_machine(const struct gj_job *job, LLVMTargetMachineRef *out,
                       gj_err *err);
 

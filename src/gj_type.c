@@ -1,9 +1,10 @@
 /*
 ** Scalar kinds and the argument-block layout.
 */
-#include "gj_type.h"
-
+#include <stdio.h>
 #include <string.h>
+
+#include "gj_type.h"
 
 static const char *const scalar_names[GJ_SCALAR__MAX] = {
   "bool", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
@@ -74,4 +75,15 @@ void gj_sig_layout(gj_sig *sig)
     off += p->size;
   }
   sig->argsize = (off + 7u) & ~7u;
+}
+
+const char *gj_dims_str(char *buf, size_t size, const int64_t *v, int n)
+{
+  size_t off = 0;
+  int i;
+  buf[0] = '\0';
+  for (i = 0; i < n && off < size; i++)
+    off += (size_t)snprintf(buf + off, size - off, "%s%lld", i ? "x" : "",
+                            (long long)v[i]);
+  return buf;
 }

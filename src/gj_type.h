@@ -5,6 +5,7 @@
 #ifndef GJ_TYPE_H
 #define GJ_TYPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Element and value kinds a kernel can see.  Order matters: the integer
@@ -67,5 +68,8 @@ typedef struct gj_dims {
   int32_t ndim;        /* 1, 2 or 3 */
   int32_t pad_;
 } gj_dims;
+
+/* "AxBxC" of the first n sizes in v, into buf (for messages); returns buf. */
+const char *gj_dims_str(char *buf, size_t size, const int64_t *v, int n);
 
 #endif

@@ -1,0 +1,527 @@
+/*
+** The opencl backend: kernels compiled to a program format the device
+** accepts, built and run through the OpenCL API of whatever ICD loader the
+** machine has (PoCL on a CPU-only machine).
+**
+** The API is loaded at run time: dlopen("libOpenCL.so.1") and dlsym of each
+** entry point into a table (ocl_api in opencl_int.h), so the module loads
+** and the cpu backend works where OpenCL is absent; `open` then fails with
+** the reason.  Devices are every platform's devices, numbered in platform
+** order.
+**
+** Program format, chosen per device from what it reports (ocl_device):
+** - SPIR 1.2 bitcode where the device lists cl_khr_spir (PoCL): triple
+**   spir64-unknown-unknown, global arrays in address space 1, shared
+**   arrays in 3, private 0, a spir_kernel entry with clang's kernel-arg
+**   metadata, built with "-x spir -spir-std=1.2".  LLVM 15 has no spir64
+**   target: the pipeline optimizes without a target machine and the
+**   bitcode is the artifact.
+** - PTX text as the program binary where the platform is NVIDIA's.
+** - Anything else (SPIR-V only) gets "not supported yet" from `job`.
+** The code the backend generates (intrinsics, entry point, emit) is in
+** opencl_wrap.c; programs and launches are in opencl_run.c.
+**
+** Memory.  The Lua side does pointer arithmetic on device pointers (a Lua
+** table is passed as its buffer minus one element) and stores them in the
+** argument block, so a device pointer must be a number, not a cl_mem.
+** `alloc` returns a fake address ocl_addr(id) = (id << 40) + 2^39 for the
+** allocation in slot id of st->bufs (slots are reused); any address within
+** 2^39 bytes of it maps back to (cl_mem, byte offset), which is how launch
+** and copy find their buffers.  Slot 0 is never used, so no valid address
+** is near NULL; an address that maps to no live allocation is an error.
+**
+** Invariant: a gj_bstate belongs to one lua_State and is used by one thread
+** at a time (launches are synchronous, API.md), so it needs no lock.
+*/
+#include "opencl_int.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/gj_target.h"
+
+#define ADDR_SHIFT 40
+#define ADDR_GUARD ((uint64_t)1 << 39)   /* also the largest allocation */
+#define MAX_BUFS ((uint32_t)1 << 22)     /* ids stay below 2^23 */
+
+/* -- Errors -------------------------------------------------------------- */
+
+static const char *const errnames[] = {
+  "CL_SUCCESS", "CL_DEVICE_NOT_FOUND", "CL_DEVICE_NOT_AVAILABLE",
+  "CL_COMPILER_NOT_AVAILABLE", "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+  "CL_OUT_OF_RESOURCES", "CL_OUT_OF_HOST_MEMORY",
+  "CL_PROFILING_INFO_NOT_AVAILABLE", "CL_MEM_COPY_OVERLAP",
+  "CL_IMAGE_FORMAT_MISMATCH", "CL_IMAGE_FORMAT_NOT_SUPPORTED",
+  "CL_BUILD_PROGRAM_FAILURE", "CL_MAP_FAILURE",
+  "CL_MISALIGNED_SUB_BUFFER_OFFSET",
+  "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST",
+  "CL_COMPILE_PROGRAM_FAILURE", "CL_LINKER_NOT_AVAILABLE",
+  "CL_LINK_PROGRAM_FAILURE", "CL_DEVICE_PARTITION_FAILED",
+  "CL_KERNEL_ARG_INFO_NOT_AVAILABLE",
+};
+
+/* -30 .. -72, in order. */
+static const char *const errnames30[] = {
+  "CL_INVALID_VALUE", "CL_INVALID_DEVICE_TYPE", "CL_INVALID_PLATFORM",
+  "CL_INVALID_DEVICE", "CL_INVALID_CONTEXT", "CL_INVALID_QUEUE_PROPERTIES",
+  "CL_INVALID_COMMAND_QUEUE", "CL_INVALID_HOST_PTR", "CL_INVALID_MEM_OBJECT",
+  "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", "CL_INVALID_IMAGE_SIZE",
+  "CL_INVALID_SAMPLER", "CL_INVALID_BINARY", "CL_INVALID_BUILD_OPTIONS",
+  "CL_INVALID_PROGRAM", "CL_INVALID_PROGRAM_EXECUTABLE",
+  "CL_INVALID_KERNEL_NAME", "CL_INVALID_KERNEL_DEFINITION",
+  "CL_INVALID_KERNEL", "CL_INVALID_ARG_INDEX", "CL_INVALID_ARG_VALUE",
+  "CL_INVALID_ARG_SIZE", "CL_INVALID_KERNEL_ARGS",
+  "CL_INVALID_WORK_DIMENSION", "CL_INVALID_WORK_GROUP_SIZE",
+  "CL_INVALID_WORK_ITEM_SIZE", "CL_INVALID_GLOBAL_OFFSET",
+  "CL_INVALID_EVENT_WAIT_LIST", "CL_INVALID_EVENT", "CL_INVALID_OPERATION",
+  "CL_INVALID_GL_OBJECT", "CL_INVALID_BUFFER_SIZE", "CL_INVALID_MIP_LEVEL",
+  "CL_INVALID_GLOBAL_WORK_SIZE", "CL_INVALID_PROPERTY",
+  "CL_INVALID_IMAGE_DESCRIPTOR", "CL_INVALID_COMPILER_OPTIONS",
+  "CL_INVALID_LINKER_OPTIONS", "CL_INVALID_DEVICE_PARTITION_COUNT",
+  "CL_INVALID_PIPE_SIZE", "CL_INVALID_DEVICE_QUEUE", "CL_INVALID_SPEC_ID",
+  "CL_MAX_SIZE_RESTRICTION_EXCEEDED",
+};
+
+const char *ocl_errname(cl_int code, char buf[32])
+{
+  int n0 = (int)(sizeof(errnames) / sizeof(errnames[0]));
+  int n30 = (int)(sizeof(errnames30) / sizeof(errnames30[0]));
+  if (code <= 0 && -code < n0) return errnames[-code];
+  if (code <= -30 && -code - 30 < n30) return errnames30[-code - 30];
+  if (code == CL_PLATFORM_NOT_FOUND_KHR) return "CL_PLATFORM_NOT_FOUND_KHR";
+  snprintf(buf, 32, "error %d", (int)code);
+  return buf;
+}
+
+int ocl_fail(gj_err *err, const char *what, cl_int code)
+{
+  char b[32];
+  return gj_err_set(err, "opencl: %s: %s", what, ocl_errname(code, b));
+}
+
+/* -- The host libm, for devices that run kernels in this process --------- */
+
+/* Resolved once per open from the process (LuaJIT links libm): the
+** functions LuaJIT's math library calls, so results match bit for bit. */
+static int load_libm(gj_bstate *st, gj_err *err)
+{
+  static const char *const names[LIBM__N1] = {
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2"
+  };
+  void **t = calloc(LIBM__N, sizeof(void *));
+  int i;
+  if (!t) return gj_err_set(err, "opencl: out of memory");
+  for (i = 0; i < LIBM__N1; i++) {
+    char fname[16];
+    snprintf(fname, sizeof(fname), "%sf", names[i]);
+    t[i] = dlsym(RTLD_DEFAULT, names[i]);
+    t[LIBM__N1 + i] = dlsym(RTLD_DEFAULT, fname);
+    if (!t[i] || !t[LIBM__N1 + i]) {
+      free(t);
+      return gj_err_set(err, "opencl: libm function %s not found in the "
+                        "process", names[i]);
+    }
+  }
+  st->libm = (void *const *)t;
+  return 0;
+}
+
+/* -- Devices ------------------------------------------------------------- */
+
+static int dev_str(gj_bstate *st, cl_device_id d, cl_device_info what,
+                   char *buf, size_t n)
+{
+  buf[0] = '\0';
+  if (st->cl.GetDeviceInfo(d, what, n, buf, NULL) != CL_SUCCESS) return -1;
+  buf[n - 1] = '\0';
+  return 0;
+}
+
+/* Does the space-separated list contain word? */
+static int has_word(const char *list, const char *word)
+{
+  size_t n = strlen(word);
+  const char *p = list;
+  while ((p = strstr(p, word)) != NULL) {
+    if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+      return 1;
+    p += n;
+  }
+  return 0;
+}
+
+static void describe(gj_bstate *st, ocl_device *d)
+{
+  gj_device_info *i = &d->info;
+  cl_device_type type = 0;
+  cl_ulong mem = 0;
+  cl_uint cu = 0, bits = 64, ccmaj = 0, ccmin = 0;
+  size_t wg = 0, wi[3] = { 0, 0, 0 };
+  char ext[4096], pname[128], il[256];
+  cl_device_id id = d->id;
+  dev_str(st, id, CL_DEVICE_NAME, i->name, sizeof(i->name));
+  dev_str(st, id, CL_DEVICE_VENDOR, i->vendor, sizeof(i->vendor));
+  st->cl.GetDeviceInfo(id, CL_DEVICE_TYPE, sizeof(type), &type, NULL);
+  snprintf(i->type, sizeof(i->type), "%s",
+           type & CL_DEVICE_TYPE_GPU ? "gpu" :
+           type & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator" : "cpu");
+  st->cl.GetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(mem), &mem, NULL);
+  st->cl.GetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(cu), &cu, NULL);
+  st->cl.GetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(wg), &wg,
+                       NULL);
+  st->cl.GetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(wi), wi,
+                       NULL);
+  st->cl.GetDeviceInfo(id, CL_DEVICE_ADDRESS_BITS, sizeof(bits), &bits, NULL);
+  i->memory = (int64_t)mem;
+  i->compute_units = (int)cu;
+  i->max_group = (int64_t)wg;
+  for (int k = 0; k < 3; k++) i->max_group_dim[k] = (int64_t)wi[k];
+  d->addr_bits = (int)bits;
+  pname[0] = '\0';
+  st->cl.GetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof(pname), pname,
+                         NULL);
+  pname[sizeof(pname) - 1] = '\0';
+  dev_str(st, id, CL_DEVICE_EXTENSIONS, ext, sizeof(ext));
+  il[0] = '\0';
+  dev_str(st, id, CL_DEVICE_IL_VERSION, il, sizeof(il));
+  if (strstr(pname, "NVIDIA")) {
+    d->format = OCL_PTX;
+    st->cl.GetDeviceInfo(id, 0x4000 /* COMPUTE_CAPABILITY_MAJOR_NV */,
+                         sizeof(ccmaj), &ccmaj, NULL);
+    st->cl.GetDeviceInfo(id, 0x4001 /* COMPUTE_CAPABILITY_MINOR_NV */,
+                         sizeof(ccmin), &ccmin, NULL);
+    d->sm = (int)(ccmaj * 10 + ccmin);
+  } else if (has_word(ext, "cl_khr_spir")) {
+    d->format = OCL_SPIR;
+  } else {
+    d->format = OCL_NONE;
+    snprintf(d->why, sizeof(d->why), "%s", il[0] ?
+             "the device takes SPIR-V, and gpujit has no SPIR-V emitter "
+             "yet (LLVM 15 has no SPIR-V backend)" :
+             "the device takes neither SPIR, SPIR-V nor PTX");
+  }
+  /* PoCL's CPU devices run kernels on threads of this process and link
+  ** them against its libraries. */
+  d->host_libm = d->format == OCL_SPIR && (type & CL_DEVICE_TYPE_CPU) &&
+                 strstr(pname, "Portable Computing Language") != NULL;
+}
+
+static int list_devices(gj_bstate *st, gj_err *err)
+{
+  cl_platform_id plats[16];
+  cl_uint np = 0, p;
+  cl_int rc = st->cl.GetPlatformIDs(16, plats, &np);
+  if (rc == CL_PLATFORM_NOT_FOUND_KHR || (rc == CL_SUCCESS && np == 0))
+    return gj_err_set(err, "opencl: no OpenCL platform is installed (an ICD "
+                      "such as pocl-opencl-icd)");
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetPlatformIDs", rc);
+  if (np > 16) np = 16;
+  for (p = 0; p < np; p++) {
+    cl_device_id ids[64];
+    cl_uint nd = 0, k;
+    if (st->cl.GetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, ids, &nd) !=
+        CL_SUCCESS)
+      continue;          /* CL_DEVICE_NOT_FOUND: a platform without devices */
+    if (nd > 64) nd = 64;
+    for (k = 0; k < nd; k++) {
+      ocl_device *n = realloc(st->devs, (size_t)(st->ndevs + 1) * sizeof(*n));
+      if (!n) return gj_err_set(err, "opencl: out of memory");
+      st->devs = n;
+      n = &st->devs[st->ndevs++];
+      memset(n, 0, sizeof(*n));
+      n->platform = plats[p];
+      n->id = ids[k];
+      describe(st, n);
+    }
+  }
+  if (st->ndevs == 0)
+    return gj_err_set(err, "opencl: the OpenCL platforms have no device");
+  return 0;
+}
+
+static void ocl_close(gj_bstate *st);
+
+static int ocl_open(gj_bstate **out, gj_err *err)
+{
+  gj_bstate *st;
+  *out = NULL;
+  st = calloc(1, sizeof(*st));
+  if (!st) return gj_err_set(err, "opencl: out of memory");
+  st->lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!st->lib) {
+    const char *why = dlerror();
+    gj_err_set(err, "opencl: cannot load libOpenCL.so.1 (install an OpenCL "
+               "ICD loader, e.g. ocl-icd-libopencl1): %s", why ? why : "");
+    ocl_close(st);
+    return -1;
+  }
+#define OCL_LOAD(n)                                                      \
+  if (!(st->cl.n = (__typeof__(cl##n) *)dlsym(st->lib, "cl" #n))) {      \
+    gj_err_set(err, "opencl: libOpenCL.so.1 has no cl" #n);              \
+    ocl_close(st);                                                       \
+    return -1;                                                           \
+  }
+  OCL_FUNCS(OCL_LOAD)
+#undef OCL_LOAD
+  if (list_devices(st, err) != 0 || load_libm(st, err) != 0 ||
+      gj_target_init(err) != 0) {
+    ocl_close(st);
+    return -1;
+  }
+  st->nbufs = 1;         /* slot 0 is never handed out */
+  *out = st;
+  return 0;
+}
+
+/* Programs must have been unloaded before (the core unloads every kernel
+** before it closes a backend). */
+static void ocl_close(gj_bstate *st)
+{
+  uint32_t i;
+  int d;
+  if (!st) return;
+  for (i = 1; i < st->nbufs; i++)
+    if (st->bufs[i].mem) st->cl.ReleaseMemObject(st->bufs[i].mem);
+  for (d = 0; d < st->ndevs; d++) {
+    if (st->devs[d].queue) st->cl.ReleaseCommandQueue(st->devs[d].queue);
+    if (st->devs[d].ctx) st->cl.ReleaseContext(st->devs[d].ctx);
+  }
+  free(st->bufs);
+  free(st->devs);
+  free((void *)st->libm);
+  /* The library stays loaded: ICDs (PoCL included) keep threads and
+  ** atexit handlers that must not outlive their code. */
+  free(st);
+}
+
+static int ocl_ndevices(gj_bstate *st)
+{
+  return st->ndevs;
+}
+
+static int ocl_device_info(gj_bstate *st, int dev, gj_device_info *out)
+{
+  if (dev < 0 || dev >= st->ndevs) return -1;
+  *out = st->devs[dev].info;
+  return 0;
+}
+
+int ocl_ready(gj_bstate *st, int dev, gj_err *err)
+{
+  ocl_device *d;
+  cl_int rc;
+  if (dev < 0 || dev >= st->ndevs)
+    return gj_err_set(err, "opencl: no device %d", dev);
+  d = &st->devs[dev];
+  if (d->queue) return 0;
+  if (!d->ctx) {
+    d->ctx = st->cl.CreateContext(NULL, 1, &d->id, NULL, NULL, &rc);
+    if (!d->ctx) return ocl_fail(err, "clCreateContext", rc);
+  }
+  d->queue = st->cl.CreateCommandQueue(d->ctx, d->id, 0, &rc);
+  if (!d->queue) return ocl_fail(err, "clCreateCommandQueue", rc);
+  return 0;
+}
+
+/* -- Compile job --------------------------------------------------------- */
+
+static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
+{
+  ocl_device *d;
+  if (dev < 0 || dev >= st->ndevs)
+    return gj_err_set(err, "opencl: no device %d", dev);
+  d = &st->devs[dev];
+  memset(j, 0, sizeof(*j));
+  j->as_global = 1;
+  j->as_shared = 3;
+  j->as_local = 0;
+  j->serial_groups = 0;
+  j->codegen_opt = LLVMCodeGenLevelDefault;
+  j->reloc = LLVMRelocDefault;
+  j->code_model = LLVMCodeModelDefault;
+  switch (d->format) {
+  case OCL_SPIR:
+    /* The device's compiler optimizes again for its own target (PoCL:
+    ** O3 and vectorization across work items), so this only inlines and
+    ** cleans up.  No vectorizer: without a target the SLP vectorizer turns
+    ** scalar code (the entry's bounds test) into short vectors, which PoCL's
+    ** work-item loop vectorizer then fails on (saxpy ran 1.9x slower). */
+    snprintf(j->triple, sizeof(j->triple), "%s",
+             d->addr_bits == 32 ? "spir-unknown-unknown"
+                                : "spir64-unknown-unknown");
+    snprintf(j->datalayout, sizeof(j->datalayout), "%s%s",
+             d->addr_bits == 32 ? "e-p:32:32-i64:64" : "e-i64:64",
+             "-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256"
+             "-v512:512-v1024:1024");
+    j->intrinsics_ir = d->host_libm ? ocl_spir_hostlibm_ir
+                                    : ocl_spir_intrinsics_ir;
+    snprintf(j->passes, sizeof(j->passes), "always-inline,function(sroa,"
+             "early-cse<memssa>,instcombine,simplifycfg,gvn,sccp,instcombine,"
+             "simplifycfg,adce),globaldce");
+    return 0;
+  case OCL_PTX: {
+    LLVMTargetMachineRef tm;
+    LLVMTargetDataRef td;
+    char *dl;
+    int sm = d->sm >= 30 ? d->sm : 30;
+    snprintf(j->triple, sizeof(j->triple), "nvptx64-nvidia-cuda");
+    snprintf(j->cpu, sizeof(j->cpu), "sm_%d", sm > 86 ? 86 : sm);
+    snprintf(j->features, sizeof(j->features), "+ptx75");
+    j->intrinsics_ir = ocl_ptx_intrinsics_ir;
+    j->codegen_opt = LLVMCodeGenLevelAggressive;
+    snprintf(j->passes, sizeof(j->passes), "default<O3>");
+    if (gj_target_machine(j, &tm, err) != 0) return -1;
+    td = LLVMCreateTargetDataLayout(tm);
+    dl = LLVMCopyStringRepOfTargetData(td);
+    snprintf(j->datalayout, sizeof(j->datalayout), "%s", dl);
+    LLVMDisposeMessage(dl);
+    LLVMDisposeTargetData(td);
+    LLVMDisposeTargetMachine(tm);
+    return 0;
+  }
+  case OCL_NONE:
+    break;
+  }
+  return gj_err_set(err, "opencl: device %d (%s) is not supported yet: %s",
+                    dev, d->info.name, d->why);
+}
+
+/* -- Memory -------------------------------------------------------------- */
+
+static void *ocl_addr(uint32_t id)
+{
+  return (void *)(uintptr_t)(((uint64_t)id << ADDR_SHIFT) + ADDR_GUARD);
+}
+
+int ocl_map(gj_bstate *st, int dev, const void *p, cl_mem *mem,
+            int64_t *off, size_t *size, gj_err *err)
+{
+  uint64_t a = (uint64_t)(uintptr_t)p;
+  uint64_t id = a >> ADDR_SHIFT;
+  const ocl_buf *b;
+  *mem = NULL;
+  *off = 0;
+  *size = 0;
+  if (!p) return 0;
+  b = id > 0 && id < st->nbufs ? &st->bufs[id] : NULL;
+  if (!b || !b->mem)
+    return gj_err_set(err, "opencl: %p is not the address of a live device "
+                      "allocation", p);
+  if (b->dev != dev)
+    return gj_err_set(err, "opencl: %p is memory of device %d, not of device "
+                      "%d", p, b->dev, dev);
+  *mem = b->mem;
+  *off = (int64_t)(a - (id << ADDR_SHIFT)) - (int64_t)ADDR_GUARD;
+  *size = b->size;
+  return 0;
+}
+
+static void *ocl_alloc(gj_bstate *st, int dev, size_t bytes, gj_err *err)
+{
+  ocl_device *d;
+  cl_mem mem;
+  cl_int rc;
+  uint32_t id;
+  if (ocl_ready(st, dev, err) != 0) return NULL;
+  d = &st->devs[dev];
+  if (bytes >= ADDR_GUARD ||
+      (d->info.memory > 0 && bytes > (uint64_t)d->info.memory)) {
+    gj_err_set(err, "opencl: cannot allocate %zu bytes: device %d has %lld "
+               "bytes of memory", bytes, dev, (long long)d->info.memory);
+    return NULL;
+  }
+  if (st->free_head == 0 && st->nbufs >= st->capbufs) {
+    uint32_t cap = st->capbufs ? 2 * st->capbufs : 64;
+    ocl_buf *n;
+    if (cap > MAX_BUFS) {
+      gj_err_set(err, "opencl: too many live allocations (%u)", MAX_BUFS);
+      return NULL;
+    }
+    n = realloc(st->bufs, cap * sizeof(*n));
+    if (!n) {
+      gj_err_set(err, "opencl: out of memory");
+      return NULL;
+    }
+    st->bufs = n;
+    st->capbufs = cap;
+  }
+  mem = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1,
+                            NULL, &rc);
+  if (!mem) {
+    char b[32];
+    gj_err_set(err, "opencl: clCreateBuffer of %zu bytes: %s", bytes,
+               ocl_errname(rc, b));
+    return NULL;
+  }
+  if (st->free_head) {
+    id = st->free_head;
+    st->free_head = st->bufs[id].next_free;
+  } else {
+    id = st->nbufs++;
+  }
+  st->bufs[id].mem = mem;
+  st->bufs[id].size = bytes;
+  st->bufs[id].dev = dev;
+  st->bufs[id].next_free = 0;
+  return ocl_addr(id);
+}
+
+static void ocl_free(gj_bstate *st, int dev, void *ptr)
+{
+  uint64_t id = (uint64_t)(uintptr_t)ptr >> ADDR_SHIFT;
+  ocl_buf *b;
+  /* Only an address that alloc returned frees anything: free cannot
+  ** report an error, so anything else is ignored. */
+  if (id == 0 || id >= st->nbufs || ptr != ocl_addr((uint32_t)id)) return;
+  b = &st->bufs[id];
+  if (!b->mem || b->dev != dev) return;
+  st->cl.ReleaseMemObject(b->mem);
+  b->mem = NULL;
+  b->next_free = st->free_head;
+  st->free_head = (uint32_t)id;
+}
+
+static int ocl_copy(gj_bstate *st, int dev, void *dst, const void *src,
+                    size_t n, int dir, gj_err *err)
+{
+  const void *dptr = dir == GJ_COPY_TO_DEVICE ? dst : src;
+  cl_mem mem;
+  int64_t off;
+  size_t size;
+  cl_int rc;
+  if (ocl_ready(st, dev, err) != 0) return -1;
+  if (n == 0) return 0;
+  if (!dst || !src) return gj_err_set(err, "opencl: copy with a null pointer");
+  if (ocl_map(st, dev, dptr, &mem, &off, &size, err) != 0) return -1;
+  if (off < 0 || (uint64_t)off > size || n > size - (uint64_t)off)
+    return gj_err_set(err, "opencl: copy of %zu bytes at offset %lld is "
+                      "outside the allocation of %zu bytes", n,
+                      (long long)off, size);
+  if (dir == GJ_COPY_TO_DEVICE)
+    rc = st->cl.EnqueueWriteBuffer(st->devs[dev].queue, mem, CL_TRUE,
+                                   (size_t)off, n, src, 0, NULL, NULL);
+  else
+    rc = st->cl.EnqueueReadBuffer(st->devs[dev].queue, mem, CL_TRUE,
+                                  (size_t)off, n, dst, 0, NULL, NULL);
+  if (rc != CL_SUCCESS)
+    return ocl_fail(err, dir == GJ_COPY_TO_DEVICE ? "clEnqueueWriteBuffer"
+                                                  : "clEnqueueReadBuffer", rc);
+  return 0;
+}
+
+static int ocl_sync(gj_bstate *st, int dev, gj_err *err)
+{
+  cl_int rc;
+  if (ocl_ready(st, dev, err) != 0) return -1;
+  rc = st->cl.Finish(st->devs[dev].queue);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFinish", rc);
+}
+
+const gj_backend gj_backend_opencl = {
+  "opencl",
+  ocl_open, ocl_close, ocl_ndevices, ocl_device_info, ocl_job,
+  ocl_wrap, ocl_emit, ocl_load, ocl_unload, ocl_launch,
+  ocl_alloc, ocl_free, ocl_copy, ocl_sync
+};

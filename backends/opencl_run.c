@@ -1,0 +1,299 @@
+/*
+** The opencl backend, part three: programs and launches.  `load` builds
+** the artifact for one device (clCreateProgramWithBinary + clBuildProgram)
+** and keeps the kernel object; `launch` maps the argument block onto the
+** kernel's arguments (layout in opencl_wrap.c) and runs it to completion.
+**
+** A launch sets only the arguments that changed since the program's last
+** launch (each one's last value is kept in its arg slot), then
+** clEnqueueNDRangeKernel and clFinish: launches are synchronous (API.md).
+*/
+#include "opencl_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The last value given to one kernel argument. */
+typedef struct arg_slot {
+  size_t size;             /* 0: never set */
+  uint64_t value;          /* the bytes, for sizes up to 8 */
+} arg_slot;
+
+struct gj_program {
+  int dev;
+  cl_program prog;
+  cl_kernel kernel;
+  gj_sig sig;
+  size_t max_group;        /* CL_KERNEL_WORK_GROUP_SIZE */
+  cl_uint nargs;           /* the user's, the hidden global size, libm */
+  arg_slot *slots;
+};
+
+/* -- load ---------------------------------------------------------------- */
+
+/* The build log of prog on device d, appended to err's message. */
+static void add_build_log(gj_bstate *st, cl_program prog, cl_device_id d,
+                          gj_err *err)
+{
+  size_t n = 0, used = strlen(err->msg);
+  char *log;
+  if (st->cl.GetProgramBuildInfo(prog, d, CL_PROGRAM_BUILD_LOG, 0, NULL, &n)
+      != CL_SUCCESS || n <= 1)
+    return;
+  log = malloc(n + 1);
+  if (!log) return;
+  if (st->cl.GetProgramBuildInfo(prog, d, CL_PROGRAM_BUILD_LOG, n, log,
+                                 NULL) == CL_SUCCESS) {
+    log[n] = '\0';
+    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == '\0')) log[--n] = 0;
+    snprintf(err->msg + used, sizeof(err->msg) - used, "; build log:\n%s",
+             log);
+  }
+  free(log);
+}
+
+int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
+             const gj_sig *sig, gj_program **out, gj_err *err)
+{
+  ocl_device *d;
+  gj_program *p;
+  const unsigned char *bin = (const unsigned char *)art;
+  cl_int rc, status = CL_SUCCESS;
+  cl_uint want = OCL_HIDDEN_GLOBAL;
+  int i;
+  *out = NULL;
+  if (ocl_ready(st, dev, err) != 0) return -1;
+  d = &st->devs[dev];
+  p = calloc(1, sizeof(*p));
+  if (!p) return gj_err_set(err, "opencl: out of memory");
+  p->dev = dev;
+  p->sig = *sig;
+  p->prog = st->cl.CreateProgramWithBinary(d->ctx, 1, &d->id, &len, &bin,
+                                           &status, &rc);
+  if (!p->prog || rc != CL_SUCCESS) {
+    ocl_fail(err, "clCreateProgramWithBinary",
+             rc != CL_SUCCESS ? rc : status);
+    goto fail;
+  }
+  rc = st->cl.BuildProgram(p->prog, 1, &d->id,
+                           d->format == OCL_SPIR ? "-x spir -spir-std=1.2"
+                                                 : "", NULL, NULL);
+  if (rc != CL_SUCCESS) {
+    ocl_fail(err, "clBuildProgram", rc);
+    add_build_log(st, p->prog, d->id, err);
+    goto fail;
+  }
+  p->kernel = st->cl.CreateKernel(p->prog, "gj_kernel", &rc);
+  if (!p->kernel) {
+    ocl_fail(err, "clCreateKernel", rc);
+    goto fail;
+  }
+  rc = st->cl.GetKernelInfo(p->kernel, CL_KERNEL_NUM_ARGS, sizeof(p->nargs),
+                            &p->nargs, NULL);
+  if (rc != CL_SUCCESS) {
+    ocl_fail(err, "clGetKernelInfo", rc);
+    goto fail;
+  }
+  for (i = 0; i < sig->nparams; i++) want += sig->params[i].is_array ? 3 : 1;
+  if (p->nargs != want && p->nargs != want + 1) {
+    gj_err_set(err, "opencl: gj_kernel takes %u arguments, the signature "
+               "needs %u", p->nargs, want);
+    goto fail;
+  }
+  rc = st->cl.GetKernelWorkGroupInfo(p->kernel, d->id,
+                                     CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof(p->max_group), &p->max_group,
+                                     NULL);
+  if (rc != CL_SUCCESS) {
+    ocl_fail(err, "clGetKernelWorkGroupInfo", rc);
+    goto fail;
+  }
+  p->slots = calloc(p->nargs, sizeof(arg_slot));
+  if (!p->slots) {
+    gj_err_set(err, "opencl: out of memory");
+    goto fail;
+  }
+  if (p->nargs == want + 1) {          /* the host libm table, once */
+    uint64_t t = (uint64_t)(uintptr_t)st->libm;
+    rc = st->cl.SetKernelArg(p->kernel, want, sizeof(t), &t);
+    if (rc != CL_SUCCESS) {
+      ocl_fail(err, "clSetKernelArg (libm table)", rc);
+      goto fail;
+    }
+  }
+  *out = p;
+  return 0;
+fail:
+  ocl_unload(st, p);
+  return -1;
+}
+
+void ocl_unload(gj_bstate *st, gj_program *p)
+{
+  if (!p) return;
+  if (p->kernel) st->cl.ReleaseKernel(p->kernel);
+  if (p->prog) st->cl.ReleaseProgram(p->prog);
+  free(p->slots);
+  free(p);
+}
+
+int ocl_program_binary(gj_bstate *st, gj_program *p, unsigned char **out,
+                       size_t *len, gj_err *err)
+{
+  size_t n = 0;
+  unsigned char *bin;
+  cl_int rc;
+  *out = NULL;
+  *len = 0;
+  rc = st->cl.GetProgramInfo(p->prog, CL_PROGRAM_BINARY_SIZES, sizeof(n), &n,
+                             NULL);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetProgramInfo", rc);
+  bin = malloc(n ? n : 1);
+  if (!bin) return gj_err_set(err, "opencl: out of memory");
+  rc = st->cl.GetProgramInfo(p->prog, CL_PROGRAM_BINARIES, sizeof(bin), &bin,
+                             NULL);
+  if (rc != CL_SUCCESS) {
+    free(bin);
+    return ocl_fail(err, "clGetProgramInfo", rc);
+  }
+  *out = bin;
+  *len = n;
+  return 0;
+}
+
+/* -- launch -------------------------------------------------------------- */
+
+/* Set argument i to the value's bytes unless it already holds them. */
+static int set_arg(gj_bstate *st, gj_program *p, cl_uint i, const void *v,
+                   size_t size, gj_err *err)
+{
+  arg_slot *s = &p->slots[i];
+  uint64_t bits = 0;
+  cl_int rc;
+  memcpy(&bits, v, size);
+  if (s->size == size && s->value == bits) return 0;
+  rc = st->cl.SetKernelArg(p->kernel, i, size, v);
+  if (rc != CL_SUCCESS) {
+    char what[64];
+    snprintf(what, sizeof(what), "clSetKernelArg (argument %u)", i);
+    s->size = 0;
+    return ocl_fail(err, what, rc);
+  }
+  s->size = size;
+  s->value = bits;
+  return 0;
+}
+
+/* The group of a launch without one.  Without barriers, 256 work items
+** filled x first, each dimension a power of two no larger than needed
+** (PoCL compiles a work-group function per group shape, so few shapes
+** mean few compiles; the global size is then rounded up to it).  With
+** barriers the group must divide the global size: per dimension the
+** largest divisor within what is left of the budget. */
+#define OCL_DEFAULT_GROUP 256
+
+static void default_group(const gj_dims *dm, int barrier, int64_t budget,
+                          int64_t group[3])
+{
+  int i;
+  for (i = 0; i < 3; i++) {
+    int64_t n = i < dm->ndim ? dm->global[i] : 1, g = 1;
+    if (barrier) {
+      for (g = n < budget ? n : budget; g > 1 && n % g != 0; g--) ;
+    } else {
+      while (g < n && g * 2 <= budget) g *= 2;
+    }
+    group[i] = g;
+    budget /= g;
+  }
+}
+
+int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
+               gj_err *err)
+{
+  ocl_device *d;
+  const gj_device_info *di;
+  int64_t group[3], gsize = 1, items = 1;
+  size_t gl[3], lo[3];
+  cl_uint a = 0;
+  cl_int rc;
+  char b1[96], b2[96];
+  int i, nd = dm->ndim;
+  if (!p || !p->kernel) return gj_err_set(err, "opencl: launch of no program");
+  d = &st->devs[p->dev];
+  di = &d->info;
+  if (nd < 1 || nd > 3)
+    return gj_err_set(err, "launch: ndim must be 1, 2 or 3 (got %d)", nd);
+  for (i = 0; i < nd; i++) {
+    if (dm->global[i] < 0)
+      return gj_err_set(err, "launch: global size %s has a negative "
+                        "dimension", gj_dims_str(b1, sizeof(b1), dm->global, nd));
+    if (__builtin_mul_overflow(items, dm->global[i], &items))
+      return gj_err_set(err, "launch: global size %s is too large",
+                        gj_dims_str(b1, sizeof(b1), dm->global, nd));
+  }
+  if (dm->group[0] != 0) {
+    for (i = 0; i < 3; i++) group[i] = i < nd ? dm->group[i] : 1;
+    for (i = 0; i < nd; i++) {
+      if (group[i] <= 0)
+        return gj_err_set(err, "launch: work-group size %s must be positive "
+                          "in every dimension",
+                          gj_dims_str(b1, sizeof(b1), dm->group, nd));
+      if (group[i] > di->max_group_dim[i] ||
+          (gsize *= group[i]) > (int64_t)p->max_group)
+        return gj_err_set(err, "launch: work-group size %s exceeds the "
+                          "device maximum (%s, %zu work items in all for "
+                          "this kernel)",
+                          gj_dims_str(b1, sizeof(b1), dm->group, nd),
+                          gj_dims_str(b2, sizeof(b2), di->max_group_dim, nd),
+                          p->max_group);
+    }
+  } else {
+    int64_t budget = OCL_DEFAULT_GROUP;
+    if (budget > (int64_t)p->max_group) budget = (int64_t)p->max_group;
+    default_group(dm, p->sig.uses_barrier, budget, group);
+  }
+  if (items == 0) return 0;
+
+  /* The user's arguments, in the kernel's order. */
+  for (i = 0; i < p->sig.nparams; i++) {
+    const gj_param *pa = &p->sig.params[i];
+    const char *slot = (const char *)args + pa->offset;
+    if (pa->is_array) {
+      void *ptr;
+      int64_t off, len;
+      size_t size;
+      cl_mem mem;
+      memcpy(&ptr, slot, sizeof(ptr));
+      memcpy(&len, slot + 8, sizeof(len));
+      if (ocl_map(st, p->dev, ptr, &mem, &off, &size, err) != 0)
+        return gj_err_prefix(err, "launch: argument %d: ", i + 1);
+      if (set_arg(st, p, a, &mem, sizeof(mem), err) ||
+          set_arg(st, p, a + 1, &off, sizeof(off), err) ||
+          set_arg(st, p, a + 2, &len, sizeof(len), err))
+        return -1;
+      a += 3;
+    } else {
+      if (set_arg(st, p, a++, slot, pa->size, err)) return -1;
+    }
+  }
+  /* The real global size; the launch's is rounded up to the group. */
+  for (i = 0; i < 3; i++) {
+    int64_t g = i < nd ? dm->global[i] : 1;
+    if (set_arg(st, p, a++, &g, sizeof(g), err)) return -1;
+    lo[i] = (size_t)group[i];
+    gl[i] = (size_t)((g + group[i] - 1) / group[i] * group[i]);
+  }
+  rc = st->cl.EnqueueNDRangeKernel(d->queue, p->kernel, (cl_uint)nd, NULL,
+                                   gl, lo, 0, NULL, NULL);
+  if (rc != CL_SUCCESS) {
+    char what[160];
+    snprintf(what, sizeof(what), "clEnqueueNDRangeKernel (global %s, group "
+             "%s)", gj_dims_str(b1, sizeof(b1), dm->global, nd),
+             gj_dims_str(b2, sizeof(b2), group, nd));
+    return ocl_fail(err, what, rc);
+  }
+  rc = st->cl.Finish(d->queue);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFinish", rc);
+}

@@ -1,0 +1,603 @@
+/*
+** The opencl backend, part two: the code it generates.  The intrinsics IR
+** for SPIR and PTX, `wrap` (the kernel entry point around @gj_body) and
+** `emit`.  The backend's design is at the top of opencl.c.
+**
+** The entry point, for a signature (a: float[], s: int32_t):
+**
+**   spir_kernel void @gj_kernel(ptr addrspace(1) %a.buf, i64 %a.off,
+**                               i64 %a.len, i32 %s,
+**                               i64 %gx, i64 %gy, i64 %gz [, i64 %libm])
+**
+** An array is a buffer, a byte offset into it (negative for a Lua table:
+** its buffer minus one element) and a length.  %gx..%gz are the launch's
+** real global size: the launch rounds the global size up to a multiple of
+** the work group, and the entry returns at once in the work items beyond
+** it.  %wi, the work-item state the core passes around, is an alloca of
+** those three numbers (gj.global_size reads them; every other id is the
+** OpenCL builtin).  %libm (host_libm devices only) is the address of the
+** host's table of libm functions, see below.
+**
+** Math.  The specs compare doubles bit for bit with LuaJIT, which calls
+** glibc.  On PoCL's CPU devices (checked on PoCL 3.1):
+** - llvm.sqrt/floor/ceil/fabs/trunc become instructions; llvm.exp/log/log2/
+**   log10/sin/cos/pow and frem become calls of the libm functions of the
+**   same names, which PoCL leaves to the dynamic linker: the host's glibc,
+**   bit for bit.
+** - The OpenCL builtins (_Z3sind: PoCL's SLEEF or libclc code) differ from
+**   glibc in the last bit for about 10% of inputs (sin, pow).
+** - A declared function that PoCL's kernel library lacks (tan, asin, ...:
+**   LLVM 15 has no intrinsic for them) is a build error ("Cannot find
+**   symbol tan in kernel library").  So those are called through a table
+**   of function pointers that the launch passes (%libm): such a device
+**   runs kernels on threads of this process, where the pointers are valid.
+** Other devices get the OpenCL builtins (correct to the OpenCL spec's ulps,
+** not bit-identical to glibc).
+*/
+#include "opencl_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+/* -- Intrinsics ---------------------------------------------------------- */
+
+/* gj.<id>(ptr %wi, i32 %d): the OpenCL builtin (0 or 1 for d > 2). */
+#define IR_CLID(name, builtin)                                           \
+  "declare spir_func i64 @" builtin "(i32) #3\n"                         \
+  "define linkonce_odr i64 @gj." name "(ptr %wi, i32 %d) #0 {\n"         \
+  "  %r = call spir_func i64 @" builtin "(i32 %d)\n  ret i64 %r\n}\n"
+
+/* gj.global_size: the real global size, from %wi (an array of 3 i64). */
+#define IR_GSIZE                                                         \
+  "define linkonce_odr i64 @gj.global_size(ptr %wi, i32 %d) #0 {\n"      \
+  "  %ok = icmp ult i32 %d, 3\n"                                         \
+  "  %dd = select i1 %ok, i32 %d, i32 0\n"                               \
+  "  %i = zext i32 %dd to i64\n"                                         \
+  "  %p = getelementptr inbounds i64, ptr %wi, i64 %i\n"                 \
+  "  %v = load i64, ptr %p, align 8\n"                                   \
+  "  %r = select i1 %ok, i64 %v, i64 1\n"                                \
+  "  ret i64 %r\n}\n"
+
+/* gj.math.<fn>.<sfx> as a call of `impl` (T %x [, T %y]) and its
+** declaration with calling convention cc ("" or "spir_func "). */
+#define IR_M1(fn, T, sfx, cc, impl)                                      \
+  "declare " cc T " @" impl "(" T ") #2\n"                               \
+  "define linkonce_odr " T " @gj.math." fn "." sfx "(" T " %x) #1 {\n"   \
+  "  %r = call " cc T " @" impl "(" T " %x)\n  ret " T " %r\n}\n"
+#define IR_M2(fn, T, sfx, cc, impl)                                      \
+  "declare " cc T " @" impl "(" T ", " T ") #2\n"                        \
+  "define linkonce_odr " T " @gj.math." fn "." sfx "(" T " %x, " T       \
+  " %y) #1 {\n"                                                          \
+  "  %r = call " cc T " @" impl "(" T " %x, " T " %y)\n  ret " T         \
+  " %r\n}\n"
+
+/* Both precisions: the llvm.* intrinsic (I), the OpenCL builtin (B, with
+** the length of the name for its mangling), the host libm through the
+** table (H: a gj.libm.* declaration that wrap turns into a table call). */
+#define IR_I1(fn)                                                        \
+  IR_M1(#fn, "float", "f32", "", "llvm." #fn ".f32")                     \
+  IR_M1(#fn, "double", "f64", "", "llvm." #fn ".f64")
+#define IR_I2(fn)                                                        \
+  IR_M2(#fn, "float", "f32", "", "llvm." #fn ".f32")                     \
+  IR_M2(#fn, "double", "f64", "", "llvm." #fn ".f64")
+#define IR_B1(fn, len)                                                   \
+  IR_M1(#fn, "float", "f32", "spir_func ", "_Z" #len #fn "f")            \
+  IR_M1(#fn, "double", "f64", "spir_func ", "_Z" #len #fn "d")
+#define IR_B2(fn, len)                                                   \
+  IR_M2(#fn, "float", "f32", "spir_func ", "_Z" #len #fn "ff")           \
+  IR_M2(#fn, "double", "f64", "spir_func ", "_Z" #len #fn "dd")
+#define IR_H1(fn)                                                        \
+  IR_M1(#fn, "float", "f32", "", "gj.libm." #fn ".f32")                  \
+  IR_M1(#fn, "double", "f64", "", "gj.libm." #fn ".f64")
+#define IR_H2(fn)                                                        \
+  IR_M2(#fn, "float", "f32", "", "gj.libm." #fn ".f32")                  \
+  IR_M2(#fn, "double", "f64", "", "gj.libm." #fn ".f64")
+
+/* frem is C's fmod exactly; CPUs call fmod for it. */
+#define IR_FMOD(T, sfx)                                                  \
+  "define linkonce_odr " T " @gj.math.fmod." sfx "(" T " %x, " T         \
+  " %y) #1 {\n  %r = frem " T " %x, %y\n  ret " T " %r\n}\n"
+
+#define IR_SPIR_COMMON                                                   \
+  IR_CLID("global_id", "_Z13get_global_idj")                             \
+  IR_CLID("local_id", "_Z12get_local_idj")                               \
+  IR_CLID("group_id", "_Z12get_group_idj")                               \
+  IR_CLID("group_size", "_Z14get_local_sizej")                           \
+  IR_CLID("num_groups", "_Z14get_num_groupsj")                           \
+  IR_GSIZE                                                               \
+  "declare spir_func void @_Z7barrierj(i32) #4\n"                        \
+  "define linkonce_odr void @gj.barrier(ptr %wi) #5 {\n"                 \
+  "  call spir_func void @_Z7barrierj(i32 3)\n  ret void\n}\n"           \
+  IR_I1(sqrt) IR_I1(floor) IR_I1(ceil) IR_I1(fabs) IR_I1(trunc)          \
+  IR_FMOD("float", "f32") IR_FMOD("double", "f64")
+
+/* #0 ids, #1 math wrappers, #2 math implementations, #3 id builtins,
+** #4 the barrier builtin, #5 gj.barrier (3 = CLK_LOCAL_MEM_FENCE |
+** CLK_GLOBAL_MEM_FENCE). */
+#define IR_ATTRS                                                         \
+  "attributes #0 = { alwaysinline nounwind willreturn readonly }\n"      \
+  "attributes #1 = { alwaysinline nounwind willreturn readnone }\n"      \
+  "attributes #2 = { nounwind willreturn readnone }\n"                   \
+  "attributes #3 = { nounwind willreturn readnone }\n"                   \
+  "attributes #4 = { convergent nounwind }\n"                            \
+  "attributes #5 = { alwaysinline convergent nounwind }\n"
+
+const char ocl_spir_intrinsics_ir[] =
+  IR_SPIR_COMMON
+  IR_B1(exp, 3) IR_B1(log, 3) IR_B1(log2, 4) IR_B1(log10, 5)
+  IR_B1(sin, 3) IR_B1(cos, 3) IR_B1(tan, 3) IR_B1(asin, 4) IR_B1(acos, 4)
+  IR_B1(atan, 4) IR_B1(sinh, 4) IR_B1(cosh, 4) IR_B1(tanh, 4)
+  IR_B2(pow, 3) IR_B2(atan2, 5)
+  IR_ATTRS;
+
+const char ocl_spir_hostlibm_ir[] =
+  IR_SPIR_COMMON
+  IR_I1(exp) IR_I1(log) IR_I1(log2) IR_I1(log10) IR_I1(sin) IR_I1(cos)
+  IR_I2(pow)
+  IR_H1(tan) IR_H1(asin) IR_H1(acos) IR_H1(atan) IR_H1(sinh) IR_H1(cosh)
+  IR_H1(tanh) IR_H2(atan2)
+  IR_ATTRS;
+
+/* PTX: ids from the special registers.  Transcendental math needs NVIDIA's
+** libdevice, which is not linked yet: those gj.math.* stay undefined and
+** wrap reports them. */
+#define IR_SREG(name, reg, unused)                                       \
+  "declare i32 @llvm.nvvm.read.ptx.sreg." reg ".x()\n"                   \
+  "declare i32 @llvm.nvvm.read.ptx.sreg." reg ".y()\n"                   \
+  "declare i32 @llvm.nvvm.read.ptx.sreg." reg ".z()\n"                   \
+  "define linkonce_odr i64 @gj." name "(ptr %wi, i32 %d) #0 {\n"         \
+  "  switch i32 %d, label %o [ i32 0, label %x i32 1, label %y "         \
+  "i32 2, label %z ]\n"                                                  \
+  "x:\n  %a = call i32 @llvm.nvvm.read.ptx.sreg." reg ".x()\n"           \
+  "  br label %e\n"                                                      \
+  "y:\n  %b = call i32 @llvm.nvvm.read.ptx.sreg." reg ".y()\n"           \
+  "  br label %e\n"                                                      \
+  "z:\n  %c = call i32 @llvm.nvvm.read.ptx.sreg." reg ".z()\n"           \
+  "  br label %e\n"                                                      \
+  "e:\n  %v = phi i32 [ %a, %x ], [ %b, %y ], [ %c, %z ]\n"              \
+  "  %r = zext i32 %v to i64\n  ret i64 %r\n"                            \
+  "o:\n  ret i64 " #unused "\n}\n"
+
+const char ocl_ptx_intrinsics_ir[] =
+  IR_SREG("local_id", "tid", 0)
+  IR_SREG("group_id", "ctaid", 0)
+  IR_SREG("group_size", "ntid", 1)
+  IR_SREG("num_groups", "nctaid", 1)
+  "define linkonce_odr i64 @gj.global_id(ptr %wi, i32 %d) #0 {\n"
+  "  %g = call i64 @gj.group_id(ptr %wi, i32 %d)\n"
+  "  %n = call i64 @gj.group_size(ptr %wi, i32 %d)\n"
+  "  %l = call i64 @gj.local_id(ptr %wi, i32 %d)\n"
+  "  %m = mul i64 %g, %n\n  %r = add i64 %m, %l\n  ret i64 %r\n}\n"
+  IR_GSIZE
+  "declare void @llvm.nvvm.barrier0() #4\n"
+  "define linkonce_odr void @gj.barrier(ptr %wi) #5 {\n"
+  "  call void @llvm.nvvm.barrier0()\n  ret void\n}\n"
+  IR_I1(sqrt) IR_I1(floor) IR_I1(ceil) IR_I1(fabs) IR_I1(trunc)
+  IR_ATTRS;
+
+/* The host libm functions in LIBM_* order (f64 names; f32 adds "f"). */
+static const char *const libm_names[LIBM__N1] = {
+  "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2"
+};
+
+/* -- wrap ---------------------------------------------------------------- */
+
+static void fn_attr(LLVMContextRef c, LLVMValueRef f, const char *name,
+                    int add)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  if (add)
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(c, k, 0));
+  else
+    LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, k);
+}
+
+/* The OpenCL C name of a scalar kind, for kernel_arg_type (bool: char). */
+static const char *cl_type_name(gj_scalar s)
+{
+  static const char *const n[GJ_SCALAR__MAX] = {
+    "char", "char", "uchar", "short", "ushort", "int", "uint", "long",
+    "ulong", "float", "double"
+  };
+  return (unsigned)s < GJ_SCALAR__MAX ? n[s] : "char";
+}
+
+/* The kernel-argument metadata clang attaches to a SPIR kernel; PoCL reads
+** the address spaces from it. */
+typedef struct argmd {
+  LLVMMetadataRef as[3 * GJ_MAXPARAMS + 4], acc[3 * GJ_MAXPARAMS + 4],
+      ty[3 * GJ_MAXPARAMS + 4], qual[3 * GJ_MAXPARAMS + 4];
+  unsigned n;
+} argmd;
+
+static void md_arg(LLVMContextRef c, argmd *a, unsigned space,
+                   const char *type)
+{
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+  a->as[a->n] = LLVMValueAsMetadata(LLVMConstInt(i32, space, 0));
+  a->acc[a->n] = LLVMMDStringInContext2(c, "none", 4);
+  a->ty[a->n] = LLVMMDStringInContext2(c, type, strlen(type));
+  a->qual[a->n] = LLVMMDStringInContext2(c, "", 0);
+  a->n++;
+}
+
+static void md_kernel(LLVMContextRef c, LLVMValueRef f, argmd *a)
+{
+  static const char *const kinds[5] = {
+    "kernel_arg_addr_space", "kernel_arg_access_qual", "kernel_arg_type",
+    "kernel_arg_base_type", "kernel_arg_type_qual"
+  };
+  LLVMMetadataRef *lists[5] = { a->as, a->acc, a->ty, a->ty, a->qual };
+  int i;
+  for (i = 0; i < 5; i++) {
+    unsigned k = LLVMGetMDKindIDInContext(c, kinds[i],
+                                          (unsigned)strlen(kinds[i]));
+    LLVMGlobalSetMetadata(f, k, LLVMMDNodeInContext2(c, lists[i], a->n));
+  }
+}
+
+/* The named metadata SPIR consumers look for: version 1.2 of SPIR and of
+** OpenCL C. */
+static void md_spir_versions(LLVMContextRef c, LLVMModuleRef m)
+{
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+  LLVMValueRef v[2] = { LLVMConstInt(i32, 1, 0), LLVMConstInt(i32, 2, 0) };
+  LLVMValueRef node = LLVMMDNodeInContext(c, v, 2);
+  LLVMAddNamedMetadataOperand(m, "opencl.spir.version", node);
+  LLVMAddNamedMetadataOperand(m, "opencl.ocl.version", node);
+}
+
+static void md_ptx_kernel(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef f)
+{
+  LLVMValueRef v[3] = {
+    f, LLVMMDStringInContext(c, "kernel", 6),
+    LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0)
+  };
+  LLVMAddNamedMetadataOperand(m, "nvvm.annotations",
+                              LLVMMDNodeInContext(c, v, 3));
+}
+
+/* A gj.math.* function the core calls that the job's intrinsics do not
+** define: the target cannot compute it yet. */
+static int check_math_defined(LLVMModuleRef m, gj_err *err)
+{
+  LLVMValueRef f;
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (LLVMIsDeclaration(f) && len > 8 &&
+        strncmp(name, "gj.math.", 8) == 0 && LLVMGetFirstUse(f))
+      return gj_err_set(err, "opencl: %s is not supported yet on this "
+                        "device (PTX would need NVIDIA's libdevice)",
+                        name + 3);
+  }
+  return 0;
+}
+
+/* PoCL takes a global in the local address space for the kernel's
+** work-group memory (one copy per group in flight) only when its name is
+** the kernel's name, a dot and more, as clang names them (@k.tile); any
+** other is one variable for the whole program, which groups running at
+** the same time on different threads would share. */
+static void name_shared(LLVMModuleRef m, unsigned as_shared)
+{
+  LLVMValueRef g;
+  for (g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g)) {
+    char name[256];
+    size_t len;
+    const char *old = LLVMGetValueName2(g, &len);
+    if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != as_shared) continue;
+    snprintf(name, sizeof(name), "gj_kernel.%.*s", (int)len, old);
+    LLVMSetValueName2(g, name, strlen(name));
+  }
+}
+
+/* Does the module call the host libm (a gj.libm.* declaration)? */
+static int uses_libm(LLVMModuleRef m)
+{
+  LLVMValueRef f;
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (len > 8 && strncmp(name, "gj.libm.", 8) == 0) return 1;
+  }
+  return 0;
+}
+
+/* The entry's guard calls gj.global_id, which the core linked only if the
+** kernel calls it (the linker takes linkonce definitions on demand): link
+** the job's intrinsics again for it when it is missing. */
+static int link_global_id(LLVMContextRef c, LLVMModuleRef m,
+                          const gj_job *job, gj_err *err)
+{
+  LLVMTypeRef ps[2] = { LLVMPointerTypeInContext(c, 0),
+                        LLVMInt32TypeInContext(c) };
+  LLVMMemoryBufferRef buf;
+  LLVMModuleRef im;
+  char *msg = NULL;
+  if (LLVMGetNamedFunction(m, "gj.global_id")) return 0;
+  LLVMAddFunction(m, "gj.global_id",
+                  LLVMFunctionType(LLVMInt64TypeInContext(c), ps, 2, 0));
+  buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+      job->intrinsics_ir, strlen(job->intrinsics_ir), "gj_intrinsics");
+  if (LLVMParseIRInContext(c, buf, &im, &msg)) {
+    gj_err_set(err, "internal error: opencl: intrinsics do not parse: %s",
+               msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  LLVMSetTarget(im, LLVMGetTarget(m));
+  LLVMSetDataLayout(im, LLVMGetDataLayoutStr(m));
+  if (LLVMLinkModules2(m, im))     /* disposes im */
+    return gj_err_set(err, "internal error: opencl: cannot link "
+                      "gj.global_id");
+  return 0;
+}
+
+/* After inlining every gj.libm.<fn>.<sfx> call is in the kernel: load the
+** function's pointer from the table (%libm) in the entry block and call
+** through it. */
+static int bind_libm(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef kernel,
+                     LLVMValueRef table_arg, gj_err *err)
+{
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMTypeRef ptr1 = LLVMPointerTypeInContext(c, 1);
+  LLVMTypeRef ptr0 = LLVMPointerTypeInContext(c, 0);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(kernel);
+  LLVMValueRef table = NULL;
+  unsigned attrs[3];
+  int i, a, prec, rc = 0;
+  attrs[0] = LLVMGetEnumAttributeKindForName("readnone", 8);
+  attrs[1] = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  attrs[2] = LLVMGetEnumAttributeKindForName("willreturn", 10);
+  LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(entry));
+  for (prec = 0; prec < 2 && rc == 0; prec++) {
+    for (i = 0; i < LIBM__N1 && rc == 0; i++) {
+      char name[32];
+      LLVMValueRef decl, fp, idx;
+      LLVMUseRef use;
+      snprintf(name, sizeof(name), "gj.libm.%s.%s", libm_names[i],
+               prec ? "f32" : "f64");
+      decl = LLVMGetNamedFunction(m, name);
+      if (!decl || !LLVMGetFirstUse(decl)) continue;
+      for (use = LLVMGetFirstUse(decl); use; use = LLVMGetNextUse(use)) {
+        LLVMValueRef u = LLVMGetUser(use);
+        if (!LLVMIsACallInst(u) ||
+            LLVMGetBasicBlockParent(LLVMGetInstructionParent(u)) != kernel)
+          rc = gj_err_set(err, "internal error: opencl: a call of %s was not "
+                          "inlined into the kernel", name);
+      }
+      if (rc) break;
+      if (!table) table = LLVMBuildIntToPtr(b, table_arg, ptr1, "libm");
+      idx = LLVMConstInt(i64, (unsigned long long)(prec * LIBM__N1 + i), 0);
+      fp = LLVMBuildLoad2(b, ptr0,
+                          LLVMBuildGEP2(b, ptr0, table, &idx, 1, ""), name);
+      LLVMSetAlignment(fp, 8);
+      /* The calls keep what the declaration said: no memory effects, so
+      ** that LLVM may still hoist and combine them. */
+      for (use = LLVMGetFirstUse(decl); use; use = LLVMGetNextUse(use))
+        for (a = 0; a < 3; a++)
+          LLVMAddCallSiteAttribute(LLVMGetUser(use),
+                                   LLVMAttributeFunctionIndex,
+                                   LLVMCreateEnumAttribute(c, attrs[a], 0));
+      LLVMReplaceAllUsesWith(decl, fp);
+    }
+  }
+  LLVMDisposeBuilder(b);
+  return rc;
+}
+
+int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+             LLVMValueRef body, const gj_sig *sig, gj_err *err)
+{
+  LLVMContextRef c;
+  LLVMBuilderRef b;
+  LLVMTypeRef i8, i64, voidt, ptr1, bodyty, kty;
+  LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS], ktypes[3 * GJ_MAXPARAMS + 4];
+  LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
+  LLVMValueRef kernel, f, wi, ok = NULL, libm = NULL;
+  LLVMBasicBlockRef entry, run, done;
+  argmd md;
+  int ptx = strncmp(job->triple, "nvptx", 5) == 0, i;
+  unsigned k, nk = 0, g0;
+  (void)st;
+  if (LLVMGetNamedFunction(m, "gj_kernel"))
+    return gj_err_set(err, "opencl: the module already has a gj_kernel");
+  if (!body || LLVMIsDeclaration(body))
+    return gj_err_set(err, "opencl: the kernel body is not defined");
+  if (ptx && check_math_defined(m, err) != 0) return -1;
+  c = LLVMGetModuleContext(m);
+  i8 = LLVMInt8TypeInContext(c);
+  i64 = LLVMInt64TypeInContext(c);
+  voidt = LLVMVoidTypeInContext(c);
+  ptr1 = LLVMPointerTypeInContext(c, job->as_global);
+
+  if (gj_body_check(body, job, sig, "opencl", err)) return -1;
+  bodyty = LLVMGlobalGetValueType(body);
+  LLVMGetParamTypes(bodyty, btypes);
+  memset(&md, 0, sizeof(md));
+  for (i = 0, k = 1; i < sig->nparams; i++) {
+    const gj_param *p = &sig->params[i];
+    gj_scalar s = (gj_scalar)p->elem;
+    if (p->is_array) {
+      char ty[16];
+      snprintf(ty, sizeof(ty), "%s*", cl_type_name(s));
+      ktypes[nk++] = ptr1;
+      md_arg(c, &md, 1, ty);
+      ktypes[nk++] = i64;
+      md_arg(c, &md, 0, "long");
+      ktypes[nk++] = i64;
+      md_arg(c, &md, 0, "long");
+      k += 2;
+    } else {
+      ktypes[nk++] = s == GJ_BOOL ? i8 : btypes[k];
+      md_arg(c, &md, 0, cl_type_name(s));
+      k += 1;
+    }
+  }
+  g0 = nk;
+  for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
+    ktypes[nk++] = i64;
+    md_arg(c, &md, 0, "long");
+  }
+  if (uses_libm(m)) {
+    ktypes[nk++] = i64;
+    md_arg(c, &md, 0, "ulong");
+  }
+
+  if (link_global_id(c, m, job, err) != 0) return -1;
+  if (!ptx) name_shared(m, job->as_shared);
+
+  /* The body and the intrinsics are inlined into the kernel; only the
+  ** kernel is left. */
+  LLVMSetLinkage(body, LLVMInternalLinkage);
+  fn_attr(c, body, "noinline", 0);
+  fn_attr(c, body, "optnone", 0);
+  fn_attr(c, body, "alwaysinline", 1);
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (!LLVMIsDeclaration(f) && len > 3 && strncmp(name, "gj.", 3) == 0)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+
+  kty = LLVMFunctionType(voidt, ktypes, nk, 0);
+  kernel = LLVMAddFunction(m, "gj_kernel", kty);
+  LLVMSetFunctionCallConv(kernel, ptx ? LLVMCCallConv : 76 /* spir_kernel */);
+  fn_attr(c, kernel, "nounwind", 1);
+  if (sig->uses_barrier) fn_attr(c, kernel, "convergent", 1);
+  if (ptx) {
+    md_ptx_kernel(c, m, kernel);
+  } else {
+    md_kernel(c, kernel, &md);
+    md_spir_versions(c, m);
+  }
+  if (nk > g0 + OCL_HIDDEN_GLOBAL) libm = LLVMGetParam(kernel, nk - 1);
+
+  b = LLVMCreateBuilderInContext(c);
+  entry = LLVMAppendBasicBlockInContext(c, kernel, "entry");
+  run = LLVMAppendBasicBlockInContext(c, kernel, "run");
+  done = LLVMAppendBasicBlockInContext(c, kernel, "done");
+  LLVMPositionBuilderAtEnd(b, entry);
+  wi = LLVMBuildAlloca(b, LLVMArrayType(i64, OCL_HIDDEN_GLOBAL), "wi");
+  LLVMSetAlignment(wi, 8);
+  for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
+    LLVMValueRef idx = LLVMConstInt(i64, (unsigned long long)i, 0);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, i64, wi, &idx, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(b, LLVMGetParam(kernel, g0 + i), p), 8);
+  }
+  /* Work items beyond the real global size return at once.  A kernel with
+  ** barriers is only launched with a global size that is a multiple of the
+  ** group (the launcher checks), so it has none, and no barrier may be
+  ** skipped. */
+  if (!sig->uses_barrier) {
+    LLVMValueRef gid = LLVMGetNamedFunction(m, "gj.global_id");
+    LLVMTypeRef gty = LLVMGlobalGetValueType(gid);
+    for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
+      LLVMValueRef a[2] = {
+        wi, LLVMConstInt(LLVMInt32TypeInContext(c), (unsigned long long)i, 0)
+      };
+      LLVMValueRef id = LLVMBuildCall2(b, gty, gid, a, 2, "");
+      LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, id,
+                                      LLVMGetParam(kernel, g0 + i), "");
+      ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
+    }
+    LLVMBuildCondBr(b, ok, run, done);
+  } else {
+    LLVMBuildBr(b, run);
+  }
+  LLVMPositionBuilderAtEnd(b, run);
+  bargs[0] = wi;
+  for (i = 0, k = 1, nk = 0; i < sig->nparams; i++) {
+    const gj_param *p = &sig->params[i];
+    if (p->is_array) {
+      LLVMValueRef off = LLVMGetParam(kernel, nk + 1);
+      bargs[k++] = LLVMBuildGEP2(b, i8, LLVMGetParam(kernel, nk), &off, 1, "");
+      bargs[k++] = LLVMGetParam(kernel, nk + 2);
+      nk += 3;
+    } else if (p->elem == GJ_BOOL) {
+      bargs[k++] = LLVMBuildICmp(b, LLVMIntNE, LLVMGetParam(kernel, nk++),
+                                 LLVMConstInt(i8, 0, 0), "");
+    } else {
+      bargs[k++] = LLVMGetParam(kernel, nk++);
+    }
+  }
+  LLVMBuildCall2(b, bodyty, body, bargs, k, "");
+  LLVMBuildBr(b, done);
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMBuildRetVoid(b);
+  LLVMDisposeBuilder(b);
+
+  if (libm) {
+    /* Inline now, so that every gj.libm call is in the kernel, where the
+    ** table is. */
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(m, "always-inline", NULL, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+      char *msg = LLVMGetErrorMessage(e);
+      gj_err_set(err, "internal error: opencl: inlining: %s", msg);
+      LLVMDisposeErrorMessage(msg);
+      return -1;
+    }
+    if (bind_libm(c, m, kernel, libm, err) != 0) return -1;
+  }
+  return 0;
+}
+
+/* -- emit ---------------------------------------------------------------- */
+
+int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+             LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err)
+{
+  LLVMMemoryBufferRef buf = NULL;
+  size_t n;
+  (void)st;
+  *out = NULL;
+  *len = 0;
+  if (strncmp(job->triple, "nvptx", 5) == 0) {
+    /* PTX text either way; the binary keeps its NUL (NVIDIA's
+    ** clCreateProgramWithBinary reads it as a C string). */
+    char *msg = NULL;
+    if (!tm || LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile,
+                                                   &msg, &buf) != 0) {
+      gj_err_set(err, "opencl: PTX generation failed: %s",
+                 msg ? msg : "no target machine");
+      LLVMDisposeMessage(msg);
+      return -1;
+    }
+    LLVMDisposeMessage(msg);
+  } else if (asm) {
+    /* SPIR has no assembly: its readable form is the LLVM IR itself. */
+    char *ir = LLVMPrintModuleToString(m);
+    n = strlen(ir);
+    *out = malloc(n + 1);
+    if (*out) memcpy(*out, ir, n + 1);
+    LLVMDisposeMessage(ir);
+    if (!*out) return gj_err_set(err, "opencl: out of memory");
+    *len = n;
+    return 0;
+  } else {
+    buf = LLVMWriteBitcodeToMemoryBuffer(m);
+    if (!buf) return gj_err_set(err, "opencl: cannot write the bitcode");
+  }
+  n = LLVMGetBufferSize(buf);
+  *out = malloc(n + 1);
+  if (!*out) {
+    LLVMDisposeMemoryBuffer(buf);
+    return gj_err_set(err, "opencl: out of memory (%zu bytes of code)", n);
+  }
+  memcpy(*out, LLVMGetBufferStart(buf), n);
+  (*out)[n] = '\0';
+  *len = n + (strncmp(job->triple, "nvptx", 5) == 0 && !asm);
+  LLVMDisposeMemoryBuffer(buf);
+  return 0;
+}

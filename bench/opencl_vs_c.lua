@@ -1,0 +1,316 @@
+-- gpujit on the opencl backend vs the same kernels written by hand in
+-- OpenCL C, run through the same OpenCL library (libOpenCL.so.1 via the
+-- FFI) on the same device, in one process.  Prints, per kernel, the median
+-- time of each and the ratio gpujit / OpenCL C (goal: <= 1.05).
+--
+--   make && LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="build/?.so;;" \
+--     luajit bench/opencl_vs_c.lua [runs]
+--
+-- Both sides keep their data in device buffers (gpu.array on the gpujit
+-- side), launch with the same global and group sizes and wait for the
+-- kernel (gpujit launches are synchronous; the OpenCL C side calls
+-- clFinish), so what is timed is the kernel plus the launch path.  The
+-- float kernels use precision = "single", the arithmetic OpenCL C does.
+local ffi = require("ffi")
+local gpu = require("gpujit")
+
+local RUNS = tonumber(arg and arg[1]) or 7
+
+ffi.cdef [[
+typedef struct _cl_platform_id *cl_platform_id;
+typedef struct _cl_device_id *cl_device_id;
+typedef struct _cl_context *cl_context;
+typedef struct _cl_command_queue *cl_command_queue;
+typedef struct _cl_mem *cl_mem;
+typedef struct _cl_program *cl_program;
+typedef struct _cl_kernel *cl_kernel;
+int clGetPlatformIDs(uint32_t n, cl_platform_id *p, uint32_t *np);
+int clGetDeviceIDs(cl_platform_id p, uint64_t type, uint32_t n, cl_device_id *d, uint32_t *nd);
+cl_context clCreateContext(const intptr_t *props, uint32_t n, const cl_device_id *d,
+                           void *notify, void *user, int *err);
+cl_command_queue clCreateCommandQueue(cl_context c, cl_device_id d, uint64_t props, int *err);
+cl_mem clCreateBuffer(cl_context c, uint64_t flags, size_t size, void *host, int *err);
+int clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, uint32_t blocking, size_t off, size_t n,
+                         const void *p, uint32_t ne, const void *ev, void *out);
+int clEnqueueReadBuffer(cl_command_queue q, cl_mem m, uint32_t blocking, size_t off, size_t n,
+                        void *p, uint32_t ne, const void *ev, void *out);
+cl_program clCreateProgramWithSource(cl_context c, uint32_t n, const char **src, const size_t *len,
+                                     int *err);
+int clBuildProgram(cl_program p, uint32_t n, const cl_device_id *d, const char *opts, void *f,
+                   void *u);
+int clGetProgramBuildInfo(cl_program p, cl_device_id d, uint32_t what, size_t n, void *v,
+                          size_t *ret);
+cl_kernel clCreateKernel(cl_program p, const char *name, int *err);
+int clSetKernelArg(cl_kernel k, uint32_t i, size_t size, const void *v);
+int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, uint32_t dim, const size_t *off,
+                           const size_t *global, const size_t *local, uint32_t ne, const void *ev,
+                           void *out);
+int clFinish(cl_command_queue q);
+int clReleaseMemObject(cl_mem m);
+]]
+local CL = ffi.load("libOpenCL.so.1")
+
+local function check(rc, what)
+  if rc ~= 0 then error(what .. " failed: " .. tonumber(rc), 2) end
+end
+
+-- The OpenCL device gpujit lists first, found again through the raw API
+-- (the first device of the first platform, as the backend numbers them).
+local plat, dev = ffi.new("cl_platform_id[1]"), ffi.new("cl_device_id[1]")
+check(CL.clGetPlatformIDs(1, plat, nil), "clGetPlatformIDs")
+check(CL.clGetDeviceIDs(plat[0], 0xFFFFFFFF, 1, dev, nil), "clGetDeviceIDs")
+local err = ffi.new("int[1]")
+local ctx = CL.clCreateContext(nil, 1, dev, nil, nil, err)
+check(err[0], "clCreateContext")
+local queue = CL.clCreateCommandQueue(ctx, dev[0], 0, err)
+check(err[0], "clCreateCommandQueue")
+
+local TILE = 16
+-- FP_CONTRACT OFF: no fused multiply-adds, as gpujit (LuaJIT's arithmetic)
+-- computes, so both sides produce the same bits.
+local SOURCE = [[
+#pragma OPENCL FP_CONTRACT OFF
+kernel void saxpy(global float *y, global const float *x, float a, int n) {
+  int i = get_global_id(0);
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+kernel void conv3(global float *out, global const float *in, global const float *w,
+                  int W, int H) {
+  int x = get_global_id(0), y = get_global_id(1);
+  if (x >= 1 && y >= 1 && x < W - 1 && y < H - 1) {
+    float s = 0.0f;
+    for (int dy = -1; dy <= 1; dy++)
+      for (int dx = -1; dx <= 1; dx++)
+        s += w[(dy + 1) * 3 + dx + 1] * in[(y + dy) * W + x + dx];
+    out[y * W + x] = s;
+  }
+}
+kernel void mandel(global int *out, int W, int H, int maxit) {
+  int px = get_global_id(0), py = get_global_id(1);
+  if (px < W && py < H) {
+    float cr = -2.0f + 3.0f * px / W, ci = -1.5f + 3.0f * py / H;
+    float zr = 0.0f, zi = 0.0f;
+    int it = 0;
+    while (it < maxit && zr * zr + zi * zi <= 4.0f) {
+      float t = zr * zr - zi * zi + cr;
+      zi = 2.0f * zr * zi + ci;
+      zr = t;
+      it++;
+    }
+    out[py * W + px] = it;
+  }
+}
+#define TILE 16
+kernel void matmul(global float *C, global const float *A, global const float *B, int N, int K) {
+  local float tA[TILE * TILE], tB[TILE * TILE];
+  int tx = get_local_id(0), ty = get_local_id(1);
+  int col = get_global_id(0), row = get_global_id(1);
+  float acc = 0.0f;
+  for (int t = 0; t < K / TILE; t++) {
+    tA[ty * TILE + tx] = A[row * K + t * TILE + tx];
+    tB[ty * TILE + tx] = B[(t * TILE + ty) * N + col];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 0; k < TILE; k++) acc += tA[ty * TILE + k] * tB[k * TILE + tx];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  C[row * N + col] = acc;
+}
+]]
+
+local srcs = ffi.new("const char *[1]", { SOURCE })
+local prog = CL.clCreateProgramWithSource(ctx, 1, srcs, nil, err)
+check(err[0], "clCreateProgramWithSource")
+if CL.clBuildProgram(prog, 1, dev, "", nil, nil) ~= 0 then
+  local log = ffi.new("char[65536]")
+  CL.clGetProgramBuildInfo(prog, dev[0], 0x1183, 65536, log, nil)
+  error("OpenCL C build failed:\n" .. ffi.string(log))
+end
+
+local function buffer(ct, n, init)
+  local host = ffi.new(ct .. "[?]", n)
+  if init then for i = 0, n - 1 do host[i] = init(i) end end
+  local m = CL.clCreateBuffer(ctx, 1, n * ffi.sizeof(ct), nil, err)   -- READ_WRITE
+  check(err[0], "clCreateBuffer")
+  check(CL.clEnqueueWriteBuffer(queue, m, 1, 0, n * ffi.sizeof(ct), host, 0, nil, nil),
+    "clEnqueueWriteBuffer")
+  return { mem = m, host = host, n = n, ct = ct,
+    dev = gpu.to_device(host, ct, "opencl") }   -- the same data for gpujit
+end
+
+local function clkernel(name, args)
+  local k = CL.clCreateKernel(prog, name, err)
+  check(err[0], "clCreateKernel " .. name)
+  for i, a in ipairs(args) do
+    if type(a) == "table" then
+      check(CL.clSetKernelArg(k, i - 1, ffi.sizeof("cl_mem"), ffi.new("cl_mem[1]", a.mem)),
+        "clSetKernelArg")
+    else
+      check(CL.clSetKernelArg(k, i - 1, ffi.sizeof(a), a), "clSetKernelArg")
+    end
+  end
+  return k
+end
+
+local function run_cl(k, global, group)
+  local nd = #global
+  local g, l = ffi.new("size_t[3]", global), ffi.new("size_t[3]", group)
+  check(CL.clEnqueueNDRangeKernel(queue, k, nd, nil, g, l, 0, nil, nil), "clEnqueueNDRangeKernel")
+  check(CL.clFinish(queue), "clFinish")
+end
+
+pcall(ffi.cdef, "int clock_gettime(int clk, struct timespec *ts);")
+pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
+local ts = ffi.new("struct timespec")
+local function now()
+  ffi.C.clock_gettime(1, ts)                 -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local function median(t)
+  table.sort(t)
+  return t[math.floor((#t + 1) / 2)]
+end
+
+-- Runs each side `reps` times per sample, samples alternate.
+local function measure(fg, fc, reps)
+  fg(); fc()                                  -- compile, first-run costs
+  local tg, tc = {}, {}
+  for r = 1, RUNS do
+    local t0 = now()
+    for _ = 1, reps do fg() end
+    tg[r] = (now() - t0) / reps
+    t0 = now()
+    for _ = 1, reps do fc() end
+    tc[r] = (now() - t0) / reps
+  end
+  return median(tg), median(tc)
+end
+
+local function same(a, b, what)
+  local ha, hb = a.dev:to_host(), ffi.new(b.ct .. "[?]", b.n)
+  check(CL.clEnqueueReadBuffer(queue, b.mem, 1, 0, b.n * ffi.sizeof(b.ct), hb, 0, nil, nil),
+    "clEnqueueReadBuffer")
+  for i = 0, a.n - 1 do
+    if ha[i] ~= hb[i] then
+      error(what .. ": results differ at " .. i .. ": " .. tostring(ha[i]) .. " vs " .. tostring(hb[i]))
+    end
+  end
+end
+
+local results = {}
+local function report(name, tg, tc)
+  results[#results + 1] = string.format("%-28s %10.3f ms %10.3f ms %8.3f", name, tg * 1e3, tc * 1e3,
+    tg / tc)
+end
+
+local single = { precision = "single", backend = "opencl" }
+
+-- saxpy ----------------------------------------------------------------
+do
+  local n = 2 ^ 24
+  local x = buffer("float", n, function(i) return i % 1000 end)
+  local yg, yc = buffer("float", n, function(i) return i % 7 end), buffer("float", n,
+    function(i) return i % 7 end)
+  local k = gpu.kernel(function(y, xx, a, m)
+    local i = gpu.global_id(0)
+    if i < m then y[i] = a * xx[i] + y[i] end
+  end, single)
+  local a, ni = ffi.new("float", 0.5), ffi.new("int32_t", n)
+  local kc = clkernel("saxpy", { yc, x, ffi.new("float[1]", 0.5), ffi.new("int[1]", n) })
+  local cfg = { global = n, group = 256 }
+  local tg, tc = measure(function() k:launch(cfg, yg.dev, x.dev, a, ni) end,
+    function() run_cl(kc, { n }, { 256 }) end, 5)
+  same(yg, yc, "saxpy")
+  report("saxpy 16M floats", tg, tc)
+end
+
+-- 3x3 convolution ---------------------------------------------------------
+do
+  local W, Hh = 2048, 2048
+  local inp = buffer("float", W * Hh, function(i) return (i * 37) % 101 end)
+  local w = buffer("float", 9, function(i) return (i - 4) * 0.125 end)
+  local og, oc = buffer("float", W * Hh), buffer("float", W * Hh)
+  local k = gpu.kernel(function(out, src, wt, Wd, Ht)
+    local x, y = gpu.global_id(0), gpu.global_id(1)
+    if x >= 1 and y >= 1 and x < Wd - 1 and y < Ht - 1 then
+      local s = 0.0
+      for dy = -1, 1 do
+        for dx = -1, 1 do
+          s = s + wt[(dy + 1) * 3 + dx + 1] * src[(y + dy) * Wd + x + dx]
+        end
+      end
+      out[y * Wd + x] = s
+    end
+  end, single)
+  local Wi, Hi = ffi.new("int32_t", W), ffi.new("int32_t", Hh)
+  local kc = clkernel("conv3", { oc, inp, w, ffi.new("int[1]", W), ffi.new("int[1]", Hh) })
+  local cfg = { global = { W, Hh }, group = { 64, 4 } }
+  local tg, tc = measure(function() k:launch(cfg, og.dev, inp.dev, w.dev, Wi, Hi) end,
+    function() run_cl(kc, { W, Hh }, { 64, 4 }) end, 3)
+  same(og, oc, "conv3")
+  report("conv 3x3 2048x2048", tg, tc)
+end
+
+-- mandelbrot ------------------------------------------------------------
+do
+  local W, Hh, MAXIT = 1024, 1024, 256
+  local og, oc = buffer("int32_t", W * Hh), buffer("int32_t", W * Hh)
+  local k = gpu.kernel(function(out, Wd, Ht, maxit)
+    local px, py = gpu.global_id(0), gpu.global_id(1)
+    if px < Wd and py < Ht then
+      local cr = -2.0 + 3.0 * px / Wd
+      local ci = -1.5 + 3.0 * py / Ht
+      local zr, zi, it = 0.0, 0.0, 0
+      while it < maxit and zr * zr + zi * zi <= 4.0 do
+        local t = zr * zr - zi * zi + cr
+        zi = 2.0 * zr * zi + ci
+        zr = t
+        it = it + 1
+      end
+      out[py * Wd + px] = it
+    end
+  end, single)
+  local Wi, Hi, Mi = ffi.new("int32_t", W), ffi.new("int32_t", Hh), ffi.new("int32_t", MAXIT)
+  local kc = clkernel("mandel", { oc, ffi.new("int[1]", W), ffi.new("int[1]", Hh),
+    ffi.new("int[1]", MAXIT) })
+  local cfg = { global = { W, Hh }, group = { 64, 4 } }
+  local tg, tc = measure(function() k:launch(cfg, og.dev, Wi, Hi, Mi) end,
+    function() run_cl(kc, { W, Hh }, { 64, 4 }) end, 2)
+  same(og, oc, "mandelbrot")
+  report("mandelbrot 1024x1024 x256", tg, tc)
+end
+
+-- tiled matrix multiply ---------------------------------------------------
+do
+  local N = 512
+  local A = buffer("float", N * N, function(i) return (i % 17) - 8 end)
+  local B = buffer("float", N * N, function(i) return (i % 13) - 6 end)
+  local Cg, Cc = buffer("float", N * N), buffer("float", N * N)
+  local k = gpu.kernel(function(C, Am, Bm, Nn, Kk)
+    local tA = gpu.shared("float", TILE * TILE)
+    local tB = gpu.shared("float", TILE * TILE)
+    local tx, ty = gpu.local_id(0), gpu.local_id(1)
+    local col, row = gpu.global_id(0), gpu.global_id(1)
+    local acc = 0.0
+    for t = 0, Kk / TILE - 1 do
+      tA[ty * TILE + tx] = Am[row * Kk + t * TILE + tx]
+      tB[ty * TILE + tx] = Bm[(t * TILE + ty) * Nn + col]
+      gpu.barrier()
+      for kk = 0, TILE - 1 do acc = acc + tA[ty * TILE + kk] * tB[kk * TILE + tx] end
+      gpu.barrier()
+    end
+    C[row * Nn + col] = acc
+  end, single)
+  local Ni = ffi.new("int32_t", N)
+  local kc = clkernel("matmul", { Cc, A, B, ffi.new("int[1]", N), ffi.new("int[1]", N) })
+  local cfg = { global = { N, N }, group = { TILE, TILE } }
+  local tg, tc = measure(function() k:launch(cfg, Cg.dev, A.dev, B.dev, Ni, Ni) end,
+    function() run_cl(kc, { N, N }, { TILE, TILE }) end, 2)
+  same(Cg, Cc, "matmul")
+  report("tiled matmul 512 (16x16)", tg, tc)
+end
+
+print(string.format("gpujit (opencl backend) vs OpenCL C on %s, median of %d runs",
+  gpu.devices()[1].name, RUNS))
+print(string.format("%-28s %13s %13s %8s", "kernel", "gpujit", "OpenCL C", "ratio"))
+for _, l in ipairs(results) do print(l) end
