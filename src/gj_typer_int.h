@@ -13,6 +13,13 @@ gj_ty *gj_fn_entry(gj_fn *fn, int b);
 ** after its last instruction. */
 int gj_typer_block(gj_cs *cs, gj_fn *fn, int b, gj_tstate *st, gj_edges *ed);
 
+/* The type of kind k (gj_tk) with nothing else known. */
+gj_ty gj_ty_kind(int k);
+
+/* An error unless t is a number: "<what> on <t>". */
+int gj_typer_num_operand(gj_cs *cs, gj_fn *fn, int i, gj_ty t,
+                         const char *what);
+
 /* Static truth of a value: 1 true, 0 false, -1 known only at run time. */
 int gj_ty_truth(gj_ty t);
 

@@ -1,0 +1,202 @@
+/*
+** Typer: the rules of the intrinsics (gpu.*, math.*, bit.*), called by
+** gj_typer_step for a call of a known intrinsic and replayed by codegen
+** (docs/typing.md, docs/kernels.md).
+*/
+#include <math.h>
+
+#include "gj_intr.h"
+#include "gj_typer.h"
+#include "gj_typer_int.h"
+
+/* --- Intrinsics -------------------------------------------------------- */
+
+/* A float-valued math result for operand type t. */
+static gj_ty float_of(const gj_cs *cs, gj_ty t)
+{
+  if (t.k == GJ_T_NUM && gj_scalar_isfloat((gj_scalar)t.s)) return gj_ty_num((gj_scalar)t.s);
+  if (t.k == GJ_T_NUM) return gj_ty_num(gj_ty_deffloat(cs));
+  return gj_ty_kind(GJ_T_WFLT);
+}
+
+/* --- Work-group intrinsics --------------------------------------------- */
+
+/* The largest gpu.shared array, in bytes: more is a typo (the device
+** limits, far lower on GPUs, are checked when the kernel loads).  A
+** gpu.local_array lives on the stack of a CPU thread (or in a GPU's local
+** memory, 512 KiB per thread on CUDA), hence its smaller bound. */
+#define GJ_MAX_SHARED_ARRAY (1 << 30)
+#define GJ_MAX_LOCAL_ARRAY (64 << 10)
+
+static int type_array_alloc(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                            const gj_ty *args, gj_ty *res)
+{
+  const char *nm = gj_intr_names[intr];
+  gj_ty n = nargs > 1 ? args[1] : gj_ty_kind(GJ_T_NIL);
+  int max = intr == GJ_I_SHARED ? GJ_MAX_SHARED_ARRAY : GJ_MAX_LOCAL_ARRAY;
+  double bytes;
+  if (nargs != 2)
+    return gj_typer_error(cs, fn, i, "gpu.%s expects 2 arguments (element "
+                                     "type, count), got %d", nm, nargs);
+  if (args[0].k != GJ_T_STR || args[0].s == GJ_SCALAR__MAX) {
+    char b[200];
+    gj_ty_str(cs, args[0], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "gpu.%s: the element type must name a "
+                                     "number type (\"float\", \"int32_t\", "
+                                     "ffi.typeof(\"double\"), ...), got %s%s",
+                          nm, b, args[0].k == GJ_T_STR ? " that is not one" : "");
+  }
+  if (!(n.k == GJ_T_WINT || n.k == GJ_T_WFLT) || !n.hasc)
+    return gj_typer_error(cs, fn, i, "gpu.%s: the element count must be a "
+                                     "compile-time constant (a literal, or a "
+                                     "number upvalue)", nm);
+  bytes = n.u.c * gj_scalar_size((gj_scalar)args[0].s);
+  if (n.u.c != floor(n.u.c) || n.u.c < 1 || bytes > max)
+    return gj_typer_error(cs, fn, i, "gpu.%s: the element count must be a "
+                                     "positive integer, the array at most %d "
+                                     "bytes, got %.17g elements", nm, max, n.u.c);
+  res[0] = gj_ty_kind(GJ_T_ARR);
+  res[0].s = args[0].s;
+  res[0].space = intr == GJ_I_SHARED ? GJ_SPACE_SHARED : GJ_SPACE_LOCAL;
+  res[0].aux = (int32_t)n.u.c;
+  return 0;
+}
+
+/* gpu.atomic_*(a, i, v) and gpu.atomic_cas(a, i, expected, new): integer
+** elements of 32 or 64 bits; add and xchg also on float and double. */
+static int type_atomic(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                       const gj_ty *args, gj_ty *res)
+{
+  const char *nm = gj_intr_names[intr];
+  int want = intr == GJ_I_ATOMIC_CAS ? 4 : 3, j;
+  gj_scalar e;
+  if (nargs != want)
+    return gj_typer_error(cs, fn, i, "gpu.%s expects %d arguments (array, "
+                                     "index, %s), got %d", nm, want,
+                          want == 4 ? "expected, new" : "value", nargs);
+  if (args[0].k != GJ_T_ARR) {
+    char b[200];
+    gj_ty_str(cs, args[0], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "gpu.%s: argument 1 must be an array, "
+                                     "got %s", nm, b);
+  }
+  for (j = 1; j < want; j++)
+    if (gj_typer_num_operand(cs, fn, i, args[j], j == 1 ? "an atomic's index"
+                                                : "an atomic's value"))
+      return -1;
+  e = (gj_scalar)args[0].s;
+  if (!(e == GJ_I32 || e == GJ_U32 || e == GJ_I64 || e == GJ_U64 ||
+        (gj_scalar_isfloat(e) &&
+         (intr == GJ_I_ATOMIC_ADD || intr == GJ_I_ATOMIC_XCHG))))
+    return gj_typer_error(cs, fn, i, "gpu.%s on an array of %s: atomics "
+                                     "need 32- or 64-bit integer elements%s",
+                          nm, gj_scalar_name(e),
+                          intr == GJ_I_ATOMIC_ADD || intr == GJ_I_ATOMIC_XCHG
+                              ? " (or float/double)" : "");
+  fn->rmask |= args[0].u.origin;
+  fn->wmask |= args[0].u.origin;
+  res[0] = gj_ty_num(e);
+  return 0;
+}
+
+static int type_group_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                           const gj_ty *args, gj_ty *res, int *nres_out)
+{
+  switch (intr) {
+  case GJ_I_BARRIER:
+    if (nargs != 0)
+      return gj_typer_error(cs, fn, i, "gpu.barrier expects no arguments, "
+                                       "got %d", nargs);
+    fn->uses_barrier = 1;
+    *nres_out = 0;
+    return 0;
+  case GJ_I_SHARED: case GJ_I_LOCAL_ARRAY:
+    return type_array_alloc(cs, fn, i, intr, nargs, args, res);
+  default:
+    return type_atomic(cs, fn, i, intr, nargs, args, res);
+  }
+}
+
+int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                  const gj_ty *args, gj_ty *res, int *nres_out)
+{
+  const char *nm = gj_intr_names[intr];
+  int j, minargs = 1, maxargs = 1;
+  *nres_out = 1;
+  switch (intr) {
+  case GJ_I_GLOBAL_ID: case GJ_I_LOCAL_ID: case GJ_I_GROUP_ID:
+  case GJ_I_GROUP_SIZE: case GJ_I_NUM_GROUPS: case GJ_I_GLOBAL_SIZE:
+    minargs = 0;
+    break;
+  case GJ_I_M_ATAN2: case GJ_I_M_POW: case GJ_I_M_FMOD:
+  case GJ_I_B_LSHIFT: case GJ_I_B_RSHIFT: case GJ_I_B_ARSHIFT:
+  case GJ_I_B_ROL: case GJ_I_B_ROR:
+    minargs = maxargs = 2;
+    break;
+  case GJ_I_M_LOG:
+    maxargs = 2;
+    break;
+  case GJ_I_M_MIN: case GJ_I_M_MAX: case GJ_I_B_BAND: case GJ_I_B_BOR:
+  case GJ_I_B_BXOR:
+    maxargs = 64;
+    break;
+  case GJ_I_BARRIER: case GJ_I_SHARED: case GJ_I_LOCAL_ARRAY:
+  case GJ_I_ATOMIC_ADD: case GJ_I_ATOMIC_SUB: case GJ_I_ATOMIC_MIN:
+  case GJ_I_ATOMIC_MAX: case GJ_I_ATOMIC_AND: case GJ_I_ATOMIC_OR:
+  case GJ_I_ATOMIC_XOR: case GJ_I_ATOMIC_XCHG: case GJ_I_ATOMIC_CAS:
+    return type_group_intr(cs, fn, i, intr, nargs, args, res, nres_out);
+  default:
+    break;
+  }
+  if (nargs < minargs || nargs > maxargs)
+    return gj_typer_error(cs, fn, i, "%s%s expects %d%s argument%s, got %d",
+                          intr <= GJ_I_ATOMIC_CAS ? "gpu." : "", nm, minargs,
+                          maxargs > minargs ? " or more" : "",
+                          minargs == 1 ? "" : "s", nargs);
+  for (j = 0; j < nargs; j++)
+    if (gj_typer_num_operand(cs, fn, i, args[j], "a math or bit call")) return -1;
+  switch (intr) {
+  case GJ_I_GLOBAL_ID: case GJ_I_LOCAL_ID: case GJ_I_GROUP_ID:
+  case GJ_I_GROUP_SIZE: case GJ_I_NUM_GROUPS: case GJ_I_GLOBAL_SIZE:
+    if (nargs == 1 && args[0].hasc &&
+        !(args[0].u.c == 0 || args[0].u.c == 1 || args[0].u.c == 2))
+      return gj_typer_error(cs, fn, i, "gpu.%s: dimension must be 0, 1 or 2",
+                            nm);
+    res[0] = gj_ty_num(GJ_I64);
+    return 0;
+  case GJ_I_M_ABS: case GJ_I_M_CEIL: case GJ_I_M_FLOOR:
+    res[0] = args[0];
+    res[0].hasc = 0;
+    if (res[0].k == GJ_T_NUM) res[0] = gj_ty_arith(cs, args[0], args[0]);
+    if (intr == GJ_I_M_ABS && res[0].k == GJ_T_NUM &&
+        !gj_scalar_issigned((gj_scalar)res[0].s) &&
+        gj_scalar_isint((gj_scalar)res[0].s))
+      res[0] = gj_ty_num((gj_scalar)res[0].s);
+    res[0].hasc = 0;
+    return 0;
+  case GJ_I_M_MIN: case GJ_I_M_MAX:
+    res[0] = args[0];
+    for (j = 1; j < nargs; j++) res[0] = gj_ty_arith(cs, res[0], args[j]);
+    if (nargs == 1 && res[0].k == GJ_T_NUM) res[0] = gj_ty_arith(cs, res[0], res[0]);
+    res[0].hasc = 0;
+    return 0;
+  case GJ_I_M_ATAN2: case GJ_I_M_POW: case GJ_I_M_FMOD:
+    res[0] = float_of(cs, gj_ty_arith(cs, args[0], args[1]));
+    return 0;
+  case GJ_I_M_LOG:
+    res[0] = float_of(cs, nargs == 2 ? gj_ty_arith(cs, args[0], args[1]) : args[0]);
+    return 0;
+  case GJ_I_M_MODF:
+    res[0] = res[1] = float_of(cs, args[0]);
+    *nres_out = 2;
+    return 0;
+  default:
+    break;
+  }
+  if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
+    res[0] = gj_ty_num(GJ_I32);
+    return 0;
+  }
+  res[0] = float_of(cs, args[0]);  /* the one-argument math functions */
+  return 0;
+}
