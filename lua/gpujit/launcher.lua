@@ -64,6 +64,23 @@ return function(h)
       fail = launch_failed, barrier_fail = barrier_fail,
     }
     local function g(t, s, ...) t[#t + 1] = s:format(...) end
+    -- Argument i (n<i> elements of esz bytes at host expression `host`) in a
+    -- device buffer: copied in before the launch, back after it when the
+    -- kernel writes it; the kernel gets the buffer's address minus `bias`
+    -- bytes (a Lua table's element size: it indexes from 1).
+    local function stage(i, host, esz, bias, written)
+      g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
+      g(fill, "local b%d = n%d * %d", i, i, esz)
+      g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
+        i, i, i, i, i, i, bias)
+      g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, %s, b%d, 0) ~= 0 then"
+        .. " fail(K) end", i, i, host, i)
+      g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
+      if written then
+        g(after, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, %s, dbuf%d, b%d, 1) ~= 0 then"
+          .. " fail(K) end", i, host, i, i)
+      end
+    end
     local anames = {}
     for i = 1, n do
       anames[i] = "a" .. i
@@ -90,17 +107,7 @@ return function(h)
         if shared then
           g(fill, "args.a%d = bufm%d; args.a%d_len = n%d", i, i, i, i)
         else
-          g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
-          g(fill, "local b%d = n%d * %d", i, i, esz)
-          g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
-            i, i, i, i, i, i, esz)
-          g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, buf%d, b%d, 0) ~= 0 then"
-            .. " fail(K) end", i, i, i, i)
-          g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
-          if written then
-            g(after, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, buf%d, dbuf%d, b%d, 1) ~= 0 then"
-              .. " fail(K) end", i, i, i, i)
-          end
+          stage(i, "buf" .. i, esz, esz, written)
         end
         if written then
           g(after, "for j = 1, n%d do a%d[j] = " .. back .. " end", i, i, i)
@@ -123,17 +130,8 @@ return function(h)
           if shared then
             g(fill, "args.a%d = a%d; args.a%d_len = %s", i, i, i, len)
           else
-            g(top, "local dbuf%d, dcap%d = nil, 0", i, i)
             g(fill, "local n%d = %s", i, len)
-            g(fill, "local b%d = n%d * %d", i, i, ci.esize)
-            g(fill, "if b%d > dcap%d then dbuf%d, dcap%d = newdbuf(K, TGT, b%d) end", i, i, i, i, i)
-            g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, a%d, b%d, 0) ~= 0 then"
-              .. " fail(K) end", i, i, i, i)
-            g(fill, "args.a%d = dbuf%d; args.a%d_len = n%d", i, i, i, i)
-            if written then
-              g(after, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, a%d, dbuf%d, b%d, 1) ~= 0 then"
-                .. " fail(K) end", i, i, i, i)
-            end
+            stage(i, "a" .. i, ci.esize, 0, written)
           end
         else
           error("gpujit internal error: kind " .. tostring(kk))
