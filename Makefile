@@ -22,7 +22,11 @@ LDFLAGS += -shared $(LLVM_LDFLAGS)
 LDLIBS  += $(LLVM_LIBS) -lpthread -ldl -lm
 
 SRCS = $(wildcard src/*.c) $(wildcard backends/*.c)
-OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS))
+HDRS = $(wildcard src/*.h) $(wildcard backends/*.h)
+# gj_build_id: a hash of the sources and flags, part of every cache key, so
+# that a rebuilt core never loads what another build compiled.
+BUILD_ID_C = $(BUILD)/gen/gj_buildid.c
+OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/gen/gj_buildid.o
 CORE = $(BUILD)/gpujit/core.so
 
 LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
@@ -35,7 +39,16 @@ $(CORE): $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/*.h) $(wildcard backends/*.h)
+$(BUILD)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD_ID_C): $(SRCS) $(HDRS) Makefile
+	@mkdir -p $(dir $@)
+	@id=$$({ cat $(sort $(SRCS) $(HDRS)); echo '$(CC) $(CFLAGS)'; } | sha256sum | cut -c1-64); \
+	printf 'const char gj_build_id[] = "%s";\n' "$$id" > $@
+
+$(BUILD)/obj/gen/gj_buildid.o: $(BUILD_ID_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 

@@ -68,6 +68,10 @@ typedef struct gj_job {
   char datalayout[256];
   char cpu[64];
   char features[1024];
+  /* Whatever else decides the artifact and is not in the fields above:
+  ** driver, device and linked libraries' versions.  Part of the cache key
+  ** (src/gj_cache.h); a backend that links a library puts its hash here. */
+  char target_id[256];
   unsigned as_global;      /* address space of array arguments */
   unsigned as_shared;      /* gpu.shared arrays */
   unsigned as_local;       /* gpu.local_array arrays (the alloca space) */
@@ -114,6 +118,14 @@ typedef struct gj_backend {
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,
               int dir, gj_err *err);
   int (*sync)(gj_bstate *st, int dev, gj_err *err);
+  /* Optional, for the disk cache.  NULL: the cache keeps what emit gave
+  ** and hands it to load.  Otherwise cache_save gives the bytes to keep
+  ** for a loaded program (a device binary: no build on the next run;
+  ** *out malloc'ed) and cache_load loads a program from them. */
+  int (*cache_save)(gj_bstate *st, gj_program *p, char **out, size_t *len,
+                    gj_err *err);
+  int (*cache_load)(gj_bstate *st, int dev, const char *bin, size_t len,
+                    const gj_sig *sig, gj_program **out, gj_err *err);
 } gj_backend;
 
 /* For wrap: is body (@gj_body) shaped as sig says, by the conventions above

@@ -159,7 +159,7 @@ static void describe(gj_bstate *st, ocl_device *d)
   cl_ulong mem = 0;
   cl_uint cu = 0, bits = 64, ccmaj = 0, ccmin = 0;
   size_t wg = 0, wi[3] = { 0, 0, 0 };
-  char ext[4096], pname[128], il[256];
+  char ext[4096], pname[128], il[256], pver[64], dver[64], drv[64];
   cl_device_id id = d->id;
   dev_str(st, id, CL_DEVICE_NAME, i->name, sizeof(i->name));
   dev_str(st, id, CL_DEVICE_VENDOR, i->vendor, sizeof(i->vendor));
@@ -183,6 +183,15 @@ static void describe(gj_bstate *st, ocl_device *d)
   st->cl.GetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof(pname), pname,
                          NULL);
   pname[sizeof(pname) - 1] = '\0';
+  pver[0] = '\0';
+  st->cl.GetPlatformInfo(d->platform, CL_PLATFORM_VERSION, sizeof(pver), pver,
+                         NULL);
+  pver[sizeof(pver) - 1] = '\0';
+  dev_str(st, id, CL_DEVICE_VERSION, dver, sizeof(dver));
+  dev_str(st, id, CL_DRIVER_VERSION, drv, sizeof(drv));
+  /* A device compiler of another version may build other binaries. */
+  snprintf(d->target_id, sizeof(d->target_id), "%s|%s|%s|%s|%s", pname, pver,
+           i->name, dver, drv);
   dev_str(st, id, CL_DEVICE_EXTENSIONS, ext, sizeof(ext));
   il[0] = '\0';
   dev_str(st, id, CL_DEVICE_IL_VERSION, il, sizeof(il));
@@ -334,6 +343,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
     return gj_err_set(err, "opencl: no device %d", dev);
   d = &st->devs[dev];
   memset(j, 0, sizeof(*j));
+  snprintf(j->target_id, sizeof(j->target_id), "%s", d->target_id);
   j->as_global = 1;
   j->as_shared = 3;
   j->as_local = 0;
@@ -523,5 +533,6 @@ const gj_backend gj_backend_opencl = {
   "opencl",
   ocl_open, ocl_close, ocl_ndevices, ocl_device_info, ocl_job,
   ocl_wrap, ocl_emit, ocl_load, ocl_unload, ocl_launch,
-  ocl_alloc, ocl_free, ocl_copy, ocl_sync
+  ocl_alloc, ocl_free, ocl_copy, ocl_sync,
+  ocl_cache_save, ocl_cache_load
 };

@@ -66,6 +66,7 @@ typedef struct ocl_device {
   ** LuaJIT's (opencl_wrap.c). */
   int host_libm;
   int sm;                  /* OCL_PTX: compute capability, e.g. 86 */
+  char target_id[256];     /* the job's: platform, device, driver versions */
   cl_context ctx;          /* made on first use, with queue */
   cl_command_queue queue;
 } ocl_device;
@@ -125,9 +126,11 @@ int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
 void ocl_unload(gj_bstate *st, gj_program *p);
 int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dims,
                void *args, gj_err *err);
-/* The device binary of a loaded program (CL_PROGRAM_BINARIES), what a
-** compile cache stores; *out is malloc'ed.  Not used by the core yet. */
-int ocl_program_binary(gj_bstate *st, gj_program *p, unsigned char **out,
-                       size_t *len, gj_err *err);
+/* The disk cache keeps a program's device binary (CL_PROGRAM_BINARIES),
+** so that the next process skips the device compiler's build. */
+int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
+                   gj_err *err);
+int ocl_cache_load(gj_bstate *st, int dev, const char *bin, size_t len,
+                   const gj_sig *sig, gj_program **out, gj_err *err);
 
 #endif

@@ -53,8 +53,11 @@ static void add_build_log(gj_bstate *st, cl_program prog, cl_device_id d,
   free(log);
 }
 
-int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
-             const gj_sig *sig, gj_program **out, gj_err *err)
+/* Build bin (SPIR bitcode when spir, else the device's own binary, as
+** CL_PROGRAM_BINARIES gave it) into a program with its kernel object. */
+static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
+                       int spir, const gj_sig *sig, gj_program **out,
+                       gj_err *err)
 {
   ocl_device *d;
   gj_program *p;
@@ -77,8 +80,7 @@ int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
     goto fail;
   }
   rc = st->cl.BuildProgram(p->prog, 1, &d->id,
-                           d->format == OCL_SPIR ? "-x spir -spir-std=1.2"
-                                                 : "", NULL, NULL);
+                           spir ? "-x spir -spir-std=1.2" : "", NULL, NULL);
   if (rc != CL_SUCCESS) {
     ocl_fail(err, "clBuildProgram", rc);
     add_build_log(st, p->prog, d->id, err);
@@ -129,6 +131,20 @@ fail:
   return -1;
 }
 
+int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
+             const gj_sig *sig, gj_program **out, gj_err *err)
+{
+  if (ocl_ready(st, dev, err) != 0) return -1;
+  return load_binary(st, dev, art, len, st->devs[dev].format == OCL_SPIR,
+                     sig, out, err);
+}
+
+int ocl_cache_load(gj_bstate *st, int dev, const char *bin, size_t len,
+                   const gj_sig *sig, gj_program **out, gj_err *err)
+{
+  return load_binary(st, dev, bin, len, 0, sig, out, err);
+}
+
 void ocl_unload(gj_bstate *st, gj_program *p)
 {
   if (!p) return;
@@ -138,8 +154,8 @@ void ocl_unload(gj_bstate *st, gj_program *p)
   free(p);
 }
 
-int ocl_program_binary(gj_bstate *st, gj_program *p, unsigned char **out,
-                       size_t *len, gj_err *err)
+int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
+                   gj_err *err)
 {
   size_t n = 0;
   unsigned char *bin;
@@ -157,7 +173,7 @@ int ocl_program_binary(gj_bstate *st, gj_program *p, unsigned char **out,
     free(bin);
     return ocl_fail(err, "clGetProgramInfo", rc);
   }
-  *out = bin;
+  *out = (char *)bin;
   *len = n;
   return 0;
 }

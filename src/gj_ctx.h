@@ -7,6 +7,7 @@
 
 #include "../backends/backend.h"
 #include "gj_bc.h"
+#include "gj_cache.h"
 #include "gj_err.h"
 
 #define GJ_MAXBACKENDS 8
@@ -18,6 +19,7 @@ struct gj_ctx {
   int bopened[GJ_MAXBACKENDS];   /* 0 not tried, 1 open, -1 failed */
   gj_err berr[GJ_MAXBACKENDS];   /* why a backend failed to open */
   gj_err err;          /* last error of an FFI-path call */
+  gj_cache_stats cache;
 };
 
 /* Open backend bk on first use.  0, or -1 with ctx->berr[bk] copied to err. */

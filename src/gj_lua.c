@@ -173,7 +173,9 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
   o->single = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "single") == 0;
   lua_getfield(L, 3, "fastmath");
   o->fastmath = lua_toboolean(L, -1);
-  lua_pop(L, 4);   /* the strings stay referenced by the opts table */
+  lua_getfield(L, 3, "cache_dir");
+  o->cache_dir = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
+  lua_pop(L, 5);   /* the strings stay referenced by the opts table */
 }
 
 static void push_sig(lua_State *L, const gj_sig *sig)
@@ -265,6 +267,71 @@ static int core_inspect(lua_State *L)
   return 1;
 }
 
+/* --- the disk cache (gpu.cache) ----------------------------------------- */
+
+static void set_count(lua_State *L, const char *k, uint64_t v)
+{
+  lua_pushnumber(L, (lua_Number)v);
+  lua_setfield(L, -2, k);
+}
+
+/* core.cache_stats(dir): this state's counters and the directory's size. */
+static int core_cache_stats(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  const char *dir = luaL_checkstring(L, 1);
+  const gj_cache_stats *s = &c->ctx.cache;
+  uint64_t bytes, entries;
+  gj_cache_usage(dir, &bytes, &entries);
+  lua_createtable(L, 0, 10);
+  set_count(L, "hits", s->hits);
+  set_count(L, "misses", s->misses);
+  set_count(L, "rejected", s->rejected);
+  set_count(L, "writes", s->writes);
+  set_count(L, "write_errors", s->write_errors);
+  set_count(L, "compiles", s->compiles);
+  set_count(L, "bytes", bytes);
+  set_count(L, "entries", entries);
+  set_count(L, "max_bytes", gj_cache_max());
+  lua_pushstring(L, dir);
+  lua_setfield(L, -2, "dir");
+  return 1;
+}
+
+static int core_cache_clear(lua_State *L)
+{
+  lua_pushinteger(L, gj_cache_clear(luaL_checkstring(L, 1)));
+  return 1;
+}
+
+static int core_cache_export(lua_State *L)
+{
+  gj_err err;
+  int n = gj_cache_export(luaL_checkstring(L, 1), luaL_checkstring(L, 2),
+                          &err);
+  if (n < 0) {
+    lua_pushstring(L, err.msg);
+    return lua_error(L);
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+static int core_cache_import(lua_State *L)
+{
+  gj_err err;
+  int rejected = 0;
+  int n = gj_cache_import(luaL_checkstring(L, 1), luaL_checkstring(L, 2),
+                          &rejected, &err);
+  if (n < 0) {
+    lua_pushstring(L, err.msg);
+    return lua_error(L);
+  }
+  lua_pushinteger(L, n);
+  lua_pushinteger(L, rejected);
+  return 2;
+}
+
 static void kobj_release(kobj *ko)
 {
   if (!ko->k) return;
@@ -325,6 +392,10 @@ static const luaL_Reg core_funcs[] = {
   { "devices", core_devices },
   { "compile", core_compile },
   { "inspect", core_inspect },
+  { "cache_stats", core_cache_stats },
+  { "cache_clear", core_cache_clear },
+  { "cache_export", core_cache_export },
+  { "cache_import", core_cache_import },
   { NULL, NULL }
 };
 

@@ -16,6 +16,7 @@ typedef struct gj_compile_opts {
   int fastmath;
   int nparams;
   const char *types[GJ_MAXPARAMS];   /* type names: "float", "int32_t[]" */
+  const char *cache_dir;  /* the disk cache's directory; NULL: not used */
   /* what to produce: a loaded kernel and/or text dumps */
   int want_kernel;
   int want_llvm;          /* optimized IR text */
