@@ -576,15 +576,18 @@ end
 -- Run Lua code in a separate luajit process (for what might crash: a bad
 -- write must not take the whole suite down).  The code gets `gpu` (the
 -- module, its current backend set to bk) and `ffi`.  Returns the exit
--- status (true when 0) and the output, stdout and stderr together.
-function H.run_isolated(bk, code)
+-- status (true when 0) and the output, stdout and stderr together.  env: a
+-- table of environment variables for the process.
+function H.run_isolated(bk, code, env)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write("local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use(", string.format("%q", bk),
     ")\n", code, "\n")
   f:close()
   local q = function(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
-  local cmd = "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit "
+  local vars = ""
+  for k, v in pairs(env or {}) do vars = vars .. k .. "=" .. q(tostring(v)) .. " " end
+  local cmd = vars .. "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit "
     .. path .. " 2>&1"
   local p = io.popen(cmd .. "; echo \"exit status $?\"")
   local out = p:read("*a")

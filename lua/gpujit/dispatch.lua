@@ -41,7 +41,8 @@ local gj_dims = ffi.typeof("gj_dims")
 --   state     { cur = target or nil, cur_err = message when there is none }
 --   resolve(device, fname, level) -> target
 --   inspect_target() -> a target that can compile (not sim), or nil, why
---   compile_opts(K, tgt) -> extra fields for core.compile opts (cache, ...)
+--   compile_opts(K, tgt) -> extra fields for core.compile opts (cache_dir)
+--   precompile  true: a launch compiles its signature and runs nothing
 local env = { state = {} }
 function D.setup(e)
   env = e
@@ -431,7 +432,9 @@ local function build(K, tgt, ...)
     end
   end
   local L
-  if tgt.sim then
+  if env.precompile then
+    L = function() end
+  elseif tgt.sim then
     L = sim_launcher(K, tgt, ov, kinds)
   else
     L = gen_launcher(K, tgt, ov, kinds)

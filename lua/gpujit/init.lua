@@ -266,11 +266,49 @@ local function cache_dir()
   return (os.getenv("HOME") or ".") .. "/.cache/gpujit"
 end
 
+local function cache_core(what)
+  if not (core and core.cache_stats) then
+    error("gpu.cache." .. what .. ": the compiled core (gpujit.core) is not loaded", 3)
+  end
+  return core
+end
+
+local function check_file(what, file)
+  if type(file) ~= "string" or file == "" then
+    error("gpu.cache." .. what .. ": expected a file name, got " .. type(file), 3)
+  end
+end
+
+-- The disk cache (src/gj_cache.h).  Counters are this Lua state's; bytes
+-- and entries are the directory's, shared with every process using it.
 gpu.cache = {
   dir = cache_dir,
   enabled = cache_enabled,
+  -- Forget every compiled overload and remove every entry of the directory;
+  -- returns how many entries were removed.
   clear = function()
     dispatch.clear_all()
+    return cache_core("clear").cache_clear(cache_dir())
+  end,
+  stats = function()
+    local s = cache_core("stats").cache_stats(cache_dir())
+    s.enabled = cache_enabled()
+    return s
+  end,
+  -- Every sound entry of the directory into one file; returns how many.
+  export = function(file)
+    check_file("export", file)
+    local ok, n = pcall(cache_core("export").cache_export, cache_dir(), file)
+    if not ok then error("gpu.cache.export: " .. tostring(n), 2) end
+    return n
+  end,
+  -- The entries of a bundle into the directory; returns how many were
+  -- imported and how many were rejected (damaged, or of another format).
+  import = function(file)
+    check_file("import", file)
+    local ok, n, rejected = pcall(cache_core("import").cache_import, cache_dir(), file)
+    if not ok then error("gpu.cache.import: " .. tostring(n), 2) end
+    return n, rejected
   end,
 }
 
@@ -386,8 +424,11 @@ dispatch.setup({
   core = core, core_error = core_error, lib = lib, ctx = ctx, state = S,
   resolve = resolve, target_of = target_of, inspect_target = inspect_target,
   compile_opts = function(K)
-    return { cache = K.opts.cache ~= false and cache_enabled(), cache_dir = cache_dir() }
+    return { cache_dir = K.opts.cache ~= false and cache_enabled() and cache_dir() or nil }
   end,
+  -- GPUJIT_PRECOMPILE=1 (bin/gpujit-precompile): launches compile their
+  -- signature, and stop there.
+  precompile = os.getenv("GPUJIT_PRECOMPILE") == "1",
 })
 
 ---------------------------------------------------------------------------
