@@ -27,6 +27,15 @@ if not os.getenv("GPUJIT_CACHE_DIR") then
   local dir = "/tmp/gpujit-spec-cache-" .. tostring(ffi.C.getpid())
   os.execute("mkdir -p '" .. dir .. "'")
   ffi.C.setenv("GPUJIT_CACHE_DIR", dir, 1)
+  -- busted ends with os.exit, which closes nothing: remove the directories of
+  -- earlier runs whose process is gone instead
+  local p = io.popen("ls -d /tmp/gpujit-spec-cache-* 2>/dev/null")
+  for d in p:lines() do
+    local pid = d:match("(%d+)$")
+    local alive = pid and io.open("/proc/" .. pid .. "/stat")
+    if alive then alive:close() elseif pid then os.execute("rm -rf '" .. d .. "'") end
+  end
+  p:close()
 end
 -- True when the cache directory is the specs' own (gpu.cache.clear() is safe).
 H.own_cache = (os.getenv("GPUJIT_CACHE_DIR") or ""):match("^/tmp/gpujit%-spec%-cache%-") ~= nil
