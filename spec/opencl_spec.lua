@@ -33,7 +33,7 @@ end
 describe("opencl backend", function()
   setup(function() H.need("opencl") end)
 
-  it("lists every device with its name, vendor, type, memory, compute units and group size", function()
+  it("lists every device with its name, vendor, type, memory, compute units and group sizes", function()
     local devs = opencl_devices()
     assert.is_true(#devs >= 1)
     for i, d in ipairs(devs) do
@@ -41,6 +41,10 @@ describe("opencl backend", function()
       assert.is_true(#d.name > 0 and #d.vendor > 0, "name and vendor")
       assert.is_truthy(({ cpu = true, gpu = true, accelerator = true })[d.type], d.type)
       assert.is_true(d.memory > 0 and d.compute_units > 0 and d.max_group > 0)
+      assert.are.equal(3, #d.max_group_dim)
+      for k = 1, 3 do
+        assert.is_true(d.max_group_dim[k] >= 1 and d.max_group_dim[k] <= d.max_group, "max_group_dim")
+      end
       assert.is_false(d.host_shared)
     end
   end)

@@ -140,6 +140,12 @@ static int core_devices(lua_State *L)
       lua_setfield(L, -2, "compute_units");
       lua_pushnumber(L, (lua_Number)di.max_group);
       lua_setfield(L, -2, "max_group");
+      lua_createtable(L, 3, 0);
+      for (int k = 0; k < 3; k++) {
+        lua_pushnumber(L, (lua_Number)di.max_group_dim[k]);
+        lua_rawseti(L, -2, k + 1);
+      }
+      lua_setfield(L, -2, "max_group_dim");
       lua_rawseti(L, -2, ++n);
     }
   }
