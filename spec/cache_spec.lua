@@ -218,6 +218,28 @@ for _, bk in ipairs(H.compilers) do
       end)
     end
 
+    it("compiles a redefined kernel function anew, in memory and on disk", function()
+      H.need(bk)
+      with_dir(fresh_dir(), function()
+        -- the same global name, redefined: each gpu.kernel sees its own code
+        local env = { gpu = gpu }
+        local function define(body)
+          local chunk = assert(load("function scale(x) return " .. body .. " end\n"
+            .. "return function(a, n) local i = gpu.global_id(0) if i < n then a[i] = scale(i) end end",
+            "=redefined"))
+          setfenv(chunk, env)
+          return gpu.kernel(chunk(), { backend = bk })
+        end
+        local k1 = define("x * 2")
+        run(k1, function(i) return 2 * i end)
+        local k2 = define("x * 9")
+        run(k2, function(i) return 9 * i end)
+        -- k1 keeps what it compiled: globals are read once, at compile time
+        run(k1, function(i) return 2 * i end)
+        assert.are.equal(2, gpu.cache.stats().entries)
+      end)
+    end)
+
     it("lets two processes compile the same kernel at once", function()
       H.need(bk)
       local dir = fresh_dir()
