@@ -90,6 +90,7 @@ test: deps
 	$(MAKE) all
 	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/run.sh
 	$(MAKE) examples
+	$(MAKE) examples EXAMPLE_BACKEND=opencl
 	$(MAKE) install-check
 
 run: deps
@@ -105,7 +106,7 @@ examples: all $(EMBED_HOST)
 	  $(LUA_ENV) GPUJIT_EXAMPLE_OUT=$(BUILD)/examples $(LUAJIT) examples/$$e.lua $(EXAMPLE_BACKEND) || exit 1; \
 	done
 	@echo "== $(EMBED_HOST)"
-	$(EMBED_HOST) examples/embed/particles.lua lua
+	$(EMBED_HOST) examples/embed/particles.lua lua $(EXAMPLE_BACKEND)
 
 # The Lua module where LuaJIT looks by default (or where LuaRocks says).
 install: $(CORE)

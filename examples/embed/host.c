@@ -148,7 +148,7 @@ int main(int argc, char **argv)
   static world worlds[NWORLDS];
   const char *script = argc > 1 ? argv[1] : "examples/embed/particles.lua";
   const char *luadir = argc > 2 ? argv[2] : "lua";
-  const char *backend = argc > 3 ? argv[3] : NULL;
+  const char *backend = argc > 3 && argv[3][0] ? argv[3] : NULL;
   int id, frame, bad = 0;
 
   for (id = 0; id < NWORLDS; id++) {
