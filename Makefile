@@ -133,7 +133,7 @@ install-check: all
 
 lint:
 	luacheck lua spec examples bench
-	cppcheck $(CPPCHECK_FLAGS) src backends
+	cppcheck $(CPPCHECK_FLAGS) src backends examples/embed
 
 # cppcheck: the checks and suppressions (each with its reason) are in
 # .cppcheck-suppressions; system headers are not analysed.
