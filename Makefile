@@ -98,7 +98,7 @@ run: deps
 	$(LUA_ENV) $(LUAJIT) examples/saxpy.lua
 
 # Every gallery example, then the embedding host: three lua_States for 100
-# frames, a script error injected in one (examples/embed/README.md).
+# frames, a script error injected in one (docs/embedding.md).
 examples: all $(EMBED_HOST)
 	@mkdir -p $(BUILD)/examples
 	@for e in $(EXAMPLES); do \

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The two ways to install gpujit, each checked from /tmp with LuaJIT's
 # search paths pointing only at what was installed (no checkout paths):
-#   1. make install install-embed DESTDIR=... ; make uninstall removes it all;
+#   1. make install install-embed DESTDIR=..., the embedding host built
+#      against that; make uninstall removes it all;
 #   2. luarocks make rockspec/gpujit-scm-1.rockspec --tree <private tree>.
 # Usage: sh spec/install_check.sh BUILD_DIR    (run from the checkout)
 set -eu
@@ -37,6 +38,15 @@ lib=$stage/usr/local/lib/lua/5.1
 test -f "$stage/usr/local/lib/libgpujit.so"
 test -f "$stage/usr/local/include/gpujit/gpujit.h"
 probe "$lib/gpujit/core.so" "$lua/?.lua;$lua/?/init.lua" "$lib/?.so"
+# The embedding host built against the installed headers and library only.
+inc=$stage/usr/local/include/gpujit
+cc -std=c11 -Wall -Wextra -Werror -I/usr/include/luajit-2.1 -I"$inc" -o "$stage/host" \
+  examples/embed/host.c -L"$stage/usr/local/lib" -lgpujit -Wl,-rpath,"$stage/usr/local/lib" \
+  -lluajit-5.1 -lm
+"$stage/host" "$top/examples/embed/particles.lua" "$lua" >/dev/null 2>&1 ||
+  { echo "install_check: the embedding host fails against the installed library"; exit 1; }
+rm -f "$stage/host"
+echo "install_check: examples/embed/host.c builds and runs against make install-embed"
 make -s uninstall DESTDIR="$stage" PREFIX=/usr/local BUILD="$build" >/dev/null
 left=$(find "$stage" -type f)
 if [ -n "$left" ]; then echo "install_check: make uninstall left $left"; exit 1; fi
