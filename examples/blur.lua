@@ -10,9 +10,9 @@ package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.
 local ffi = require("ffi")
 local ex = require("example")
 local png = require("png")
-local gpu = ex.gpu()
+local gpu = ex.gpu(require("gpujit"), arg)
 
-local R = 3   -- the box is (2R + 1) x (2R + 1) pixels, clipped at the edges
+local R = 2   -- the box is (2R + 1) x (2R + 1) pixels, clipped at the edges
 
 -- The mean of the box around (x, y) in channel c, rounded to nearest.
 local blur = gpu.kernel(function(out, img, w, h, ch, r)
@@ -31,8 +31,8 @@ local blur = gpu.kernel(function(out, img, w, h, ch, r)
   end
 end, { name = "blur" })
 
-local input = ex.arg(2, ex.dir() .. "/../docs/img/mandelbrot.png")
-local path = ex.arg(3, ex.out("blur.png"))
+local input = ex.arg(arg, 2, ex.dir(arg) .. "/../docs/img/mandelbrot.png")
+local path = ex.arg(arg, 3, ex.out("blur.png"))
 local img = png.read(input)
 local w, h, ch = img.width, img.height, img.channels
 local out = ffi.new("uint8_t[?]", w * h * ch)
@@ -61,7 +61,7 @@ end
 local back = png.read(path)
 local same = back.width == w and back.height == h and back.channels == ch
   and ffi.string(back.pixels, w * h * ch) == ffi.string(out, w * h * ch)
-ex.check("blur", bad == 0 and same, string.format(
+print(ex.check("blur", bad == 0 and same, string.format(
   "%s, %dx%d x %d channels in %.1f ms (first launch, compile included), %d bytes differ from "
     .. "plain LuaJIT, %s read back %s", gpu.backend(), w, h, ch, (t1 - t0) * 1e3, bad, path,
-  same and "identical" or "DIFFERENT"))
+  same and "identical" or "DIFFERENT")))

@@ -10,7 +10,7 @@ package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.
 local ffi = require("ffi")
 local ex = require("example")
 local png = require("png")
-local gpu = ex.gpu()
+local gpu = ex.gpu(require("gpujit"), arg)
 
 local W, H, MAXIT = 640, 400, 256
 local X0, Y0, STEP = -2.3, -1.25, 2.5 / H
@@ -50,7 +50,7 @@ for i = 0, W * H - 1 do
     rgb[3 * i + 2] = math.min(255, math.floor(255 * 8.5 * u ^ 3 * t + 0.5))
   end
 end
-local path = ex.arg(2, ex.out("mandelbrot.png"))
+local path = ex.arg(arg, 2, ex.out("mandelbrot.png"))
 png.write(path, W, H, 3, rgb)
 
 local bad = 0
@@ -59,6 +59,6 @@ for py = 0, H - 1 do
     if counts[py * W + px] ~= escape(X0 + px * STEP, Y0 + py * STEP, MAXIT) then bad = bad + 1 end
   end
 end
-ex.check("mandelbrot", bad == 0, string.format(
+print(ex.check("mandelbrot", bad == 0, string.format(
   "%s, %dx%d pixels in %.1f ms (first launch, compile included), %d differ from plain LuaJIT, wrote %s",
-  gpu.backend(), W, H, (t1 - t0) * 1e3, bad, path))
+  gpu.backend(), W, H, (t1 - t0) * 1e3, bad, path)))

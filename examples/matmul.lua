@@ -10,10 +10,10 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
-local gpu = ex.gpu()
+local gpu = ex.gpu(require("gpujit"), arg)
 
 local TILE = 16
-local N = tonumber(ex.arg(2, 200))
+local N = tonumber(ex.arg(arg, 2, 200))
 
 local matmul = gpu.kernel(function(c, a, b, n)
   local ta = gpu.shared("float", TILE * TILE)
@@ -50,6 +50,6 @@ for i = 0, N - 1 do
     if c[i * N + j] ~= s then bad = bad + 1 end
   end
 end
-ex.check("matmul", bad == 0, string.format(
+print(ex.check("matmul", bad == 0, string.format(
   "%s, %dx%d in %dx%d tiles, %.1f ms (first launch, compile included), %d entries differ from "
-    .. "plain LuaJIT", gpu.backend(), N, N, TILE, TILE, (t1 - t0) * 1e3, bad))
+    .. "plain LuaJIT", gpu.backend(), N, N, TILE, TILE, (t1 - t0) * 1e3, bad)))

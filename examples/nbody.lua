@@ -9,10 +9,10 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
-local gpu = ex.gpu()
+local gpu = ex.gpu(require("gpujit"), arg)
 
-local N = tonumber(ex.arg(2, 1024))
-local STEPS = tonumber(ex.arg(3, 4))
+local N = tonumber(ex.arg(arg, 2, 1024))
+local STEPS = tonumber(ex.arg(arg, 3, 4))
 local DT, EPS2 = 0.01, 1e-3   -- time step, softening (squared)
 
 -- p: x, y, z, mass per body; v: vx, vy, vz per body.
@@ -90,6 +90,6 @@ for i = 0, N - 1 do
     if dv ~= dv or dv > worst then worst = dv end
   end
 end
-ex.check("nbody", worst <= 1e-12, string.format(
+print(ex.check("nbody", worst <= 1e-12, string.format(
   "%s, %d bodies x %d steps in %.1f ms (compile included), largest difference from plain "
-    .. "LuaJIT %.3g", gpu.backend(), N, STEPS, (t1 - t0) * 1e3, worst))
+    .. "LuaJIT %.3g", gpu.backend(), N, STEPS, (t1 - t0) * 1e3, worst)))

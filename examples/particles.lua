@@ -9,10 +9,10 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
-local gpu = ex.gpu()
+local gpu = ex.gpu(require("gpujit"), arg)
 
-local N = tonumber(ex.arg(2, 100000))
-local STEPS = tonumber(ex.arg(3, 100))
+local N = tonumber(ex.arg(arg, 2, 100000))
+local STEPS = tonumber(ex.arg(arg, 3, 100))
 local DT, G, RESTITUTION = 1 / 60, 9.81, 0.8
 
 -- One step of particle i (x, y, z, vx, vy, vz in p[6i ..]); 1 when it
@@ -59,6 +59,6 @@ for i = 0, 6 * N - 1 do
   local d = math.abs(p[i] - ref[i]) / (1 + math.abs(ref[i]))
   if d ~= d or d > worst then worst = d end  -- a NaN stays
 end
-ex.check("particles", worst <= 1e-12 and bounces[0] == want, string.format(
+print(ex.check("particles", worst <= 1e-12 and bounces[0] == want, string.format(
   "%s, %d particles x %d steps in %.1f ms (compile included), %d bounces (plain LuaJIT: %d), "
-    .. "largest difference %.3g", gpu.backend(), N, STEPS, (t1 - t0) * 1e3, bounces[0], want, worst))
+    .. "largest difference %.3g", gpu.backend(), N, STEPS, (t1 - t0) * 1e3, bounces[0], want, worst)))

@@ -9,10 +9,10 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
-local gpu = ex.gpu()
+local gpu = ex.gpu(require("gpujit"), arg)
 
 local GROUP = 256
-local N = tonumber(ex.arg(2, 65536))
+local N = tonumber(ex.arg(arg, 2, 65536))
 
 -- Each work item first adds the elements i, i + global size, ... of its
 -- slice (a grid-stride loop), so any n fits in a fixed number of groups.
@@ -47,5 +47,6 @@ group_sums:launch({ global = GROUP, group = GROUP }, total, partial, groups)
 
 local want = 0
 for i = 0, N - 1 do want = want + x[i] end
-ex.check("reduce", total[0] == want, string.format("%s, sum of %d numbers = %.17g (plain LuaJIT: %.17g)",
-  gpu.backend(), N, total[0], want))
+print(ex.check("reduce", total[0] == want, string.format(
+  "%s, sum of %d numbers = %.17g (plain LuaJIT: %.17g)",
+  gpu.backend(), N, total[0], want)))
