@@ -14,20 +14,24 @@ local gpu = ex.gpu(require("gpujit"), arg)
 
 local R = 2   -- the box is (2R + 1) x (2R + 1) pixels, clipped at the edges
 
--- The mean of the box around (x, y) in channel c, rounded to nearest.
+-- The mean of the box around (x, y) in channel c of img, rounded to
+-- nearest.  The kernel calls it as a device function; the check calls it
+-- from plain LuaJIT.
+local function box_mean(img, w, h, ch, r, x, y, c)
+  local x0, x1 = math.max(x - r, 0), math.min(x + r, w - 1)
+  local y0, y1 = math.max(y - r, 0), math.min(y + r, h - 1)
+  local count = (x1 - x0 + 1) * (y1 - y0 + 1)
+  local sum = 0
+  for yy = y0, y1 do
+    for xx = x0, x1 do sum = sum + img[(yy * w + xx) * ch + c] end
+  end
+  return math.floor((sum + count / 2) / count)
+end
+
 local blur = gpu.kernel(function(out, img, w, h, ch, r)
   local x, y = gpu.global_id(0), gpu.global_id(1)
   if x < w and y < h then
-    local x0, x1 = math.max(x - r, 0), math.min(x + r, w - 1)
-    local y0, y1 = math.max(y - r, 0), math.min(y + r, h - 1)
-    local count = (x1 - x0 + 1) * (y1 - y0 + 1)
-    for c = 0, ch - 1 do
-      local sum = 0
-      for yy = y0, y1 do
-        for xx = x0, x1 do sum = sum + img[(yy * w + xx) * ch + c] end
-      end
-      out[(y * w + x) * ch + c] = math.floor((sum + count / 2) / count)
-    end
+    for c = 0, ch - 1 do out[(y * w + x) * ch + c] = box_mean(img, w, h, ch, r, x, y, c) end
   end
 end, { name = "blur" })
 
@@ -41,20 +45,12 @@ blur:launch({ global = { w, h }, group = { 16, 16 } }, out, img.pixels, w, h, ch
 local t1 = ex.now()
 png.write(path, w, h, ch, out)
 
--- Plain LuaJIT: the same sums, pixel by pixel.
+-- Plain LuaJIT: the same function, pixel by pixel.
 local bad = 0
-local src = img.pixels
 for y = 0, h - 1 do
-  local y0, y1 = math.max(y - R, 0), math.min(y + R, h - 1)
   for x = 0, w - 1 do
-    local x0, x1 = math.max(x - R, 0), math.min(x + R, w - 1)
-    local count = (x1 - x0 + 1) * (y1 - y0 + 1)
     for c = 0, ch - 1 do
-      local sum = 0
-      for yy = y0, y1 do
-        for xx = x0, x1 do sum = sum + src[(yy * w + xx) * ch + c] end
-      end
-      if out[(y * w + x) * ch + c] ~= math.floor((sum + count / 2) / count) then bad = bad + 1 end
+      if out[(y * w + x) * ch + c] ~= box_mean(img.pixels, w, h, ch, R, x, y, c) then bad = bad + 1 end
     end
   end
 end

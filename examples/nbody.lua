@@ -15,18 +15,25 @@ local N = tonumber(ex.arg(arg, 2, 1024))
 local STEPS = tonumber(ex.arg(arg, 3, 4))
 local DT, EPS2 = 0.01, 1e-3   -- time step, softening (squared)
 
--- p: x, y, z, mass per body; v: vx, vy, vz per body.
+-- p: x, y, z, mass per body; v: vx, vy, vz per body.  The acceleration of
+-- body i: the kernel calls this as a device function, the check from plain
+-- LuaJIT.
+local function acceleration(p, i, n, eps2)
+  local xi, yi, zi = p[4 * i], p[4 * i + 1], p[4 * i + 2]
+  local ax, ay, az = 0.0, 0.0, 0.0
+  for j = 0, n - 1 do
+    local dx, dy, dz = p[4 * j] - xi, p[4 * j + 1] - yi, p[4 * j + 2] - zi
+    local d2 = dx * dx + dy * dy + dz * dz + eps2
+    local s = p[4 * j + 3] / (d2 * math.sqrt(d2))
+    ax, ay, az = ax + s * dx, ay + s * dy, az + s * dz
+  end
+  return ax, ay, az
+end
+
 local accelerate = gpu.kernel(function(p, v, n, dt, eps2)
   local i = gpu.global_id(0)
   if i < n then
-    local xi, yi, zi = p[4 * i], p[4 * i + 1], p[4 * i + 2]
-    local ax, ay, az = 0.0, 0.0, 0.0
-    for j = 0, n - 1 do
-      local dx, dy, dz = p[4 * j] - xi, p[4 * j + 1] - yi, p[4 * j + 2] - zi
-      local d2 = dx * dx + dy * dy + dz * dz + eps2
-      local s = p[4 * j + 3] / (d2 * math.sqrt(d2))
-      ax, ay, az = ax + s * dx, ay + s * dy, az + s * dz
-    end
+    local ax, ay, az = acceleration(p, i, n, eps2)
     v[3 * i] = v[3 * i] + ax * dt
     v[3 * i + 1] = v[3 * i + 1] + ay * dt
     v[3 * i + 2] = v[3 * i + 2] + az * dt
@@ -62,17 +69,10 @@ for _ = 1, STEPS do
 end
 local t1 = ex.now()
 
--- Plain LuaJIT: the same arithmetic.
+-- Plain LuaJIT: the same steps.
 for _ = 1, STEPS do
   for i = 0, N - 1 do
-    local xi, yi, zi = rp[4 * i], rp[4 * i + 1], rp[4 * i + 2]
-    local ax, ay, az = 0.0, 0.0, 0.0
-    for j = 0, N - 1 do
-      local dx, dy, dz = rp[4 * j] - xi, rp[4 * j + 1] - yi, rp[4 * j + 2] - zi
-      local d2 = dx * dx + dy * dy + dz * dz + EPS2
-      local s = rp[4 * j + 3] / (d2 * math.sqrt(d2))
-      ax, ay, az = ax + s * dx, ay + s * dy, az + s * dz
-    end
+    local ax, ay, az = acceleration(rp, i, N, EPS2)
     rv[3 * i], rv[3 * i + 1], rv[3 * i + 2] = rv[3 * i] + ax * DT, rv[3 * i + 1] + ay * DT,
       rv[3 * i + 2] + az * DT
   end
