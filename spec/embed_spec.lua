@@ -61,6 +61,14 @@ local function run(L, src)
   return rc == 0, out
 end
 
+-- Runs src in L, closes L, and checks that src returned want.
+local function expect(L, src, want)
+  local ok, out = run(L, src)
+  ffi.C.lua_close(L)
+  assert.is_true(ok, out)
+  assert.equals(want, out)
+end
+
 describe("luaopen_gpujit", function()
   if not lib then
     pending("needs the compiled core: " .. tostring(gpu.core_error))
@@ -70,7 +78,7 @@ describe("luaopen_gpujit", function()
   it("gives the same table as require('gpujit') and a working module", function()
     local L = new_state(true)
     assert.is_nil(open(L))
-    local ok, out = run(L, [[
+    expect(L, [[
       local ffi = require("ffi")
       assert(require("gpujit") == gpu, "require gives another table")
       gpu.use("cpu")
@@ -81,10 +89,7 @@ describe("luaopen_gpujit", function()
       local a = ffi.new("int32_t[?]", 10)
       k:launch(10, a, 10)
       return tostring(a[9]) .. " " .. gpu.backend()
-    ]])
-    ffi.C.lua_close(L)
-    assert.is_true(ok, out)
-    assert.equals("81 cpu", out)
+    ]], "81 cpu")
   end)
 
   it("works as package.preload.gpujit, without recursing", function()
@@ -94,11 +99,8 @@ describe("luaopen_gpujit", function()
     ffi.C.lua_pushcclosure(L, lib.luaopen_gpujit, 0)
     ffi.C.lua_setfield(L, -2, "gpujit")
     ffi.C.lua_settop(L, -2)
-    local ok, out = run(L, 'local g = require("gpujit"); return type(g.kernel) .. " " .. '
-      .. 'tostring(require("gpujit") == g)')
-    ffi.C.lua_close(L)
-    assert.is_true(ok, out)
-    assert.equals("function true", out)
+    expect(L, 'local g = require("gpujit"); return type(g.kernel) .. " " .. '
+      .. 'tostring(require("gpujit") == g)', "function true")
   end)
 
   it("is a clear error without the standard libraries", function()
