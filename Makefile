@@ -7,19 +7,32 @@ LUA_INC     ?= /usr/include/luajit-2.1
 BUILD       ?= build
 CC          ?= cc
 
+# Where `make install` puts things (LuaRocks passes its own LUADIR, LIBDIR,
+# PREFIX: rockspec/gpujit-scm-1.rockspec).  DESTDIR stages an install.
+PREFIX      ?= /usr/local
+LUA_VERSION ?= 5.1
+LUADIR      ?= $(PREFIX)/share/lua/$(LUA_VERSION)
+LIBDIR      ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
+EMBED_LIBDIR ?= $(PREFIX)/lib
+INCDIR      ?= $(PREFIX)/include/gpujit
+
 # Debian packages the project needs, each checked before installing.
 DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
-            pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
+            pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo \
+            luarocks cppcheck zlib1g pkg-config
 
 LLVM_CFLAGS  = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LLVM_LDFLAGS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null)
 LLVM_LIBS    = $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
+LUAJIT_LIBS  = $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
 
+# CFLAGS/LDFLAGS are the user's (LuaRocks passes CFLAGS); the project's own
+# flags are kept apart so that a CFLAGS on the command line cannot drop them.
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
-           -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS)
-LDFLAGS += -shared $(LLVM_LDFLAGS)
-LDLIBS  += $(LLVM_LIBS) -lpthread -ldl -lm
+GJ_CFLAGS  = -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
+             -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS)
+GJ_LDFLAGS = -shared $(LLVM_LDFLAGS)
+GJ_LDLIBS  = $(LLVM_LIBS) -lpthread -ldl -lm
 
 SRCS = $(wildcard src/*.c) $(wildcard backends/*.c)
 HDRS = $(wildcard src/*.h) $(wildcard backends/*.h)
@@ -28,16 +41,35 @@ HDRS = $(wildcard src/*.h) $(wildcard backends/*.h)
 BUILD_ID_C = $(BUILD)/gen/gj_buildid.c
 OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(SRCS)) $(BUILD)/obj/gen/gj_buildid.o
 CORE = $(BUILD)/gpujit/core.so
+# The same objects as a library for C hosts (luaopen_gpujit, src/gpujit.h).
+EMBED_LIB = $(BUILD)/libgpujit.so
+EMBED_HOST = $(BUILD)/examples/embed-host
+LUA_SRCS = $(wildcard lua/gpujit/*.lua)
+EMBED_HEADERS = src/gpujit.h src/gj_type.h
 
 LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
 
-.PHONY: all deps test run lint clean
+# The gallery (examples/*.lua), each checking its own result; `make examples`
+# runs them on EXAMPLE_BACKEND (empty: the default backend).
+EXAMPLES = mandelbrot blur nbody reduce matmul particles
+EXAMPLE_BACKEND ?=
 
-all: $(CORE)
+.PHONY: all deps test run lint examples install install-embed uninstall install-check clean
+
+all: $(CORE) $(EMBED_LIB)
 
 $(CORE): $(OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+	$(CC) $(GJ_LDFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(GJ_LDLIBS) $(LDLIBS)
+
+$(EMBED_LIB): $(OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(GJ_LDFLAGS) -Wl,-soname,libgpujit.so $(LDFLAGS) -o $@ $(OBJS) $(GJ_LDLIBS) $(LDLIBS)
+
+$(EMBED_HOST): examples/embed/host.c $(EMBED_HEADERS) $(EMBED_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -I$(LUA_INC) -Isrc -o $@ $< \
+	  -L$(BUILD) -lgpujit -Wl,-rpath,'$$ORIGIN/..' $(LUAJIT_LIBS) -lm $(LDFLAGS)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -50,7 +82,7 @@ $(BUILD_ID_C): $(SRCS) $(HDRS) Makefile
 
 $(BUILD)/obj/gen/gj_buildid.o: $(BUILD_ID_C)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(GJ_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Install the Debian packages that are missing; a no-op when all are there.
 deps:
@@ -70,13 +102,57 @@ GPUJIT_SPEC_BACKENDS ?= cpu,opencl
 test: deps
 	$(MAKE) all
 	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/run.sh
+	$(MAKE) examples
+	$(MAKE) examples EXAMPLE_BACKEND=opencl
+	$(MAKE) install-check
 
 run: deps
 	$(MAKE) all
 	$(LUA_ENV) $(LUAJIT) examples/saxpy.lua
 
+# Every gallery example, then the embedding host: three lua_States for 100
+# frames, a script error injected in one (docs/embedding.md).
+examples: all $(EMBED_HOST)
+	@mkdir -p $(BUILD)/examples
+	@for e in $(EXAMPLES); do \
+	  echo "== examples/$$e.lua $(EXAMPLE_BACKEND)"; \
+	  $(LUA_ENV) GPUJIT_EXAMPLE_OUT=$(BUILD)/examples $(LUAJIT) examples/$$e.lua $(EXAMPLE_BACKEND) || exit 1; \
+	done
+	@echo "== $(EMBED_HOST)"
+	$(EMBED_HOST) examples/embed/particles.lua lua $(EXAMPLE_BACKEND)
+
+# The Lua module where LuaJIT looks by default (or where LuaRocks says).
+install: $(CORE)
+	install -d $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit
+	install -m 644 $(LUA_SRCS) $(DESTDIR)$(LUADIR)/gpujit/
+	install -m 755 $(CORE) $(DESTDIR)$(LIBDIR)/gpujit/core.so
+
+# For C hosts: libgpujit.so and the embedding API's headers.
+install-embed: $(EMBED_LIB)
+	install -d $(DESTDIR)$(EMBED_LIBDIR) $(DESTDIR)$(INCDIR)
+	install -m 755 $(EMBED_LIB) $(DESTDIR)$(EMBED_LIBDIR)/libgpujit.so
+	install -m 644 $(EMBED_HEADERS) $(DESTDIR)$(INCDIR)/
+
+uninstall:
+	rm -f $(patsubst lua/gpujit/%,$(DESTDIR)$(LUADIR)/gpujit/%,$(LUA_SRCS))
+	rm -f $(DESTDIR)$(LIBDIR)/gpujit/core.so $(DESTDIR)$(EMBED_LIBDIR)/libgpujit.so
+	rm -f $(patsubst src/%,$(DESTDIR)$(INCDIR)/%,$(EMBED_HEADERS))
+	-rmdir $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit $(DESTDIR)$(INCDIR) 2>/dev/null
+
+# `make install` into a staging DESTDIR and `luarocks make` into a private
+# tree, each then loaded from /tmp with LuaJIT's paths pointing there only.
+install-check: all
+	sh spec/install_check.sh $(BUILD)
+
 lint:
-	luacheck lua spec examples
+	luacheck lua spec examples bench
+	cppcheck $(CPPCHECK_FLAGS) src backends examples/embed
+
+# cppcheck: the checks and suppressions (each with its reason) are in
+# .cppcheck-suppressions; system headers are not analysed.
+CPPCHECK_FLAGS = --enable=warning,style,performance,portability --std=c11 -q \
+  --error-exitcode=1 --inline-suppr -Isrc -Ibackends \
+  --suppressions-list=.cppcheck-suppressions
 
 clean:
 	rm -rf $(BUILD)

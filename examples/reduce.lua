@@ -2,16 +2,17 @@
 -- each group of 256 work items adds a slice of the input in shared memory
 -- (a tree with barriers), then one group adds the groups' partial sums.
 --
---   luajit examples/reduce.lua [n]
+--   luajit examples/reduce.lua [backend] [n]
 --
 -- Checks the sum against plain LuaJIT (integers in doubles: exact) and
--- raises an error (exit status 1) when it differs.
-
+-- exits with status 1 when it differs.
+package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
-local gpu = require("gpujit")
+local ex = require("example")
+local gpu = ex.gpu(require("gpujit"), arg)
 
 local GROUP = 256
-local N = tonumber(arg and arg[1]) or 65536
+local N = tonumber(ex.arg(arg, 2, 65536))
 
 -- Each work item first adds the elements i, i + global size, ... of its
 -- slice (a grid-stride loop), so any n fits in a fixed number of groups.
@@ -46,6 +47,6 @@ group_sums:launch({ global = GROUP, group = GROUP }, total, partial, groups)
 
 local want = 0
 for i = 0, N - 1 do want = want + x[i] end
-print(string.format("reduce on %s: sum of %d numbers = %.17g (plain LuaJIT: %.17g)",
-  gpu.backend(), N, total[0], want))
-if total[0] ~= want then error("reduce: wrong sum") end
+print(ex.check("reduce", total[0] == want, string.format(
+  "%s, sum of %d numbers = %.17g (plain LuaJIT: %.17g)",
+  gpu.backend(), N, total[0], want)))

@@ -88,9 +88,23 @@ local function run_example(bk, path)
   return compared
 end
 
+-- Examples that write files (images) write them into a fresh temporary
+-- folder, not into the checkout (examples/lib/example.lua: ex.out).
+pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
+
 for _, bk in ipairs(H.backends) do
   describe("examples/ on " .. bk .. " and sim", function()
     local examples = list_examples()
+    local out_dir
+    setup(function()
+      local p = assert(io.popen("mktemp -d"))
+      out_dir = p:read("*l")
+      p:close()
+      ffi.C.setenv("GPUJIT_EXAMPLE_OUT", out_dir, 1)
+    end)
+    teardown(function()
+      os.execute("rm -rf '" .. out_dir .. "'")
+    end)
     it("there is at least one example", function()
       assert.is_true(#examples >= 1)
     end)

@@ -220,9 +220,9 @@ static LLVMValueRef modulo(gj_cg *g, LLVMValueRef a, LLVMValueRef b,
   if (s == GJ_F32) {
     /* LuaJIT computes in double and the result is then stored as float;
     ** a - floor(a/b)*b in float precision would lose most of its bits. */
-    LLVMValueRef r = modulo(g, LLVMBuildFPExt(B, a, g->lt[LT_F64], ""),
-                            LLVMBuildFPExt(B, b, g->lt[LT_F64], ""), GJ_F64);
-    return LLVMBuildFPTrunc(B, r, t, "");
+    LLVMValueRef wide = modulo(g, LLVMBuildFPExt(B, a, g->lt[LT_F64], ""),
+                               LLVMBuildFPExt(B, b, g->lt[LT_F64], ""), GJ_F64);
+    return LLVMBuildFPTrunc(B, wide, t, "");
   }
   if (s == GJ_F64) {
     LLVMValueRef q = gj_cg_floor(g, LLVMBuildFDiv(B, a, b, ""), s, 0);
@@ -350,6 +350,7 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   gj_scalar s = nres > 0 ? gj_ty_scalar(g->cs, rt[0]) : GJ_I64;
   LLVMTypeRef t = gj_cg_scalar_type(g, s);
   int j;
+  const char *fn1;
   (void)i;
   if (intr <= GJ_I_GLOBAL_SIZE) {
     res[0] = id_call(g, intr, nargs, args, at);
@@ -451,9 +452,9 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   default:
     break;
   }
-  if (intr >= GJ_I_M_ABS && intr <= GJ_I_M_MODF && math_fn1[intr - GJ_I_M_ABS]) {
-    res[0] = math1(g, math_fn1[intr - GJ_I_M_ABS], s,
-                   gj_cg_to_scalar(g, args[0], at[0], s));
+  fn1 = intr >= GJ_I_M_ABS && intr <= GJ_I_M_MODF ? math_fn1[intr - GJ_I_M_ABS] : NULL;
+  if (fn1) {
+    res[0] = math1(g, fn1, s, gj_cg_to_scalar(g, args[0], at[0], s));
     return 0;
   }
   return gj_err_set(g->cs->err, "internal error: no codegen for %s",

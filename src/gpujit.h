@@ -1,10 +1,11 @@
 /*
 ** gpujit — the C API.
 **
-** Embedding: a host that runs LuaJIT calls luaopen_gpujit_core(L) through
-** require("gpujit") (or package.preload) for each lua_State that should
-** have gpujit.  Each state gets its own context (gj_ctx): compiled kernels,
-** backend states and errors are never shared between states.  Nothing here
+** Embedding: a host that runs LuaJIT links libgpujit.so (or the module
+** gpujit/core.so) and calls luaopen_gpujit(L) for each lua_State that should
+** have gpujit (examples/embed/host.c).  Each state gets its own context
+** (gj_ctx): compiled kernels, backend states and errors are never shared
+** between states.  Nothing here
 ** calls exit() or abort() on bad input; errors come back as return codes and
 ** gj_errmsg(), or as Lua errors at the Lua boundary.
 **
@@ -33,6 +34,13 @@ typedef struct gj_kernel gj_kernel;  /* one compiled overload, launchable */
 
 /* The Lua module `gpujit.core` (the compiler and the device layer). */
 GJ_API int luaopen_gpujit_core(lua_State *L);
+
+/* The whole module: pushes the same table as require("gpujit") and stores
+** it in package.loaded.gpujit.  Needs the state's standard libraries
+** (luaL_openlibs) and lua/gpujit on package.path; the core is the library
+** this function is linked from, never a copy from package.cpath.  Raises a
+** Lua error on failure: call it with lua_pcall (or lua_cpcall). */
+GJ_API int luaopen_gpujit(lua_State *L);
 
 /* FFI: run a compiled kernel and wait for it.  args is the argument block
 ** (gj_sig_layout).  Returns 0, or -1 with the message in gj_errmsg(). */

@@ -1,0 +1,59 @@
+#!/bin/sh
+# The two ways to install gpujit, each checked from /tmp with LuaJIT's
+# search paths pointing only at what was installed (no checkout paths):
+#   1. make install install-embed DESTDIR=..., the embedding host built
+#      against that; make uninstall removes it all;
+#   2. luarocks make rockspec/gpujit-scm-1.rockspec --tree <private tree>.
+# Usage: sh spec/install_check.sh BUILD_DIR    (run from the checkout)
+set -eu
+build=$(cd "${1:-build}" && pwd)
+top=$(pwd)
+stage=$build/stage
+tree=$build/rocktree
+rm -rf "$stage" "$tree"
+
+# A kernel run on the cpu backend, and the core loaded from where expected.
+probe() {  # probe WHERE LUA_PATH LUA_CPATH
+  (cd /tmp && GJ_WANT_CORE="$1" LUA_PATH="$2" LUA_CPATH="$3" luajit -e '
+    local gpu = require("gpujit")
+    local ffi = require("ffi")
+    assert(gpu.core, "gpujit.core not loaded: " .. tostring(gpu.core_error))
+    local want = os.getenv("GJ_WANT_CORE")
+    assert(gpu.core.path == want, "core from " .. gpu.core.path .. ", not " .. want)
+    gpu.use("cpu")
+    local k = gpu.kernel(function(a, n)
+      local i = gpu.global_id(0)
+      if i < n then a[i] = 2 * i end
+    end)
+    local a = ffi.new("int32_t[?]", 100)
+    k:launch(100, a, 100)
+    for i = 0, 99 do assert(a[i] == 2 * i) end
+    print("install_check: require\"gpujit\" from /tmp loads " .. gpu.core.path)
+  ')
+}
+
+make -s install install-embed DESTDIR="$stage" PREFIX=/usr/local BUILD="$build" >/dev/null
+lua=$stage/usr/local/share/lua/5.1
+lib=$stage/usr/local/lib/lua/5.1
+test -f "$stage/usr/local/lib/libgpujit.so"
+test -f "$stage/usr/local/include/gpujit/gpujit.h"
+probe "$lib/gpujit/core.so" "$lua/?.lua;$lua/?/init.lua" "$lib/?.so"
+# The embedding host built against the installed headers and library only.
+inc=$stage/usr/local/include/gpujit
+cc -std=c11 -Wall -Wextra -Werror -I/usr/include/luajit-2.1 -I"$inc" -o "$stage/host" \
+  examples/embed/host.c -L"$stage/usr/local/lib" -lgpujit -Wl,-rpath,"$stage/usr/local/lib" \
+  -lluajit-5.1 -lm
+"$stage/host" "$top/examples/embed/particles.lua" "$lua" >/dev/null 2>&1 ||
+  { echo "install_check: the embedding host fails against the installed library"; exit 1; }
+rm -f "$stage/host"
+echo "install_check: examples/embed/host.c builds and runs against make install-embed"
+make -s uninstall DESTDIR="$stage" PREFIX=/usr/local BUILD="$build" >/dev/null
+left=$(find "$stage" -type f)
+if [ -n "$left" ]; then echo "install_check: make uninstall left $left"; exit 1; fi
+echo "install_check: make uninstall removed every file"
+
+luarocks make --tree "$tree" "$top/rockspec/gpujit-scm-1.rockspec" >"$build/luarocks.log" 2>&1 ||
+  { cat "$build/luarocks.log"; exit 1; }
+probe "$tree/lib/lua/5.1/gpujit/core.so" \
+  "$tree/share/lua/5.1/?.lua;$tree/share/lua/5.1/?/init.lua" "$tree/lib/lua/5.1/?.so"
+rm -rf "$stage" "$tree"
