@@ -14,6 +14,7 @@ LUA_VERSION ?= 5.1
 LUADIR      ?= $(PREFIX)/share/lua/$(LUA_VERSION)
 LIBDIR      ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
 EMBED_LIBDIR ?= $(PREFIX)/lib
+BINDIR      ?= $(PREFIX)/bin
 INCDIR      ?= $(PREFIX)/include/gpujit
 
 # Debian packages the project needs, each checked before installing.
@@ -73,11 +74,11 @@ $(EMBED_HOST): examples/embed/host.c $(EMBED_HEADERS) $(EMBED_LIB)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(GJ_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD_ID_C): $(SRCS) $(HDRS) Makefile
 	@mkdir -p $(dir $@)
-	@id=$$({ cat $(sort $(SRCS) $(HDRS)); echo '$(CC) $(CFLAGS)'; } | sha256sum | cut -c1-64); \
+	@id=$$({ cat $(sort $(SRCS) $(HDRS)); echo '$(CC) $(GJ_CFLAGS) $(CFLAGS)'; } | sha256sum | cut -c1-64); \
 	printf 'const char gj_build_id[] = "%s";\n' "$$id" > $@
 
 $(BUILD)/obj/gen/gj_buildid.o: $(BUILD_ID_C)
@@ -126,6 +127,8 @@ install: $(CORE)
 	install -d $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit
 	install -m 644 $(LUA_SRCS) $(DESTDIR)$(LUADIR)/gpujit/
 	install -m 755 $(CORE) $(DESTDIR)$(LIBDIR)/gpujit/core.so
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 bin/gpujit-precompile $(DESTDIR)$(BINDIR)/
 
 # For C hosts: libgpujit.so and the embedding API's headers.
 install-embed: $(EMBED_LIB)
@@ -136,6 +139,7 @@ install-embed: $(EMBED_LIB)
 uninstall:
 	rm -f $(patsubst lua/gpujit/%,$(DESTDIR)$(LUADIR)/gpujit/%,$(LUA_SRCS))
 	rm -f $(DESTDIR)$(LIBDIR)/gpujit/core.so $(DESTDIR)$(EMBED_LIBDIR)/libgpujit.so
+	rm -f $(DESTDIR)$(BINDIR)/gpujit-precompile
 	rm -f $(patsubst src/%,$(DESTDIR)$(INCDIR)/%,$(EMBED_HEADERS))
 	-rmdir $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit $(DESTDIR)$(INCDIR) 2>/dev/null
 

@@ -48,5 +48,6 @@ build = {
     PREFIX = "$(PREFIX)",
     LUADIR = "$(LUADIR)",
     LIBDIR = "$(LIBDIR)",
+    BINDIR = "$(BINDIR)",
   },
 }

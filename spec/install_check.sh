@@ -37,6 +37,7 @@ lua=$stage/usr/local/share/lua/5.1
 lib=$stage/usr/local/lib/lua/5.1
 test -f "$stage/usr/local/lib/libgpujit.so"
 test -f "$stage/usr/local/include/gpujit/gpujit.h"
+test -x "$stage/usr/local/bin/gpujit-precompile"
 probe "$lib/gpujit/core.so" "$lua/?.lua;$lua/?/init.lua" "$lib/?.so"
 # The embedding host built against the installed headers and library only.
 inc=$stage/usr/local/include/gpujit
