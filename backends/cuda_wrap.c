@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../src/gj_ptx.h"
+#include "../src/gj_target.h"
 
 /* The thread's global id in dimension d, from the special registers. */
 static LLVMValueRef global_id(LLVMModuleRef m, LLVMBuilderRef b, int d)
@@ -176,7 +177,7 @@ int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
 {
   (void)st;
   (void)job;
-  if (gj_ptx_emit(tm, m, "cuda", out, len, err) != 0) return -1;
+  if (gj_target_emit(tm, m, 1, "cuda", out, len, err) != 0) return -1;
   /* The artifact keeps its NUL: the driver reads PTX as a C string. */
   *len += !asm;
   return 0;

@@ -46,6 +46,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../src/gj_ptx.h"
+#include "../src/gj_target.h"
 
 /* -- Intrinsics ---------------------------------------------------------- */
 
@@ -506,7 +507,7 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   if (strncmp(job->triple, "nvptx", 5) == 0) {
     /* PTX text either way; the binary keeps its NUL (NVIDIA's
     ** clCreateProgramWithBinary reads it as a C string). */
-    if (gj_ptx_emit(tm, m, "opencl", out, len, err) != 0) return -1;
+    if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
     *len += !asm;
     return 0;
   } else if (asm) {

@@ -225,34 +225,3 @@ int gj_ptx_link_libdevice(LLVMModuleRef m, const char *path, gj_err *err)
     return gj_err_set(err, "cannot link libdevice %s", path);
   return 0;
 }
-
-/* -- emit ---------------------------------------------------------------- */
-
-int gj_ptx_emit(LLVMTargetMachineRef tm, LLVMModuleRef m, const char *who,
-                char **out, size_t *len, gj_err *err)
-{
-  LLVMMemoryBufferRef buf = NULL;
-  char *msg = NULL;
-  size_t n;
-  *out = NULL;
-  *len = 0;
-  if (!tm || LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile,
-                                                 &msg, &buf) != 0) {
-    gj_err_set(err, "%s: PTX generation failed: %s", who,
-               msg ? msg : "no target machine");
-    LLVMDisposeMessage(msg);
-    return -1;
-  }
-  LLVMDisposeMessage(msg);
-  n = LLVMGetBufferSize(buf);
-  *out = malloc(n + 1);
-  if (!*out) {
-    LLVMDisposeMemoryBuffer(buf);
-    return gj_err_set(err, "%s: out of memory (%zu bytes of PTX)", who, n);
-  }
-  memcpy(*out, LLVMGetBufferStart(buf), n);
-  (*out)[n] = '\0';
-  *len = n;
-  LLVMDisposeMemoryBuffer(buf);
-  return 0;
-}

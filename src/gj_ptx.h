@@ -2,7 +2,7 @@
 ** NVPTX code generation that every backend emitting PTX shares (cuda, and
 ** opencl on NVIDIA's platform): the compile job's target fields, the
 ** intrinsics IR (ids from the PTX special registers, barrier0, math), the
-** kernel annotation, libdevice, and PTX text from a target machine.
+** kernel annotation and libdevice.  PTX text is gj_target_emit's assembly.
 */
 #ifndef GJ_PTX_H
 #define GJ_PTX_H
@@ -51,9 +51,5 @@ int gj_ptx_find_libdevice(char *buf, size_t n);
 ** caller then makes every function but its kernel internal, so that only
 ** what is used survives the optimizer). */
 int gj_ptx_link_libdevice(LLVMModuleRef m, const char *path, gj_err *err);
-
-/* PTX text of m (NUL-terminated, malloc'ed; *len without the NUL). */
-int gj_ptx_emit(LLVMTargetMachineRef tm, LLVMModuleRef m, const char *who,
-                char **out, size_t *len, gj_err *err);
 
 #endif
