@@ -58,6 +58,7 @@ typedef struct gj_device_info {
   int compute_units;
   int64_t max_group;       /* work items in one group, all dims together */
   int64_t max_group_dim[3];
+  char arch[16];           /* GPUs: the architecture, e.g. "sm_90"; or "" */
 } gj_device_info;
 
 /* The compile job: everything about the target that code generation and
@@ -93,7 +94,10 @@ enum { GJ_COPY_TO_DEVICE = 0, GJ_COPY_TO_HOST = 1 };
 typedef struct gj_backend {
   const char *name;
   /* Open the backend in one context.  -1 (with err) when its driver or
-  ** device is absent; the core then lists it as unavailable. */
+  ** device is absent; the core then lists it as unavailable.  A backend
+  ** that can compile without its device (cuda) may instead return 0 with
+  ** zero devices and err saying why: the core lists it as unavailable for
+  ** launching, with that reason, and still compiles for it (inspect). */
   int (*open)(gj_bstate **st, gj_err *err);
   void (*close)(gj_bstate *st);
   int (*ndevices)(gj_bstate *st);

@@ -272,33 +272,9 @@ static int cpu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
                     LLVMModuleRef m, int asm, char **out, size_t *len,
                     gj_err *err)
 {
-  LLVMMemoryBufferRef buf = NULL;
-  char *msg = NULL;
-  size_t n;
   (void)st;
   (void)job;
-  *out = NULL;
-  *len = 0;
-  if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, asm ? LLVMAssemblyFile
-                                                     : LLVMObjectFile,
-                                          &msg, &buf) != 0) {
-    gj_err_set(err, "cpu: code generation failed: %s",
-               msg ? msg : "unknown error");
-    LLVMDisposeMessage(msg);
-    return -1;
-  }
-  LLVMDisposeMessage(msg);
-  n = LLVMGetBufferSize(buf);
-  *out = malloc(n + 1);     /* + NUL, so that assembly is a C string */
-  if (!*out) {
-    LLVMDisposeMemoryBuffer(buf);
-    return gj_err_set(err, "cpu: out of memory (%zu bytes of code)", n);
-  }
-  memcpy(*out, LLVMGetBufferStart(buf), n);
-  (*out)[n] = '\0';
-  *len = n;
-  LLVMDisposeMemoryBuffer(buf);
-  return 0;
+  return gj_target_emit(tm, m, asm, "cpu", out, len, err);
 }
 
 /* A JITDylib for one program: a spare one, or a new one that resolves

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/gj_ptx.h"
 #include "../src/gj_target.h"
 
 #define ADDR_SHIFT 40
@@ -371,26 +372,9 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
              "early-cse<memssa>,instcombine,simplifycfg,gvn,sccp,instcombine,"
              "simplifycfg,adce),globaldce");
     return 0;
-  case OCL_PTX: {
-    LLVMTargetMachineRef tm;
-    LLVMTargetDataRef td;
-    char *dl;
-    int sm = d->sm >= 30 ? d->sm : 30;
-    snprintf(j->triple, sizeof(j->triple), "nvptx64-nvidia-cuda");
-    snprintf(j->cpu, sizeof(j->cpu), "sm_%d", sm > 86 ? 86 : sm);
-    snprintf(j->features, sizeof(j->features), "+ptx75");
-    j->intrinsics_ir = ocl_ptx_intrinsics_ir;
-    j->codegen_opt = LLVMCodeGenLevelAggressive;
-    snprintf(j->passes, sizeof(j->passes), "default<O3>");
-    if (gj_target_machine(j, &tm, err) != 0) return -1;
-    td = LLVMCreateTargetDataLayout(tm);
-    dl = LLVMCopyStringRepOfTargetData(td);
-    snprintf(j->datalayout, sizeof(j->datalayout), "%s", dl);
-    LLVMDisposeMessage(dl);
-    LLVMDisposeTargetData(td);
-    LLVMDisposeTargetMachine(tm);
-    return 0;
-  }
+  case OCL_PTX:
+    j->intrinsics_ir = gj_ptx_ir_base;
+    return gj_ptx_job(j, d->sm, err);
   case OCL_NONE:
     break;
   }

@@ -112,7 +112,6 @@ int ocl_map(gj_bstate *st, int dev, const void *p, cl_mem *mem,
 
 extern const char ocl_spir_intrinsics_ir[];   /* devices with their own libm */
 extern const char ocl_spir_hostlibm_ir[];     /* host_libm devices */
-extern const char ocl_ptx_intrinsics_ir[];
 
 int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
              LLVMValueRef body, const gj_sig *sig, gj_err *err);

@@ -10,6 +10,8 @@
 */
 #include "opencl_int.h"
 
+#include "../src/gj_dims.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,36 +203,14 @@ static int set_arg(gj_bstate *st, gj_program *p, cl_uint i, const void *v,
   return 0;
 }
 
-/* The group of a launch without one.  Without barriers, 256 work items
-** filled x first, each dimension a power of two no larger than needed
-** (PoCL compiles a work-group function per group shape, so few shapes
-** mean few compiles; the global size is then rounded up to it).  With
-** barriers the group must divide the global size: per dimension the
-** largest divisor within what is left of the budget. */
 #define OCL_DEFAULT_GROUP 256
-
-static void default_group(const gj_dims *dm, int barrier, int64_t budget,
-                          int64_t group[3])
-{
-  int i;
-  for (i = 0; i < 3; i++) {
-    int64_t n = i < dm->ndim ? dm->global[i] : 1, g = 1;
-    if (barrier) {
-      for (g = n < budget ? n : budget; g > 1 && n % g != 0; g--) ;
-    } else {
-      while (g < n && g * 2 <= budget) g *= 2;
-    }
-    group[i] = g;
-    budget /= g;
-  }
-}
 
 int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
                gj_err *err)
 {
   ocl_device *d;
-  const gj_device_info *di;
-  int64_t group[3], gsize = 1, items = 1;
+  gj_group_limits lim;
+  int64_t group[3], items;
   size_t gl[3], lo[3];
   cl_uint a = 0;
   cl_int rc;
@@ -238,38 +218,11 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   int i, nd = dm->ndim;
   if (!p || !p->kernel) return gj_err_set(err, "opencl: launch of no program");
   d = &st->devs[p->dev];
-  di = &d->info;
-  if (nd < 1 || nd > 3)
-    return gj_err_set(err, "launch: ndim must be 1, 2 or 3 (got %d)", nd);
-  for (i = 0; i < nd; i++) {
-    if (dm->global[i] < 0)
-      return gj_err_set(err, "launch: global size %s has a negative "
-                        "dimension", gj_dims_str(b1, sizeof(b1), dm->global, nd));
-    if (__builtin_mul_overflow(items, dm->global[i], &items))
-      return gj_err_set(err, "launch: global size %s is too large",
-                        gj_dims_str(b1, sizeof(b1), dm->global, nd));
-  }
-  if (dm->group[0] != 0) {
-    for (i = 0; i < 3; i++) group[i] = i < nd ? dm->group[i] : 1;
-    for (i = 0; i < nd; i++) {
-      if (group[i] <= 0)
-        return gj_err_set(err, "launch: work-group size %s must be positive "
-                          "in every dimension",
-                          gj_dims_str(b1, sizeof(b1), dm->group, nd));
-      if (group[i] > di->max_group_dim[i] ||
-          (gsize *= group[i]) > (int64_t)p->max_group)
-        return gj_err_set(err, "launch: work-group size %s exceeds the "
-                          "device maximum (%s, %zu work items in all for "
-                          "this kernel)",
-                          gj_dims_str(b1, sizeof(b1), dm->group, nd),
-                          gj_dims_str(b2, sizeof(b2), di->max_group_dim, nd),
-                          p->max_group);
-    }
-  } else {
-    int64_t budget = OCL_DEFAULT_GROUP;
-    if (budget > (int64_t)p->max_group) budget = (int64_t)p->max_group;
-    default_group(dm, p->sig.uses_barrier, budget, group);
-  }
+  for (i = 0; i < 3; i++) lim.max_dim[i] = d->info.max_group_dim[i];
+  lim.max_group = (int64_t)p->max_group;
+  lim.default_group = OCL_DEFAULT_GROUP;
+  if (gj_dims_group(dm, p->sig.uses_barrier, &lim, group, &items, err) != 0)
+    return -1;
   if (items == 0) return 0;
 
   /* The user's arguments, in the kernel's order. */

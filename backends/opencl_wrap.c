@@ -45,6 +45,9 @@
 #include <llvm-c/Linker.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "../src/gj_ptx.h"
+#include "../src/gj_target.h"
+
 /* -- Intrinsics ---------------------------------------------------------- */
 
 /* gj.<id>(ptr %wi, i32 %d): the OpenCL builtin (0 or 1 for d > 2). */
@@ -144,43 +147,6 @@ const char ocl_spir_hostlibm_ir[] =
   IR_H1(tanh) IR_H2(atan2)
   IR_ATTRS;
 
-/* PTX: ids from the special registers.  Transcendental math needs NVIDIA's
-** libdevice, which is not linked yet: those gj.math.* stay undefined and
-** wrap reports them. */
-#define IR_SREG(name, reg, unused)                                       \
-  "declare i32 @llvm.nvvm.read.ptx.sreg." reg ".x()\n"                   \
-  "declare i32 @llvm.nvvm.read.ptx.sreg." reg ".y()\n"                   \
-  "declare i32 @llvm.nvvm.read.ptx.sreg." reg ".z()\n"                   \
-  "define linkonce_odr i64 @gj." name "(ptr %wi, i32 %d) #0 {\n"         \
-  "  switch i32 %d, label %o [ i32 0, label %x i32 1, label %y "         \
-  "i32 2, label %z ]\n"                                                  \
-  "x:\n  %a = call i32 @llvm.nvvm.read.ptx.sreg." reg ".x()\n"           \
-  "  br label %e\n"                                                      \
-  "y:\n  %b = call i32 @llvm.nvvm.read.ptx.sreg." reg ".y()\n"           \
-  "  br label %e\n"                                                      \
-  "z:\n  %c = call i32 @llvm.nvvm.read.ptx.sreg." reg ".z()\n"           \
-  "  br label %e\n"                                                      \
-  "e:\n  %v = phi i32 [ %a, %x ], [ %b, %y ], [ %c, %z ]\n"              \
-  "  %r = zext i32 %v to i64\n  ret i64 %r\n"                            \
-  "o:\n  ret i64 " #unused "\n}\n"
-
-const char ocl_ptx_intrinsics_ir[] =
-  IR_SREG("local_id", "tid", 0)
-  IR_SREG("group_id", "ctaid", 0)
-  IR_SREG("group_size", "ntid", 1)
-  IR_SREG("num_groups", "nctaid", 1)
-  "define linkonce_odr i64 @gj.global_id(ptr %wi, i32 %d) #0 {\n"
-  "  %g = call i64 @gj.group_id(ptr %wi, i32 %d)\n"
-  "  %n = call i64 @gj.group_size(ptr %wi, i32 %d)\n"
-  "  %l = call i64 @gj.local_id(ptr %wi, i32 %d)\n"
-  "  %m = mul i64 %g, %n\n  %r = add i64 %m, %l\n  ret i64 %r\n}\n"
-  IR_GSIZE
-  "declare void @llvm.nvvm.barrier0() #4\n"
-  "define linkonce_odr void @gj.barrier(ptr %wi) #5 {\n"
-  "  call void @llvm.nvvm.barrier0()\n  ret void\n}\n"
-  IR_I1(sqrt) IR_I1(floor) IR_I1(ceil) IR_I1(fabs) IR_I1(trunc)
-  IR_ATTRS;
-
 /* The host libm functions in LIBM_* order (f64 names; f32 adds "f"). */
 static const char *const libm_names[LIBM__N1] = {
   "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2"
@@ -252,33 +218,6 @@ static void md_spir_versions(LLVMContextRef c, LLVMModuleRef m)
   LLVMValueRef node = LLVMMDNodeInContext(c, v, 2);
   LLVMAddNamedMetadataOperand(m, "opencl.spir.version", node);
   LLVMAddNamedMetadataOperand(m, "opencl.ocl.version", node);
-}
-
-static void md_ptx_kernel(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef f)
-{
-  LLVMValueRef v[3] = {
-    f, LLVMMDStringInContext(c, "kernel", 6),
-    LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0)
-  };
-  LLVMAddNamedMetadataOperand(m, "nvvm.annotations",
-                              LLVMMDNodeInContext(c, v, 3));
-}
-
-/* A gj.math.* function the core calls that the job's intrinsics do not
-** define: the target cannot compute it yet. */
-static int check_math_defined(LLVMModuleRef m, gj_err *err)
-{
-  LLVMValueRef f;
-  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-    size_t len;
-    const char *name = LLVMGetValueName2(f, &len);
-    if (LLVMIsDeclaration(f) && len > 8 &&
-        strncmp(name, "gj.math.", 8) == 0 && LLVMGetFirstUse(f))
-      return gj_err_set(err, "opencl: %s is not supported yet on this "
-                        "device (PTX would need NVIDIA's libdevice)",
-                        name + 3);
-  }
-  return 0;
 }
 
 /* PoCL takes a global in the local address space for the kernel's
@@ -413,7 +352,9 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
     return gj_err_set(err, "opencl: the module already has a gj_kernel");
   if (!body || LLVMIsDeclaration(body))
     return gj_err_set(err, "opencl: the kernel body is not defined");
-  if (ptx && check_math_defined(m, err) != 0) return -1;
+  if (ptx && gj_ptx_check_math(m, "opencl", "PTX would need NVIDIA's "
+                                "libdevice", err) != 0)
+    return -1;
   c = LLVMGetModuleContext(m);
   i8 = LLVMInt8TypeInContext(c);
   i64 = LLVMInt64TypeInContext(c);
@@ -475,7 +416,7 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   fn_attr(c, kernel, "nounwind", 1);
   if (sig->uses_barrier) fn_attr(c, kernel, "convergent", 1);
   if (ptx) {
-    md_ptx_kernel(c, m, kernel);
+    gj_ptx_mark_kernel(m, kernel);
   } else {
     md_kernel(c, kernel, &md);
     md_spir_versions(c, m);
@@ -566,15 +507,9 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   if (strncmp(job->triple, "nvptx", 5) == 0) {
     /* PTX text either way; the binary keeps its NUL (NVIDIA's
     ** clCreateProgramWithBinary reads it as a C string). */
-    char *msg = NULL;
-    if (!tm || LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile,
-                                                   &msg, &buf) != 0) {
-      gj_err_set(err, "opencl: PTX generation failed: %s",
-                 msg ? msg : "no target machine");
-      LLVMDisposeMessage(msg);
-      return -1;
-    }
-    LLVMDisposeMessage(msg);
+    if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
+    *len += !asm;
+    return 0;
   } else if (asm) {
     /* SPIR has no assembly: its readable form is the LLVM IR itself. */
     char *ir = LLVMPrintModuleToString(m);
@@ -597,7 +532,7 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   }
   memcpy(*out, LLVMGetBufferStart(buf), n);
   (*out)[n] = '\0';
-  *len = n + (strncmp(job->triple, "nvptx", 5) == 0 && !asm);
+  *len = n;
   LLVMDisposeMemoryBuffer(buf);
   return 0;
 }

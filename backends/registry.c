@@ -7,10 +7,12 @@
 #include "backend.h"
 
 extern const gj_backend gj_backend_opencl;
+extern const gj_backend gj_backend_cuda;
 extern const gj_backend gj_backend_cpu;
 
 const gj_backend *const gj_backends[] = {
   &gj_backend_opencl,
+  &gj_backend_cuda,
   &gj_backend_cpu,
 };
 

@@ -52,6 +52,40 @@ H.gpu = loaded and gpu_or_err or setmetatable({}, {
 })
 H.load_error = not loaded and tostring(gpu_or_err) or nil
 
+-- The suite-wide PTX check (spec/cuda_spec.lua runs the suite again with
+-- GPUJIT_SPEC_PTX_DIR set): every kernel the suite compiles on another
+-- backend is compiled to PTX for cuda as well (without a GPU, for the
+-- backend's offline target), and each distinct text is written once to that
+-- directory as N.ptx, or N.err with the message when it does not compile.
+local ptx_dir = os.getenv("GPUJIT_SPEC_PTX_DIR")
+if ptx_dir and loaded and H.gpu.core then
+  local core = H.gpu.core
+  local compile, inspect, seen, count, cuda_bk = core.compile, core.inspect, {}, 0, nil
+  for _, b in ipairs(H.gpu.backends()) do
+    if b.name == "cuda" then cuda_bk = b.index end
+  end
+  core.compile = function(fn, tl, opts)
+    local res = compile(fn, tl, opts)
+    if cuda_bk and opts.bk ~= cuda_bk then
+      local o = {}
+      for k, v in pairs(opts) do o[k] = v end
+      o.bk, o.device = cuda_bk, 0
+      local ok, text = pcall(inspect, fn, tl, o, "asm")
+      if not ok then
+        text = "kernel " .. tostring(opts.name) .. " (" .. table.concat(tl, ", ") .. "): " .. tostring(text)
+      end
+      if not seen[text] then
+        seen[text] = true
+        count = count + 1
+        local f = assert(io.open(ptx_dir .. "/" .. count .. (ok and ".ptx" or ".err"), "w"))
+        f:write(text)
+        f:close()
+      end
+    end
+    return res
+  end
+end
+
 ---------------------------------------------------------------------------
 -- Backends
 ---------------------------------------------------------------------------
@@ -98,7 +132,7 @@ end
 H.features = {
   workgroups = {
     reason = "work-group features (barrier, shared and local arrays, atomics) are not compiled yet",
-    has = { sim = true, cpu = true, opencl = true },
+    has = { sim = true, cpu = true, opencl = true, cuda = true },
   },
   boundscheck = { reason = "boundscheck mode is not implemented yet", has = {} },
   -- Work items of a group that stop at different barriers: only backends
@@ -114,6 +148,16 @@ function H.it_with(feature, bk)
   local env = getfenv(2)   -- busted's it/pending live in the spec file's env
   if f.has[bk] then return env.it end
   return function(name) env.pending(name .. " [" .. f.reason .. "]") end
+end
+
+-- Tolerances (double, float ulps) for transcendental math on backend bk,
+-- given the ones for backends that call the host's libm (bit for bit with
+-- LuaJIT).  cuda computes with libdevice: at most 2 ulps from the correctly
+-- rounded double result and 4 for float (NVIDIA's CUDA C Programming Guide,
+-- "Mathematical functions"), plus the half ulp of the reference's rounding.
+function H.math_ulps(bk, dulps, fulps)
+  if bk == "cuda" then return math.max(dulps, 3), math.max(fulps, 5) end
+  return dulps, fulps
 end
 
 -- Does backend bk's device address host memory (FFI pointers work there)?

@@ -53,6 +53,9 @@ int gj_ctx_backend(gj_ctx *ctx, int bk, gj_err *err)
   if (bk < 0 || bk >= gj_nbackends)
     return gj_err_set(err, "no backend #%d", bk);
   if (ctx->bopened[bk] == 0) {
+    /* An open that succeeds may still say why the backend cannot run
+    ** kernels (it compiles without its device): berr is kept. */
+    ctx->berr[bk].msg[0] = '\0';
     if (gj_backends[bk]->open(&ctx->bst[bk], &ctx->berr[bk]) == 0) {
       ctx->bopened[bk] = 1;
     } else {
@@ -91,14 +94,21 @@ static int core_backends(lua_State *L)
   for (i = 0; i < gj_nbackends; i++) {
     gj_err e;
     int ok = gj_ctx_backend(&c->ctx, i, &e) == 0;
-    lua_createtable(L, 0, 4);
+    /* Open without a device: it compiles (inspect), it does not launch. */
+    int offline = ok && gj_backends[i]->ndevices(c->ctx.bst[i]) == 0;
+    if (offline) e = c->ctx.berr[i];
+    lua_createtable(L, 0, 5);
     lua_pushstring(L, gj_backends[i]->name);
     lua_setfield(L, -2, "name");
     lua_pushinteger(L, i);
     lua_setfield(L, -2, "index");
-    lua_pushboolean(L, ok);
+    lua_pushboolean(L, ok && !offline);
     lua_setfield(L, -2, "available");
-    if (!ok) {
+    if (offline) {
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "offline");
+    }
+    if (!ok || offline) {
       lua_pushstring(L, e.msg);
       lua_setfield(L, -2, "error");
     }
@@ -146,6 +156,10 @@ static int core_devices(lua_State *L)
         lua_rawseti(L, -2, k + 1);
       }
       lua_setfield(L, -2, "max_group_dim");
+      if (di.arch[0]) {
+        lua_pushstring(L, di.arch);
+        lua_setfield(L, -2, "arch");
+      }
       lua_rawseti(L, -2, ++n);
     }
   }
@@ -359,8 +373,13 @@ static int ctx_gc(lua_State *L)
   int i;
   if (c->closed) return 0;
   while (c->head.next) kobj_release(c->head.next);
-  for (i = 0; i < gj_nbackends; i++)
+  for (i = 0; i < gj_nbackends; i++) {
     if (c->ctx.bopened[i] > 0) gj_backends[i]->close(c->ctx.bst[i]);
+    /* gpu.array finalizers that run after this free nothing. */
+    c->ctx.bopened[i] = -1;
+    c->ctx.bst[i] = NULL;
+    gj_err_set(&c->ctx.berr[i], "the gpujit context is closed");
+  }
   c->closed = 1;
   return 0;
 }

@@ -273,7 +273,12 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   /* 5. target intrinsics, 6. the target's entry point */
   if (link_intrinsics(C, m, &job, err)) goto done;
   body = LLVMGetNamedFunction(m, "gj_body");
-  if (be->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) goto done;
+  if (be->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) {
+    size_t used = strlen(err->msg);
+    snprintf(err->msg + used, sizeof(err->msg) - used, " (in kernel %s)",
+             o->name);
+    goto done;
+  }
 
   /* 7. verify, 8. optimize */
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {

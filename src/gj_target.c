@@ -4,6 +4,7 @@
 #include "gj_target.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Core.h>
@@ -56,6 +57,36 @@ int gj_target_machine(const gj_job *job, LLVMTargetMachineRef *out,
   if (*out == NULL)
     return gj_err_set(err, "cannot create a target machine for '%s' (cpu '%s')",
                       job->triple, job->cpu);
+  return 0;
+}
+
+int gj_target_emit(LLVMTargetMachineRef tm, LLVMModuleRef m, int asm,
+                   const char *who, char **out, size_t *len, gj_err *err)
+{
+  LLVMMemoryBufferRef buf = NULL;
+  char *msg = NULL;
+  size_t n;
+  *out = NULL;
+  *len = 0;
+  if (!tm || LLVMTargetMachineEmitToMemoryBuffer(tm, m, asm ? LLVMAssemblyFile
+                                                           : LLVMObjectFile,
+                                                 &msg, &buf) != 0) {
+    gj_err_set(err, "%s: code generation failed: %s", who,
+               msg ? msg : tm ? "unknown error" : "no target machine");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  LLVMDisposeMessage(msg);
+  n = LLVMGetBufferSize(buf);
+  *out = malloc(n + 1);
+  if (!*out) {
+    LLVMDisposeMemoryBuffer(buf);
+    return gj_err_set(err, "%s: out of memory (%zu bytes of code)", who, n);
+  }
+  memcpy(*out, LLVMGetBufferStart(buf), n);
+  (*out)[n] = '\0';
+  *len = n;
+  LLVMDisposeMemoryBuffer(buf);
   return 0;
 }
 

@@ -31,6 +31,12 @@ int gj_target_init(gj_err *err);
 int gj_target_machine(const struct gj_job *job, LLVMTargetMachineRef *out,
                       gj_err *err);
 
+/* Code of m from tm: assembly text (asm != 0; PTX on NVPTX) or an object
+** file, malloc'ed into *out with a NUL after its *len bytes (so that
+** assembly is a C string).  Errors start with `who`.  Returns 0 or -1. */
+int gj_target_emit(LLVMTargetMachineRef tm, LLVMModuleRef m, int asm,
+                   const char *who, char **out, size_t *len, gj_err *err);
+
 /* The host: normalized triple, CPU name and feature string
 ** ("+avx2,-avx512f,...") as LLVM detects them, so generated code uses every
 ** vector extension the machine has and none it lacks.  When the feature

@@ -40,6 +40,7 @@ local gj_dims = ffi.typeof("gj_dims")
 --   ctx       the core's context (lightuserdata)
 --   state     { cur = target or nil, cur_err = message when there is none }
 --   resolve(device, fname, level) -> target
+--   resolve_compile(device, fname, level) -> target, also compile-only ones
 --   inspect_target() -> a target that can compile (not sim), or nil, why
 --   compile_opts(K, tgt) -> extra fields for core.compile opts (cache_dir)
 --   precompile  true: a launch compiles its signature and runs nothing
@@ -664,7 +665,7 @@ local function inspect(K, tl, what, device, fname)
   tl = check_types(K, tl, fname)
   local tgt
   if device ~= nil then
-    tgt = env.resolve(device, fname, 3)
+    tgt = (env.resolve_compile or env.resolve)(device, fname, 3)
   else
     tgt = K.pin or env.state.cur
   end

@@ -75,8 +75,11 @@ local sim_target = {
 
 local targets = {}       -- compiled backends' devices, in the core's order
 local by_bk = {}         -- by_bk[bk][dev] = target
-local backends = {}      -- list of { name, index, available, error }
+local backends = {}      -- list of { name, index, available, error, offline }
 local backend_by_name = {}
+-- Compile-only targets of backends that open without a device (cuda where
+-- there is no driver or GPU): inspect_llvm/inspect_asm compile for them.
+local offline = {}
 
 local function copy(t)
   local c = {}
@@ -91,6 +94,13 @@ if core then
       local e = copy(b)
       backends[#backends + 1] = e
       backend_by_name[e.name] = e
+      if e.offline then
+        offline[e.name] = {
+          backend = e.name, bk = e.index, dev = 0, sim = false, shared = false, offline = true,
+          entry = { backend = e.name, index = 0, name = e.name .. " (no device: compiles only)" },
+          label = e.name .. ":0 (no device)",
+        }
+      end
     end
   end
   local okd, devs = pcall(core.devices)
@@ -179,6 +189,17 @@ local function resolve(device, fname, level, index)
     return nil, err
   end
   return t
+end
+
+-- resolve, and for a backend that opened without a device its compile-only
+-- target (what k:inspect_asm(types, "cuda") compiles for).
+local function resolve_compile(device, fname, level, index)
+  local t, err = resolve(device, fname, nil, index)
+  if t then return t end
+  local name = type(device) == "table" and device.backend or device
+  if type(name) == "string" then name = name:match("^([%w_]+):0$") or name end
+  if offline[name] and (index == nil or index == 0) then return offline[name] end
+  error(err, level + 1)
 end
 
 local function default_target()
@@ -423,7 +444,8 @@ gpu.to_device = array.to_device
 
 dispatch.setup({
   core = core, core_error = core_error, lib = lib, ctx = ctx, state = S,
-  resolve = resolve, target_of = target_of, inspect_target = inspect_target,
+  resolve = resolve, resolve_compile = resolve_compile, target_of = target_of,
+  inspect_target = inspect_target,
   compile_opts = function(K)
     return { cache_dir = K.opts.cache ~= false and cache_enabled() and cache_dir() or nil }
   end,

@@ -1,0 +1,246 @@
+/*
+** The cuda backend, part three: programs and launches.  `load` links the
+** PTX into a cubin (cuLinkCreate/cuLinkAddData/cuLinkComplete; the cubin is
+** kept, for the compile cache to store) and loads it (cuModuleLoadData,
+** cuModuleGetFunction); `launch` runs the kernel with cuLaunchKernel and
+** waits for it (launches are synchronous, API.md).
+**
+** Arguments: the entry's parameters mirror the argument block (layout in
+** cuda_wrap.c), so kernelParams is an array of pointers into the block,
+** offsets computed once at load, then three pointers to the real global
+** size.
+*/
+#include "cuda_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/gj_dims.h"
+
+#define CU_DEFAULT_GROUP 256
+#define CU_LOGSIZE 8192
+
+struct gj_program {
+  int dev;
+  CUmodule mod;
+  CUfunction fn;
+  void *cubin;
+  size_t cubin_len;
+  int uses_barrier;
+  int64_t max_group;       /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+  unsigned nparams;        /* the entry's, hidden ones included */
+  uint32_t *offsets;       /* of each user parameter in the block */
+  void **params;           /* cuLaunchKernel's kernelParams */
+  int64_t global[CU_HIDDEN_GLOBAL];
+};
+
+/* -- load ---------------------------------------------------------------- */
+
+/* PTX -> cubin, copied into p (the link state owns its output).  A failed
+** link appends the JIT's error log to err. */
+static int link_cubin(const cu_api *a, gj_program *p, const char *ptx,
+                      size_t len, gj_err *err)
+{
+  char log[CU_LOGSIZE];
+  int opts[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+  void *vals[2] = { log, (void *)(uintptr_t)sizeof(log) };
+  CUlinkState ls = NULL;
+  void *cubin = NULL;
+  size_t n = 0;
+  CUresult r;
+  const char *call = "cuLinkCreate";
+  log[0] = '\0';
+  r = a->LinkCreate(2, opts, vals, &ls);
+  if (r == CUDA_SUCCESS) {
+    call = "cuLinkAddData (PTX)";
+    r = a->LinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, len, "gj_kernel.ptx",
+                       0, NULL, NULL);
+  }
+  if (r == CUDA_SUCCESS) {
+    call = "cuLinkComplete";
+    r = a->LinkComplete(ls, &cubin, &n);
+  }
+  if (r == CUDA_SUCCESS) {
+    p->cubin = malloc(n ? n : 1);
+    if (p->cubin) {
+      memcpy(p->cubin, cubin, n);
+      p->cubin_len = n;
+    }
+  }
+  if (ls) a->LinkDestroy(ls);
+  if (r != CUDA_SUCCESS) {
+    size_t used;
+    cu_fail(err, call, r);
+    log[sizeof(log) - 1] = '\0';
+    used = strlen(err->msg);
+    if (log[0])
+      snprintf(err->msg + used, sizeof(err->msg) - used, "; JIT log:\n%s",
+               log);
+    return -1;
+  }
+  return p->cubin ? 0 : gj_err_set(err, "cuda: out of memory");
+}
+
+/* kernelParams: offsets of the user's parameters, pointers to the hidden
+** ones. */
+static int setup_params(gj_program *p, const gj_sig *sig, gj_err *err)
+{
+  unsigned n = 0, i;
+  int j;
+  for (j = 0; j < sig->nparams; j++) n += sig->params[j].is_array ? 2 : 1;
+  p->nparams = n + CU_HIDDEN_GLOBAL;
+  p->offsets = calloc(n ? n : 1, sizeof(uint32_t));
+  p->params = calloc(p->nparams, sizeof(void *));
+  if (!p->offsets || !p->params) return gj_err_set(err, "cuda: out of memory");
+  for (j = 0, i = 0; j < sig->nparams; j++) {
+    p->offsets[i++] = sig->params[j].offset;
+    if (sig->params[j].is_array) p->offsets[i++] = sig->params[j].offset + 8;
+  }
+  for (i = 0; i < CU_HIDDEN_GLOBAL; i++) p->params[n + i] = &p->global[i];
+  return 0;
+}
+
+/* A program from PTX (linked here) or from a cubin the cache kept. */
+static int load_program(gj_bstate *st, int dev, const char *art, size_t len,
+                        int is_cubin, const gj_sig *sig, gj_program **out,
+                        gj_err *err)
+{
+  const cu_api *a;
+  gj_program *p;
+  CUresult r;
+  int pushed, v = 0, rc = -1;
+  *out = NULL;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  a = &st->drv->api;
+  p = calloc(1, sizeof(*p));
+  if (!p) {
+    cu_leave(st, pushed);
+    return gj_err_set(err, "cuda: out of memory");
+  }
+  p->dev = dev;
+  p->uses_barrier = sig->uses_barrier;
+  if (setup_params(p, sig, err) != 0) goto done;
+  if (is_cubin) {
+    p->cubin = malloc(len ? len : 1);
+    if (!p->cubin) {
+      gj_err_set(err, "cuda: out of memory");
+      goto done;
+    }
+    memcpy(p->cubin, art, len);
+    p->cubin_len = len;
+  } else if (link_cubin(a, p, art, len, err) != 0) {
+    goto done;
+  }
+  if ((r = a->ModuleLoadData(&p->mod, p->cubin)) != CUDA_SUCCESS) {
+    p->mod = NULL;
+    cu_fail(err, "cuModuleLoadData", r);
+    goto done;
+  }
+  if ((r = a->ModuleGetFunction(&p->fn, p->mod, "gj_kernel")) !=
+      CUDA_SUCCESS) {
+    cu_fail(err, "cuModuleGetFunction (gj_kernel)", r);
+    goto done;
+  }
+  r = a->FuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, p->fn);
+  if (r != CUDA_SUCCESS) {
+    cu_fail(err, "cuFuncGetAttribute", r);
+    goto done;
+  }
+  p->max_group = v;
+  rc = 0;
+done:
+  cu_leave(st, pushed);
+  if (rc) cu_unload(st, p);
+  else *out = p;
+  return rc;
+}
+
+void cu_unload(gj_bstate *st, gj_program *p)
+{
+  int pushed;
+  gj_err e;
+  if (!p) return;
+  if (p->mod && cu_enter(st, p->dev, &pushed, &e) == 0) {
+    st->drv->api.ModuleUnload(p->mod);
+    cu_leave(st, pushed);
+  }
+  free(p->cubin);
+  free(p->offsets);
+  free(p->params);
+  free(p);
+}
+
+int cu_load(gj_bstate *st, int dev, const char *art, size_t len,
+            const gj_sig *sig, gj_program **out, gj_err *err)
+{
+  return load_program(st, dev, art, len, 0, sig, out, err);
+}
+
+int cu_cache_load(gj_bstate *st, int dev, const char *bin, size_t len,
+                  const gj_sig *sig, gj_program **out, gj_err *err)
+{
+  return load_program(st, dev, bin, len, 1, sig, out, err);
+}
+
+int cu_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
+                  gj_err *err)
+{
+  (void)st;
+  *out = malloc(p->cubin_len ? p->cubin_len : 1);
+  if (!*out) return gj_err_set(err, "cuda: out of memory");
+  memcpy(*out, p->cubin, p->cubin_len);
+  *len = p->cubin_len;
+  return 0;
+}
+
+/* -- launch -------------------------------------------------------------- */
+
+int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
+              gj_err *err)
+{
+  const cu_device *d;
+  gj_group_limits lim;
+  int64_t group[3], grid[3], items;
+  unsigned i, nuser;
+  CUresult r;
+  char b1[96], b2[96], call[256];
+  int pushed, k;
+  if (!p || !p->fn) return gj_err_set(err, "cuda: launch of no program");
+  d = &st->drv->devs[p->dev];
+  for (k = 0; k < 3; k++) lim.max_dim[k] = d->info.max_group_dim[k];
+  lim.max_group = p->max_group;
+  lim.default_group = CU_DEFAULT_GROUP;
+  if (gj_dims_group(dm, p->uses_barrier, &lim, group, &items, err) != 0)
+    return -1;
+  if (items == 0) return 0;
+  for (k = 0; k < 3; k++) {
+    p->global[k] = k < dm->ndim ? dm->global[k] : 1;
+    grid[k] = (p->global[k] + group[k] - 1) / group[k];
+    if (grid[k] > d->max_grid[k])
+      return gj_err_set(err, "launch: global size %s needs %lld groups of %s "
+                        "in dimension %d, more than the device's %lld",
+                        gj_dims_str(b1, sizeof(b1), dm->global, dm->ndim),
+                        (long long)grid[k],
+                        gj_dims_str(b2, sizeof(b2), group, dm->ndim), k + 1,
+                        (long long)d->max_grid[k]);
+  }
+  nuser = p->nparams - CU_HIDDEN_GLOBAL;
+  for (i = 0; i < nuser; i++) p->params[i] = (char *)args + p->offsets[i];
+  if (cu_enter(st, p->dev, &pushed, err) != 0) return -1;
+  r = st->drv->api.LaunchKernel(p->fn, (unsigned)grid[0], (unsigned)grid[1],
+                                (unsigned)grid[2], (unsigned)group[0],
+                                (unsigned)group[1], (unsigned)group[2], 0,
+                                NULL, p->params, NULL);
+  if (r == CUDA_SUCCESS) {
+    r = st->drv->api.CtxSynchronize();
+    snprintf(call, sizeof(call), "the kernel (cuCtxSynchronize after "
+             "cuLaunchKernel)");
+  } else {
+    snprintf(call, sizeof(call), "cuLaunchKernel (global %s, group %s)",
+             gj_dims_str(b1, sizeof(b1), dm->global, dm->ndim),
+             gj_dims_str(b2, sizeof(b2), group, dm->ndim));
+  }
+  cu_leave(st, pushed);
+  return r == CUDA_SUCCESS ? 0 : cu_fail(err, call, r);
+}

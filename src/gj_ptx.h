@@ -1,0 +1,55 @@
+/*
+** NVPTX code generation that every backend emitting PTX shares (cuda, and
+** opencl on NVIDIA's platform): the compile job's target fields, the
+** intrinsics IR (ids from the PTX special registers, barrier0, math), the
+** kernel annotation and libdevice.  PTX text is gj_target_emit's assembly.
+*/
+#ifndef GJ_PTX_H
+#define GJ_PTX_H
+
+#include <stddef.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "../backends/backend.h"
+
+/* The newest sm_XX and PTX ISA that the linked LLVM (15) knows; a newer
+** device runs the PTX through the driver's JIT. */
+#define GJ_PTX_MAX_SM 86
+#define GJ_PTX_ISA "+ptx75"
+
+/* Ids (tid/ntid/ctaid/nctaid), gj.global_size read from %wi (an array of
+** the three real global sizes, which the entry point keeps), gj.barrier as
+** barrier0, and the math that needs no library (sqrt floor ceil fabs
+** trunc).  Other gj.math.* stay declared: gj_ptx_check_math reports them. */
+extern const char gj_ptx_ir_base[];
+/* The same with every gj.math.* function, the rest as calls of libdevice's
+** __nv_* functions, which gj_ptx_link_libdevice links. */
+extern const char gj_ptx_ir_libdevice[];
+
+/* Fill j's target fields for compute capability sm (e.g. 90; capped at
+** GJ_PTX_MAX_SM): triple, cpu, features, data layout, address spaces
+** (global 1, shared 3, allocas 0: NVPTX moves them to .local itself), O3. */
+int gj_ptx_job(gj_job *j, int sm, gj_err *err);
+
+/* Mark f as a kernel entry (nvvm.annotations). */
+void gj_ptx_mark_kernel(LLVMModuleRef m, LLVMValueRef f);
+
+/* A gj.math.* function that m calls and nothing defines: an error naming
+** it and `why` (what would make it available). */
+int gj_ptx_check_math(LLVMModuleRef m, const char *who, const char *why,
+                      gj_err *err);
+
+/* The libdevice bitcode of the CUDA toolkit: $GPUJIT_LIBDEVICE (its path;
+** when set, nothing else is searched), else nvvm/libdevice/libdevice.10.bc
+** under $CUDA_HOME, $CUDA_PATH, then /usr/local/cuda.  Its path into buf,
+** 0; -1 when there is none (buf then says where it looked). */
+int gj_ptx_find_libdevice(char *buf, size_t n);
+
+/* Link the libdevice at path into m when m calls a __nv_* function (the
+** caller then makes every function but its kernel internal, so that only
+** what is used survives the optimizer). */
+int gj_ptx_link_libdevice(LLVMModuleRef m, const char *path, gj_err *err);
+
+#endif
