@@ -411,7 +411,7 @@ p("| kernel | size | gpujit cpu ms | C/OpenMP ms | LuaJIT loop ms | gpujit vs C 
   .. "| gpujit vs LuaJIT (goal) | load |")
 p("|---|---|---|---|---|---|---|---|")
 for _, r in ipairs(rows) do
-  p("| %s | %s | %.2f | %.2f | %.2f | %.2fx %s | %.1fx (>= %dx, %s bound) %s | %s |", r.name, r.what,
+  p("| %s | %s | %.2f | %.2f | %.2f | %.3fx %s | %.2fx (>= %dx, %s bound) %s | %s |", r.name, r.what,
     r.gj * 1e3, r.c * 1e3, r.lua * 1e3, r.vs_c, r.vs_c >= 0.9 and "ok" or "**miss**", r.vs_lua,
     r.goal_lua, r.bound, r.vs_lua >= r.goal_lua and "ok" or "**miss**", r.load)
 end
