@@ -84,7 +84,7 @@ bench: deps bench-deps
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
 
 lint:
-	luacheck lua spec examples
+	luacheck lua spec examples bench
 
 clean:
 	rm -rf $(BUILD)

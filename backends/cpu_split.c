@@ -67,15 +67,24 @@ static int in_loop(const split_ctx *x, LLVMBasicBlockRef bb)
   return 0;
 }
 
+/* p, or p grown to room for element n (the array has *cap elements of esz
+** bytes); NULL when out of memory, p then unchanged. */
+static void *grow(void *p, size_t *cap, size_t n, size_t esz)
+{
+  size_t c;
+  void *q;
+  if (n < *cap) return p;
+  c = *cap ? 2 * *cap : 16;
+  q = realloc(p, c * esz);
+  if (q) *cap = c;
+  return q;
+}
+
 static int push_bb(split_ctx *x, LLVMBasicBlockRef bb)
 {
-  if (x->nbbs == x->capbbs) {
-    size_t cap = x->capbbs ? 2 * x->capbbs : 32;
-    LLVMBasicBlockRef *n = realloc(x->bbs, cap * sizeof(*n));
-    if (!n) return -1;
-    x->bbs = n;
-    x->capbbs = cap;
-  }
+  LLVMBasicBlockRef *q = grow(x->bbs, &x->capbbs, x->nbbs, sizeof(*q));
+  if (!q) return -1;
+  x->bbs = q;
   x->bbs[x->nbbs++] = bb;
   return 0;
 }
@@ -306,13 +315,9 @@ static int fcmp_form(split_ctx *x, LLVMValueRef c, unsigned *gi, long long *k)
 
 static int add_test(split_ctx *x, LLVMValueRef br, int v)
 {
-  if (x->ntests == x->captests) {
-    size_t cap = x->captests ? 2 * x->captests : 16;
-    split_test *n = realloc(x->tests, cap * sizeof(*n));
-    if (!n) return -1;
-    x->tests = n;
-    x->captests = cap;
-  }
+  split_test *q = grow(x->tests, &x->captests, x->ntests, sizeof(*q));
+  if (!q) return -1;
+  x->tests = q;
   x->tests[x->ntests].br = br;
   x->tests[x->ntests++].v = v;
   return 0;

@@ -18,6 +18,7 @@
 -- other processes are noisy, and the lead re-runs this on a quiet machine.
 local ffi = require("ffi")
 local gpu = require("gpujit")
+local K = dofile((arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "") .. "kernels.lua")
 
 local RUNS = tonumber(arg and arg[1]) or tonumber(os.getenv("BENCH_RUNS")) or 7
 local REF = os.getenv("GJ_BENCH_REF") or "build/bench/libgjref.so"
@@ -117,10 +118,7 @@ do -- saxpy: y = a x + y
   local x = farray(n, function(i) return i % 1000 end)
   local function fresh() return farray(n, function(i) return i % 7 end) end
   local yg, yc, yl = fresh(), fresh(), fresh()
-  local k = gpu.kernel(function(y, xs, a, m)
-    local i = gpu.global_id(0)
-    if i < m then y[i] = a * xs[i] + y[i] end
-  end, { name = "saxpy", precision = "single" })
+  local k = gpu.kernel(K.saxpy, { name = "saxpy", precision = "single" })
   local nn = i32(n)
   cases[#cases + 1] = {
     name = "saxpy", what = "16M floats", bound = "memory", reps = 1,
@@ -140,21 +138,7 @@ do -- mandelbrot: iterations until escape
   local W, Hh, MAXIT = 1024, 1024, 256
   local og, oc, ol = ffi.new("int32_t[?]", W * Hh), ffi.new("int32_t[?]", W * Hh),
     ffi.new("int32_t[?]", W * Hh)
-  local k = gpu.kernel(function(out, Wd, Ht, maxit)
-    local px, py = gpu.global_id(0), gpu.global_id(1)
-    if px < Wd and py < Ht then
-      local cr = -2.0 + 3.0 * px / Wd
-      local ci = -1.5 + 3.0 * py / Ht
-      local zr, zi, it = 0.0, 0.0, 0
-      while it < maxit and zr * zr + zi * zi <= 4.0 do
-        local t = zr * zr - zi * zi + cr
-        zi = 2.0 * zr * zi + ci
-        zr = t
-        it = it + 1
-      end
-      out[py * Wd + px] = it
-    end
-  end, { name = "mandelbrot", precision = "single" })
+  local k = gpu.kernel(K.mandel, { name = "mandelbrot", precision = "single" })
   local Wi, Hi, Mi = i32(W), i32(Hh), i32(MAXIT)
   local cfg = { global = { W, Hh } }
   cases[#cases + 1] = {
@@ -187,18 +171,7 @@ do -- 3x3 convolution (exact: weights are multiples of 1/8, inputs integers)
   local inp = farray(W * Hh, function(i) return (i * 37) % 101 end)
   local w = farray(9, function(i) return (i - 4) * 0.125 end)
   local og, oc, ol = farray(W * Hh), farray(W * Hh), farray(W * Hh)
-  local k = gpu.kernel(function(out, src, wt, Wd, Ht)
-    local x, y = gpu.global_id(0), gpu.global_id(1)
-    if x >= 1 and y >= 1 and x < Wd - 1 and y < Ht - 1 then
-      local s = 0.0
-      for dy = -1, 1 do
-        for dx = -1, 1 do
-          s = s + wt[(dy + 1) * 3 + dx + 1] * src[(y + dy) * Wd + x + dx]
-        end
-      end
-      out[y * Wd + x] = s
-    end
-  end, { name = "conv3x3", precision = "single" })
+  local k = gpu.kernel(K.conv3, { name = "conv3x3", precision = "single" })
   local Wi, Hi = i32(W), i32(Hh)
   local cfg = { global = { W, Hh } }
   cases[#cases + 1] = {
@@ -232,22 +205,7 @@ do -- n-body: accelerations, all pairs
   local gx, gy, gz = out3()
   local cx, cy, cz = out3()
   local lx, ly, lz = out3()
-  local k = gpu.kernel(function(ax, ay, az, xs, ys, zs, ms, nb, eps)
-    local i = gpu.global_id(0)
-    if i < nb then
-      local xi, yi, zi = xs[i], ys[i], zs[i]
-      local sx, sy, sz = 0.0, 0.0, 0.0
-      for j = 0, nb - 1 do
-        local dx, dy, dz = xs[j] - xi, ys[j] - yi, zs[j] - zi
-        local d2 = dx * dx + dy * dy + dz * dz + eps
-        local f = ms[j] / (d2 * math.sqrt(d2))
-        sx = sx + f * dx
-        sy = sy + f * dy
-        sz = sz + f * dz
-      end
-      ax[i], ay[i], az[i] = sx, sy, sz
-    end
-  end, { name = "nbody", precision = "single" })
+  local k = gpu.kernel(K.nbody, { name = "nbody", precision = "single" })
   local ni = i32(n)
   local sqrt = math.sqrt
   cases[#cases + 1] = {
@@ -283,14 +241,7 @@ do -- matrix multiply, the plain triple loop (exact: small integers)
   local A = farray(N * N, function(i) return (i % 17) - 8 end)
   local B = farray(N * N, function(i) return (i % 13) - 6 end)
   local Cg, Cc, Cl = farray(N * N), farray(N * N), farray(N * N)
-  local k = gpu.kernel(function(C, Am, Bm, Nn)
-    local col, row = gpu.global_id(0), gpu.global_id(1)
-    if col < Nn and row < Nn then
-      local acc = 0.0
-      for kk = 0, Nn - 1 do acc = acc + Am[row * Nn + kk] * Bm[kk * Nn + col] end
-      C[row * Nn + col] = acc
-    end
-  end, { name = "matmul", precision = "single" })
+  local k = gpu.kernel(K.matmul, { name = "matmul", precision = "single" })
   local Ni = i32(N)
   local cfg = { global = { N, N } }
   cases[#cases + 1] = {
@@ -396,7 +347,8 @@ local function cpuinfo()
 end
 
 local commit = sh("git rev-parse --short HEAD")
-local dirty = sh("git status --porcelain --untracked-files=no -- . ':!bench/RESULTS.md' ':!bench/results.png'")
+local dirty = sh("git status --porcelain --untracked-files=no -- . "
+  .. "':!bench/RESULTS.md' ':!bench/results.png'")
 if dirty ~= "" then commit = commit .. " + uncommitted changes" end
 
 local md = {}
