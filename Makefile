@@ -68,7 +68,7 @@ run: deps
 # gpujit's cpu backend vs C/OpenMP and plain LuaJIT, side by side
 # (bench/README.md).  Writes bench/RESULTS.md's latest table and
 # bench/results.png.  BENCH_RUNS: samples per measurement (median).
-BENCH_RUNS   ?= 7
+BENCH_RUNS   ?= 11
 BENCH_CC     ?= clang-15
 BENCH_CFLAGS ?= -O3 -march=native -fopenmp -ffp-contract=off
 BENCH_REF     = $(BUILD)/bench/libgjref.so

@@ -268,6 +268,18 @@ end
 
 local SIDES = { "gj", "c", "lua" }
 
+-- The spread of the per-round ratios a[r] / b[r] (the sides of a round ran
+-- back to back): "min-max", a hint of how noisy the median ratio is.
+local function range(a, b)
+  local lo, hi = math.huge, 0
+  for r = 1, #a do
+    local q = a[r] / b[r]
+    if q < lo then lo = q end
+    if q > hi then hi = q end
+  end
+  return ("%.2f-%.2f"):format(lo, hi)
+end
+
 local function sample(f, reps)
   local t0 = now()
   for _ = 1, reps do f() end
@@ -290,7 +302,7 @@ for _, cs in ipairs(cases) do
   rows[#rows + 1] = {
     name = cs.name, what = cs.what, bound = cs.bound, gj = m.gj, c = m.c, lua = m.lua,
     vs_c = m.c / m.gj, vs_lua = m.lua / m.gj, goal_lua = cs.bound == "memory" and 2 or 4,
-    load = loadavg(),
+    range_c = range(t.c, t.gj), range_lua = range(t.lua, t.gj), load = loadavg(),
   }
 end
 
@@ -360,12 +372,13 @@ p("Command: `make bench` (BENCH_RUNS=%d: medians of %d rounds, sides interleaved
 p("Load average (1 min) at start %s; per row below, when the row finished.", LOAD0)
 p("")
 p("| kernel | size | gpujit cpu ms | C/OpenMP ms | LuaJIT loop ms | gpujit vs C (goal >= 0.9) "
-  .. "| gpujit vs LuaJIT (goal) | load |")
-p("|---|---|---|---|---|---|---|---|")
+  .. "| gpujit vs LuaJIT (goal) | per-round ratios vs C; vs LuaJIT | load |")
+p("|---|---|---|---|---|---|---|---|---|")
 for _, r in ipairs(rows) do
-  p("| %s | %s | %.2f | %.2f | %.2f | %.3fx %s | %.2fx (>= %dx, %s bound) %s | %s |", r.name, r.what,
-    r.gj * 1e3, r.c * 1e3, r.lua * 1e3, r.vs_c, r.vs_c >= 0.9 and "ok" or "**miss**", r.vs_lua,
-    r.goal_lua, r.bound, r.vs_lua >= r.goal_lua and "ok" or "**miss**", r.load)
+  p("| %s | %s | %.2f | %.2f | %.2f | %.3fx %s | %.2fx (>= %dx, %s bound) %s | %s; %s | %s |", r.name,
+    r.what, r.gj * 1e3, r.c * 1e3, r.lua * 1e3, r.vs_c, r.vs_c >= 0.9 and "ok" or "**miss**",
+    r.vs_lua, r.goal_lua, r.bound, r.vs_lua >= r.goal_lua and "ok" or "**miss**", r.range_c,
+    r.range_lua, r.load)
 end
 p("")
 p("| launch (1 work item, %d launches per sample) | median ns per launch | load |", LAUNCHES)
