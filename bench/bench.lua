@@ -411,6 +411,6 @@ for _, r in ipairs(rows) do
 end
 f:close()
 f = assert(io.open(DAT .. ".title", "w"))
-f:write(("gpujit cpu backend, %s, %d threads, %s; empty-kernel launch %.0f ns\n"):format(
-  cpuinfo():match("^[^,]+"), THREADS, os.date("!%Y-%m-%d"), lrows[1].ns))
+f:write(("gpujit cpu backend, %s, %d threads, %s, load %s; empty-kernel launch %.0f ns\n"):format(
+  cpuinfo():match("^[^,]+"), THREADS, os.date("!%Y-%m-%d"), LOAD0, lrows[1].ns))
 f:close()
