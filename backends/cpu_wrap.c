@@ -368,8 +368,8 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS];
   LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
   LLVMValueRef entry, args, launch, f, *L = w.L, first, last, g;
-  LLVMValueRef gid[3], base[3], end[3];
-  LLVMBasicBlockRef bb, exit, gh;
+  LLVMValueRef gid[3], gid0[3], base[3], end[3];
+  LLVMBasicBlockRef bb, exit, gh, pre;
   unsigned need, k;
   int i;
   (void)st;
@@ -474,14 +474,21 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
     LLVMPositionBuilderAtEnd(w.b, go);
   }
 
-  /* for g in [first, last): group ids from the linear index, clamped
-  ** bounds end[d] = min(group[d], global[d] - base[d]) >= 1. */
-  g = w_loop_begin(&w, entry, first, "g", &gh);
+  /* for g in [first, last): the group ids of `first` from the linear
+  ** index (divisions once per call), then counted up (x fastest) from one
+  ** group to the next; clamped bounds end[d] = min(group[d], global[d] -
+  ** base[d]) >= 1. */
   {
-    LLVMValueRef t = LLVMBuildUDiv(w.b, g, L[LAUNCH_NGROUPS + 0], "");
-    gid[0] = LLVMBuildURem(w.b, g, L[LAUNCH_NGROUPS + 0], "gx");
-    gid[1] = LLVMBuildURem(w.b, t, L[LAUNCH_NGROUPS + 1], "gy");
-    gid[2] = LLVMBuildUDiv(w.b, t, L[LAUNCH_NGROUPS + 1], "gz");
+    LLVMValueRef t = LLVMBuildUDiv(w.b, first, L[LAUNCH_NGROUPS + 0], "");
+    gid0[0] = LLVMBuildURem(w.b, first, L[LAUNCH_NGROUPS + 0], "");
+    gid0[1] = LLVMBuildURem(w.b, t, L[LAUNCH_NGROUPS + 1], "");
+    gid0[2] = LLVMBuildUDiv(w.b, t, L[LAUNCH_NGROUPS + 1], "");
+  }
+  pre = LLVMGetInsertBlock(w.b);
+  g = w_loop_begin(&w, entry, first, "g", &gh);
+  for (k = 0; k < 3; k++) {
+    gid[k] = LLVMBuildPhi(w.b, w.i64, k == 0 ? "gx" : k == 1 ? "gy" : "gz");
+    LLVMAddIncoming(gid[k], &gid0[k], &pre, 1);
   }
   for (k = 0; k < 3; k++) {
     w_setwi(&w, WI_GROUP_ID + k, gid[k]);
@@ -504,6 +511,21 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   w.nbargs = need;
   if (w.frames) w_phases(&w, base, end, exit);
   else w_items(&w, base, end);
+  {
+    /* the next group's ids: x + 1, carried into y and z */
+    LLVMValueRef one = w_const(&w, 1), zero = w_const(&w, 0), nx, ny, nz, wx, wy;
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(w.b);
+    nx = LLVMBuildNSWAdd(w.b, gid[0], one, "");
+    wx = LLVMBuildICmp(w.b, LLVMIntEQ, nx, L[LAUNCH_NGROUPS + 0], "");
+    nx = LLVMBuildSelect(w.b, wx, zero, nx, "");
+    ny = LLVMBuildNSWAdd(w.b, gid[1], LLVMBuildZExt(w.b, wx, w.i64, ""), "");
+    wy = LLVMBuildICmp(w.b, LLVMIntEQ, ny, L[LAUNCH_NGROUPS + 1], "");
+    ny = LLVMBuildSelect(w.b, wy, zero, ny, "");
+    nz = LLVMBuildNSWAdd(w.b, gid[2], LLVMBuildZExt(w.b, wy, w.i64, ""), "");
+    LLVMAddIncoming(gid[0], &nx, &latch, 1);
+    LLVMAddIncoming(gid[1], &ny, &latch, 1);
+    LLVMAddIncoming(gid[2], &nz, &latch, 1);
+  }
   w_loop_end(&w, entry, g, gh, last, "g.done");
   LLVMBuildBr(w.b, exit);
   LLVMPositionBuilderAtEnd(w.b, exit);

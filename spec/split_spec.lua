@@ -1,9 +1,13 @@
--- Tests of the global id, as GPU kernels write them (`if i < n then`), on
--- every side of their boundaries.  The cpu backend splits each row of a
--- work group into a loop where such tests are known to pass and one for
--- the other work items (backends/cpu_split.c): whatever the split, every
--- work item must do what the kernel says.  Expected values are computed by
--- plain Lua loops; each launch covers group boundaries and partial groups.
+-- The loops over work items, as the cpu backend builds them, seen from
+-- kernels.  Tests of the global id, as GPU kernels write them (`if i < n
+-- then`), on every side of their boundaries: the cpu backend splits each
+-- row of a work group into a loop where such tests are known to pass and
+-- one for the other work items (backends/cpu_split.c); whatever the split,
+-- every work item must do what the kernel says.  And the ids of launches
+-- large enough to be cut into group ranges for the thread pool (a range
+-- may start anywhere in a row of groups; cpu_wrap.c counts group ids up
+-- from its first group).  Expected values are computed by plain Lua loops;
+-- each launch covers group boundaries and partial groups.
 
 local H = require("spec.helpers")
 local ffi = require("ffi")
@@ -130,6 +134,37 @@ for _, bk in ipairs(H.backends) do
       for _, g in ipairs({ 64, 100 }) do
         for _, n in ipairs(G) do
           check(kl, n, g, function(i) if i % g < 10 then return 3 end end, i32(10))
+        end
+      end
+    end)
+
+    it("ids of a 3-D launch cut into group ranges over the thread pool", function()
+      local k = H.kernel(bk, function(o)
+        local x, y, z = gpu.global_id(0), gpu.global_id(1), gpu.global_id(2)
+        local j = ((z * gpu.global_size(1) + y) * gpu.global_size(0) + x) * 3
+        o[j] = gpu.group_id(0) + 100 * gpu.group_id(1) + 10000 * gpu.group_id(2)
+        o[j + 1] = gpu.local_id(0) + 100 * gpu.local_id(1) + 10000 * gpu.local_id(2)
+        o[j + 2] = x + 100 * y + 10000 * z
+      end, { name = "ids3" })
+      for _, c in ipairs({ { { 37, 29, 11 }, { 4, 3, 2 } }, { { 300, 5, 4 }, { 7, 2, 3 } },
+                           { { 5000, 1, 1 }, { 3, 1, 1 } } }) do
+        local g, l = c[1], c[2]
+        local n = g[1] * g[2] * g[3]
+        local o = ffi.new("int32_t[?]", n * 3)
+        k:launch({ global = g, group = l }, o)
+        for item = 0, n - 1 do
+          local x, y, z = item % g[1], math.floor(item / g[1]) % g[2], math.floor(item / (g[1] * g[2]))
+          local want = {
+            math.floor(x / l[1]) + 100 * math.floor(y / l[2]) + 10000 * math.floor(z / l[3]),
+            x % l[1] + 100 * (y % l[2]) + 10000 * (z % l[3]),
+            x + 100 * y + 10000 * z,
+          }
+          for f = 0, 2 do
+            if o[item * 3 + f] ~= want[f + 1] then
+              error(("work item %d,%d,%d field %d: got %d, expected %d"):format(x, y, z, f,
+                o[item * 3 + f], want[f + 1]))
+            end
+          end
         end
       end
     end)
