@@ -21,6 +21,9 @@ INCDIR      ?= $(PREFIX)/include/gpujit
 DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
             pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo \
             luarocks cppcheck zlib1g pkg-config
+# What `make bench` needs on top: clang-15 with OpenMP for the C
+# references, gnuplot for the plot (bench/README.md).
+BENCH_PKGS = clang-15 libomp-15-dev gnuplot-nox
 
 LLVM_CFLAGS  = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LLVM_LDFLAGS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null)
@@ -55,7 +58,8 @@ LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
 EXAMPLES = mandelbrot blur nbody reduce matmul particles
 EXAMPLE_BACKEND ?=
 
-.PHONY: all deps test run lint examples install install-embed uninstall install-check clean
+.PHONY: all deps bench-deps bench test run lint examples install install-embed uninstall \
+        install-check clean
 
 all: $(CORE) $(EMBED_LIB)
 
@@ -86,14 +90,14 @@ $(BUILD)/obj/gen/gj_buildid.o: $(BUILD_ID_C)
 	$(CC) $(GJ_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Install the Debian packages that are missing; a no-op when all are there.
-deps:
-	@missing=""; for p in $(DEPS_PKGS); do \
+deps bench-deps:
+	@missing=""; for p in $(if $(filter bench-deps,$@),$(BENCH_PKGS),$(DEPS_PKGS)); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "make deps: installing$$missing"; \
+	  echo "make $@: installing$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	else echo "make deps: all present"; fi
+	else echo "make $@: all present"; fi
 
 # The suite runs every spec on both compiling backends (spec/helpers.lua);
 # PoCL provides the OpenCL device on machines without a GPU.  The
@@ -157,6 +161,24 @@ lint:
 CPPCHECK_FLAGS = --enable=warning,style,performance,portability --std=c11 -q \
   --error-exitcode=1 --inline-suppr -Isrc -Ibackends \
   --suppressions-list=.cppcheck-suppressions
+
+# gpujit's cpu backend vs C/OpenMP and plain LuaJIT, side by side
+# (bench/README.md).  Writes bench/RESULTS.md's latest table and
+# bench/results.png.  BENCH_RUNS: samples per measurement (median).
+BENCH_RUNS   ?= 11
+BENCH_CC     ?= clang-15
+BENCH_CFLAGS ?= -O3 -march=native -fopenmp -ffp-contract=off
+BENCH_REF     = $(BUILD)/bench/libgjref.so
+
+$(BENCH_REF): bench/ref.c
+	@mkdir -p $(dir $@)
+	$(BENCH_CC) $(BENCH_CFLAGS) -shared -fPIC -o $@ $<
+
+bench: deps bench-deps
+	$(MAKE) all $(BENCH_REF)
+	$(LUA_ENV) GJ_BENCH_REF=$(BENCH_REF) GJ_BENCH_CFLAGS="$(BENCH_CC) $(BENCH_CFLAGS)" \
+	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
+	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
 
 clean:
 	rm -rf $(BUILD)

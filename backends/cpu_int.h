@@ -53,6 +53,23 @@ _Static_assert(sizeof(cpu_launch) == 13 * sizeof(int64_t),
 /* The intrinsics IR, the job's intrinsics_ir (cpu_wrap.c). */
 extern const char cpu_intrinsics_ir[];
 
+/* The x loop of a group without barriers as wrap builds it (cpu_wrap.c):
+** the fast loop runs lx over [lo, hi), the values of the placeholder calls
+** @gj.split.lo/hi(base, end); a second loop runs the other work items. */
+typedef struct cpu_split_site {
+  LLVMValueRef lo, hi;           /* the placeholder calls */
+  LLVMValueRef base, end;        /* the row's first global x id, its length */
+  LLVMValueRef mark;             /* @gj.split.mark(gid) in the fast loop:
+                                 ** keeps its global x id alive and known */
+  LLVMValueRef next;             /* lx + 1 in the fast loop's latch */
+  LLVMBasicBlockRef head, done;  /* the fast loop's header and exit */
+} cpu_split_site;
+
+/* Inline the body and choose [lo, hi): the work items for which the
+** body's tests of its global x id have a known outcome, which the fast
+** loop then assumes (cpu_split.c).  Removes the placeholders. */
+int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err);
+
 /* The backend's `wrap`: adds @gj_entry around @gj_body (cpu_wrap.c). */
 int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
              LLVMValueRef body, const gj_sig *sig, gj_err *err);

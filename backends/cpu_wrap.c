@@ -138,6 +138,10 @@ typedef struct wrap_ctx {
   uint32_t frame_bytes;
   LLVMValueRef frames;    /* the first work item's frame */
   LLVMValueRef phase;     /* 0 on the first pass over a group */
+  /* kernels without barriers: the split x loop (cpu_split.c) */
+  LLVMTypeRef splitty, markty;
+  LLVMValueRef split_lo, split_hi, split_mark;
+  cpu_split_site split;
 } wrap_ctx;
 
 static LLVMValueRef w_const(wrap_ctx *w, int64_t v)
@@ -200,10 +204,10 @@ static LLVMValueRef w_loop_begin(wrap_ctx *w, LLVMValueRef fn,
 }
 
 /* i += 1; continue while i < end (signed; the loops are do-while since
-** every trip count is at least one). */
-static void w_loop_end(wrap_ctx *w, LLVMValueRef fn, LLVMValueRef phi,
-                       LLVMBasicBlockRef head, LLVMValueRef end,
-                       const char *name)
+** every trip count is at least one).  Returns i + 1. */
+static LLVMValueRef w_loop_end(wrap_ctx *w, LLVMValueRef fn, LLVMValueRef phi,
+                               LLVMBasicBlockRef head, LLVMValueRef end,
+                               const char *name)
 {
   LLVMValueRef one = w_const(w, 1);
   LLVMValueRef next = LLVMBuildNSWAdd(w->b, phi, one, "");
@@ -213,6 +217,7 @@ static void w_loop_end(wrap_ctx *w, LLVMValueRef fn, LLVMValueRef phi,
   LLVMBuildCondBr(w->b, more, head, after);
   LLVMAddIncoming(phi, &next, &latch, 1);
   LLVMPositionBuilderAtEnd(w->b, after);
+  return next;
 }
 
 /* The call of the body for one work item of a group with barriers: its
@@ -247,6 +252,60 @@ static void w_resumable_item(wrap_ctx *w, LLVMValueRef lx, LLVMValueRef ly,
   LLVMPositionBuilderAtEnd(w->b, ok);
 }
 
+/* Set the x ids to lx (global: base + lx) and call the body; returns the
+** global id. */
+static LLVMValueRef w_xitem(wrap_ctx *w, LLVMValueRef base, LLVMValueRef lx)
+{
+  LLVMValueRef gid = LLVMBuildNSWAdd(w->b, base, lx, "gid.x");
+  w_setwi(w, WI_LOCAL_ID + 0, lx);
+  w_setwi(w, WI_GLOBAL_ID + 0, gid);
+  LLVMBuildCall2(w->b, w->bodyty, w->body, w->bargs, w->nbargs, "");
+  return gid;
+}
+
+/* The x loop of one row of a group without barriers, in two loops (see
+** cpu_split.c): the fast loop over lx in [lo, hi), then the rest, idx in
+** [0, end - (hi - lo)) with lx = idx < lo ? idx : idx + (hi - lo).  lo and
+** hi are placeholders that cpu_split replaces once the body is inlined. */
+static void w_xloops(wrap_ctx *w, LLVMValueRef base, LLVMValueRef end)
+{
+  cpu_split_site *s = &w->split;
+  LLVMValueRef pa[2] = { base, end }, lx, idx, width, cnt, zero = w_const(w, 0);
+  LLVMBasicBlockRef pre, skip, rest, done, head;
+  s->base = base;
+  s->end = end;
+  s->lo = LLVMBuildCall2(w->b, w->splitty, w->split_lo, pa, 2, "split.lo");
+  s->hi = LLVMBuildCall2(w->b, w->splitty, w->split_hi, pa, 2, "split.hi");
+  pre = LLVMAppendBasicBlockInContext(w->c, w->fn, "xa.pre");
+  skip = LLVMAppendBasicBlockInContext(w->c, w->fn, "xa.skip");
+  LLVMBuildCondBr(w->b, LLVMBuildICmp(w->b, LLVMIntSLT, s->lo, s->hi, ""), pre, skip);
+  LLVMPositionBuilderAtEnd(w->b, pre);
+  lx = w_loop_begin(w, w->fn, s->lo, "xa", &s->head);
+  {
+    LLVMValueRef gid = w_xitem(w, base, lx);
+    s->mark = LLVMBuildCall2(w->b, w->markty, w->split_mark, &gid, 1, "");
+  }
+  s->next = w_loop_end(w, w->fn, lx, s->head, s->hi, "xa.done");
+  s->done = LLVMGetInsertBlock(w->b);
+  LLVMBuildBr(w->b, skip);
+  LLVMPositionBuilderAtEnd(w->b, skip);
+  width = LLVMBuildSub(w->b, s->hi, s->lo, "");
+  width = LLVMBuildSelect(w->b, LLVMBuildICmp(w->b, LLVMIntSLT, s->lo, s->hi, ""),
+                          width, zero, "xa.width");
+  cnt = LLVMBuildSub(w->b, end, width, "xb.count");
+  rest = LLVMAppendBasicBlockInContext(w->c, w->fn, "xb.pre");
+  done = LLVMAppendBasicBlockInContext(w->c, w->fn, "x.done");
+  LLVMBuildCondBr(w->b, LLVMBuildICmp(w->b, LLVMIntSGT, cnt, zero, ""), rest, done);
+  LLVMPositionBuilderAtEnd(w->b, rest);
+  idx = w_loop_begin(w, w->fn, zero, "xb", &head);
+  lx = LLVMBuildSelect(w->b, LLVMBuildICmp(w->b, LLVMIntSLT, idx, s->lo, ""), idx,
+                       LLVMBuildAdd(w->b, idx, width, ""), "lx");
+  w_xitem(w, base, lx);
+  w_loop_end(w, w->fn, idx, head, cnt, "xb.done");
+  LLVMBuildBr(w->b, done);
+  LLVMPositionBuilderAtEnd(w->b, done);
+}
+
 /* The z, y, x loops over the work items of one group (bounds end[]). */
 static void w_items(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end)
 {
@@ -258,12 +317,15 @@ static void w_items(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end)
   ly = w_loop_begin(w, w->fn, w_const(w, 0), "ly", &yh);
   w_setwi(w, WI_LOCAL_ID + 1, ly);
   w_setwi(w, WI_GLOBAL_ID + 1, LLVMBuildNSWAdd(w->b, base[1], ly, ""));
-  lx = w_loop_begin(w, w->fn, w_const(w, 0), "lx", &xh);
-  w_setwi(w, WI_LOCAL_ID + 0, lx);
-  w_setwi(w, WI_GLOBAL_ID + 0, LLVMBuildNSWAdd(w->b, base[0], lx, ""));
-  if (w->frames) w_resumable_item(w, lx, ly, lz);
-  else LLVMBuildCall2(w->b, w->bodyty, w->body, w->bargs, w->nbargs, "");
-  w_loop_end(w, w->fn, lx, xh, end[0], "x.done");
+  if (w->frames) {
+    lx = w_loop_begin(w, w->fn, w_const(w, 0), "lx", &xh);
+    w_setwi(w, WI_LOCAL_ID + 0, lx);
+    w_setwi(w, WI_GLOBAL_ID + 0, LLVMBuildNSWAdd(w->b, base[0], lx, ""));
+    w_resumable_item(w, lx, ly, lz);
+    w_loop_end(w, w->fn, lx, xh, end[0], "x.done");
+  } else {
+    w_xloops(w, base[0], end[0]);
+  }
   w_loop_end(w, w->fn, ly, yh, end[1], "y.done");
   w_loop_end(w, w->fn, lz, zh, end[2], "z.done");
 }
@@ -306,8 +368,8 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS];
   LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
   LLVMValueRef entry, args, launch, f, *L = w.L, first, last, g;
-  LLVMValueRef gid[3], base[3], end[3];
-  LLVMBasicBlockRef bb, exit, gh;
+  LLVMValueRef gid[3], gid0[3], base[3], end[3];
+  LLVMBasicBlockRef bb, exit, gh, pre;
   unsigned need, k;
   int i;
   (void)st;
@@ -412,14 +474,21 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
     LLVMPositionBuilderAtEnd(w.b, go);
   }
 
-  /* for g in [first, last): group ids from the linear index, clamped
-  ** bounds end[d] = min(group[d], global[d] - base[d]) >= 1. */
-  g = w_loop_begin(&w, entry, first, "g", &gh);
+  /* for g in [first, last): the group ids of `first` from the linear
+  ** index (divisions once per call), then counted up (x fastest) from one
+  ** group to the next; clamped bounds end[d] = min(group[d], global[d] -
+  ** base[d]) >= 1. */
   {
-    LLVMValueRef t = LLVMBuildUDiv(w.b, g, L[LAUNCH_NGROUPS + 0], "");
-    gid[0] = LLVMBuildURem(w.b, g, L[LAUNCH_NGROUPS + 0], "gx");
-    gid[1] = LLVMBuildURem(w.b, t, L[LAUNCH_NGROUPS + 1], "gy");
-    gid[2] = LLVMBuildUDiv(w.b, t, L[LAUNCH_NGROUPS + 1], "gz");
+    LLVMValueRef t = LLVMBuildUDiv(w.b, first, L[LAUNCH_NGROUPS + 0], "");
+    gid0[0] = LLVMBuildURem(w.b, first, L[LAUNCH_NGROUPS + 0], "");
+    gid0[1] = LLVMBuildURem(w.b, t, L[LAUNCH_NGROUPS + 1], "");
+    gid0[2] = LLVMBuildUDiv(w.b, t, L[LAUNCH_NGROUPS + 1], "");
+  }
+  pre = LLVMGetInsertBlock(w.b);
+  g = w_loop_begin(&w, entry, first, "g", &gh);
+  for (k = 0; k < 3; k++) {
+    gid[k] = LLVMBuildPhi(w.b, w.i64, k == 0 ? "gx" : k == 1 ? "gy" : "gz");
+    LLVMAddIncoming(gid[k], &gid0[k], &pre, 1);
   }
   for (k = 0; k < 3; k++) {
     w_setwi(&w, WI_GROUP_ID + k, gid[k]);
@@ -428,16 +497,39 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
                    LLVMBuildNSWSub(w.b, L[LAUNCH_GLOBAL + k], base[k], ""),
                    "");
   }
+  if (!w.frames) {
+    LLVMTypeRef two[2] = { w.i64, w.i64 };
+    w.splitty = LLVMFunctionType(w.i64, two, 2, 0);
+    w.split_lo = LLVMAddFunction(m, "gj.split.lo", w.splitty);
+    w.split_hi = LLVMAddFunction(m, "gj.split.hi", w.splitty);
+    w.markty = LLVMFunctionType(voidt, &w.i64, 1, 0);
+    w.split_mark = LLVMAddFunction(m, "gj.split.mark", w.markty);
+  }
   w.body = body;
   w.bodyty = bodyty;
   w.bargs = bargs;
   w.nbargs = need;
   if (w.frames) w_phases(&w, base, end, exit);
   else w_items(&w, base, end);
+  {
+    /* the next group's ids: x + 1, carried into y and z */
+    LLVMValueRef one = w_const(&w, 1), zero = w_const(&w, 0), nx, ny, nz, wx, wy;
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(w.b);
+    nx = LLVMBuildNSWAdd(w.b, gid[0], one, "");
+    wx = LLVMBuildICmp(w.b, LLVMIntEQ, nx, L[LAUNCH_NGROUPS + 0], "");
+    nx = LLVMBuildSelect(w.b, wx, zero, nx, "");
+    ny = LLVMBuildNSWAdd(w.b, gid[1], LLVMBuildZExt(w.b, wx, w.i64, ""), "");
+    wy = LLVMBuildICmp(w.b, LLVMIntEQ, ny, L[LAUNCH_NGROUPS + 1], "");
+    ny = LLVMBuildSelect(w.b, wy, zero, ny, "");
+    nz = LLVMBuildNSWAdd(w.b, gid[2], LLVMBuildZExt(w.b, wy, w.i64, ""), "");
+    LLVMAddIncoming(gid[0], &nx, &latch, 1);
+    LLVMAddIncoming(gid[1], &ny, &latch, 1);
+    LLVMAddIncoming(gid[2], &nz, &latch, 1);
+  }
   w_loop_end(&w, entry, g, gh, last, "g.done");
   LLVMBuildBr(w.b, exit);
   LLVMPositionBuilderAtEnd(w.b, exit);
   LLVMBuildRetVoid(w.b);
   LLVMDisposeBuilder(w.b);
-  return 0;
+  return w.frames ? 0 : cpu_split(m, &w.split, err);
 }

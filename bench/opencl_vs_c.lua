@@ -13,6 +13,7 @@
 -- float kernels use precision = "single", the arithmetic OpenCL C does.
 local ffi = require("ffi")
 local gpu = require("gpujit")
+local K = dofile((arg and arg[0] or "bench/opencl_vs_c.lua"):gsub("[^/]*$", "") .. "kernels.lua")
 
 local RUNS = tonumber(arg and arg[1]) or 7
 
@@ -211,10 +212,7 @@ do
   local x = buffer("float", n, function(i) return i % 1000 end)
   local yg, yc = buffer("float", n, function(i) return i % 7 end), buffer("float", n,
     function(i) return i % 7 end)
-  local k = gpu.kernel(function(y, xx, a, m)
-    local i = gpu.global_id(0)
-    if i < m then y[i] = a * xx[i] + y[i] end
-  end, single)
+  local k = gpu.kernel(K.saxpy, single)
   local a, ni = ffi.new("float", 0.5), ffi.new("int32_t", n)
   local kc = clkernel("saxpy", { yc, x, ffi.new("float[1]", 0.5), ffi.new("int[1]", n) })
   local cfg = { global = n, group = 256 }
@@ -230,18 +228,7 @@ do
   local inp = buffer("float", W * Hh, function(i) return (i * 37) % 101 end)
   local w = buffer("float", 9, function(i) return (i - 4) * 0.125 end)
   local og, oc = buffer("float", W * Hh), buffer("float", W * Hh)
-  local k = gpu.kernel(function(out, src, wt, Wd, Ht)
-    local x, y = gpu.global_id(0), gpu.global_id(1)
-    if x >= 1 and y >= 1 and x < Wd - 1 and y < Ht - 1 then
-      local s = 0.0
-      for dy = -1, 1 do
-        for dx = -1, 1 do
-          s = s + wt[(dy + 1) * 3 + dx + 1] * src[(y + dy) * Wd + x + dx]
-        end
-      end
-      out[y * Wd + x] = s
-    end
-  end, single)
+  local k = gpu.kernel(K.conv3, single)
   local Wi, Hi = ffi.new("int32_t", W), ffi.new("int32_t", Hh)
   local kc = clkernel("conv3", { oc, inp, w, ffi.new("int[1]", W), ffi.new("int[1]", Hh) })
   local cfg = { global = { W, Hh }, group = { 64, 4 } }
@@ -255,21 +242,7 @@ end
 do
   local W, Hh, MAXIT = 1024, 1024, 256
   local og, oc = buffer("int32_t", W * Hh), buffer("int32_t", W * Hh)
-  local k = gpu.kernel(function(out, Wd, Ht, maxit)
-    local px, py = gpu.global_id(0), gpu.global_id(1)
-    if px < Wd and py < Ht then
-      local cr = -2.0 + 3.0 * px / Wd
-      local ci = -1.5 + 3.0 * py / Ht
-      local zr, zi, it = 0.0, 0.0, 0
-      while it < maxit and zr * zr + zi * zi <= 4.0 do
-        local t = zr * zr - zi * zi + cr
-        zi = 2.0 * zr * zi + ci
-        zr = t
-        it = it + 1
-      end
-      out[py * Wd + px] = it
-    end
-  end, single)
+  local k = gpu.kernel(K.mandel, single)
   local Wi, Hi, Mi = ffi.new("int32_t", W), ffi.new("int32_t", Hh), ffi.new("int32_t", MAXIT)
   local kc = clkernel("mandel", { oc, ffi.new("int[1]", W), ffi.new("int[1]", Hh),
     ffi.new("int[1]", MAXIT) })

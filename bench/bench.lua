@@ -1,0 +1,421 @@
+-- `make bench`: gpujit's cpu backend against the same kernels in C with
+-- OpenMP (bench/ref.c) and as plain LuaJIT loops, measured side by side in
+-- this one process, plus the launch overhead of an empty kernel against a
+-- bare FFI call.  Prints the table, writes it into bench/RESULTS.md
+-- (between the "make bench" markers) and the data for bench/plot.gp.
+--
+--   make bench                      (builds everything, then runs this)
+--   luajit bench/bench.lua [runs]   (GJ_BENCH_REF: the C references' .so)
+--
+-- Method.  Every kernel is first run once by each side on the same inputs
+-- and the results are compared (a wrong kernel is not timed).  Then `runs`
+-- rounds: in each round each side runs once (the order rotates from round
+-- to round, so that a burst of load on the shared machine does not always
+-- hit the same side), timed with the monotonic wall clock.  The figures are
+-- medians over the rounds; the ratios are ratios of medians, given as
+-- speed-ups of gpujit (> 1: gpujit is faster).  The load average (1 min)
+-- when a row finished is printed next to it: figures taken under load from
+-- other processes are noisy, and the lead re-runs this on a quiet machine.
+local ffi = require("ffi")
+local gpu = require("gpujit")
+local K = dofile((arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "") .. "kernels.lua")
+
+local RUNS = tonumber(arg and arg[1]) or tonumber(os.getenv("BENCH_RUNS")) or 7
+local REF = os.getenv("GJ_BENCH_REF") or "build/bench/libgjref.so"
+local RESULTS = os.getenv("GJ_BENCH_RESULTS") or "bench/RESULTS.md"
+local DAT = os.getenv("GJ_BENCH_DAT") or "build/bench/results.dat"
+local CFLAGS = os.getenv("GJ_BENCH_CFLAGS") or "(see the Makefile's BENCH_CFLAGS)"
+
+ffi.cdef [[
+void ref_init(int nthreads);
+int ref_threads(void);
+void ref_empty(void);
+void ref_saxpy(float *y, const float *x, float a, int n);
+void ref_mandel(int32_t *out, int W, int H, int maxit);
+void ref_conv3(float *out, const float *in, const float *w, int W, int H);
+void ref_nbody(float *ax, float *ay, float *az, const float *px, const float *py,
+               const float *pz, const float *m, int n, float eps);
+void ref_matmul(float *C, const float *A, const float *B, int N);
+typedef struct { long tv_sec; long tv_nsec; } gj_bench_ts;
+int clock_gettime(int clk, gj_bench_ts *ts);
+]]
+local ok, R = pcall(ffi.load, REF)
+if not ok then
+  error("cannot load the C references " .. REF .. " (run `make bench`, which builds them): " .. R, 0)
+end
+
+gpu.use("cpu")
+local THREADS
+for _, d in ipairs(gpu.devices()) do
+  if d.backend == "cpu" then THREADS = d.compute_units end
+end
+R.ref_init(THREADS)
+assert(R.ref_threads() == THREADS, "OpenMP does not run the requested number of threads")
+
+local ts = ffi.new("gj_bench_ts")
+local function now()
+  ffi.C.clock_gettime(1, ts)   -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local function loadavg()
+  local f = io.open("/proc/loadavg")
+  if not f then return "?" end
+  local l = f:read("*l")
+  f:close()
+  return l:match("^(%S+)")
+end
+
+local LOAD0 = loadavg()
+
+local function median(t)
+  local c = {}
+  for i = 1, #t do c[i] = t[i] end
+  table.sort(c)
+  return c[math.floor((#c + 1) / 2)]
+end
+
+-- Results --------------------------------------------------------------------
+
+local function farray(n, init)
+  local a = ffi.new("float[?]", n)
+  if init then for i = 0, n - 1 do a[i] = init(i) end end
+  return a
+end
+
+-- Is `got` close to `want` (n elements)?  tol = 0: bit for bit; else the
+-- largest difference relative to the largest |want|; maxbad: how many
+-- elements may differ at all (mandelbrot in double vs float).
+local function compare(what, got, want, n, tol, maxbad)
+  local worst, scale, bad = 0, 0, 0
+  for i = 0, n - 1 do
+    local g, w = tonumber(got[i]), tonumber(want[i])
+    if g ~= w then bad = bad + 1 end
+    local d = math.abs(g - w)
+    if d > worst then worst = d end
+    if math.abs(w) > scale then scale = math.abs(w) end
+  end
+  if maxbad then
+    if bad > maxbad then
+      error(what .. ": " .. bad .. " of " .. n .. " elements differ (at most " .. maxbad .. " may)", 0)
+    end
+  elseif worst > tol * scale then
+    error(what .. ": results differ by up to " .. worst .. " (scale " .. scale .. ")", 0)
+  end
+end
+
+-- The cases --------------------------------------------------------------------
+-- Each: name, what (the size), bound ("memory" or "compute": the goal against
+-- LuaJIT is 2x or 4x), gj, c, lua (one run of each side), check (compares the
+-- outputs after one run of each side on the same inputs), reps (runs per
+-- timed sample, for short kernels).
+
+local i32 = function(v) return ffi.new("int32_t", v) end
+local cases = {}
+
+do -- saxpy: y = a x + y
+  local n = 2 ^ 24
+  local x = farray(n, function(i) return i % 1000 end)
+  local function fresh() return farray(n, function(i) return i % 7 end) end
+  local yg, yc, yl = fresh(), fresh(), fresh()
+  local k = gpu.kernel(K.saxpy, { name = "saxpy", precision = "single" })
+  local nn = i32(n)
+  cases[#cases + 1] = {
+    name = "saxpy", what = "16M floats", bound = "memory", reps = 1,
+    gj = function() k:launch(n, yg, x, 2.0, nn) end,
+    c = function() R.ref_saxpy(yc, x, 2.0, n) end,
+    lua = function()
+      for i = 0, n - 1 do yl[i] = 2.0 * x[i] + yl[i] end
+    end,
+    check = function()
+      compare("saxpy gpujit vs C", yg, yc, n, 0)
+      compare("saxpy LuaJIT vs C", yl, yc, n, 1e-6)
+    end,
+  }
+end
+
+do -- mandelbrot: iterations until escape
+  local W, Hh, MAXIT = 1024, 1024, 256
+  local og, oc, ol = ffi.new("int32_t[?]", W * Hh), ffi.new("int32_t[?]", W * Hh),
+    ffi.new("int32_t[?]", W * Hh)
+  local k = gpu.kernel(K.mandel, { name = "mandelbrot", precision = "single" })
+  local Wi, Hi, Mi = i32(W), i32(Hh), i32(MAXIT)
+  local cfg = { global = { W, Hh } }
+  cases[#cases + 1] = {
+    name = "mandelbrot", what = "1024x1024, 256 iterations", bound = "compute", reps = 1,
+    gj = function() k:launch(cfg, og, Wi, Hi, Mi) end,
+    c = function() R.ref_mandel(oc, W, Hh, MAXIT) end,
+    lua = function()
+      for py = 0, Hh - 1 do
+        for px = 0, W - 1 do
+          local cr, ci = -2.0 + 3.0 * px / W, -1.5 + 3.0 * py / Hh
+          local zr, zi, it = 0.0, 0.0, 0
+          while it < MAXIT and zr * zr + zi * zi <= 4.0 do
+            zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+            it = it + 1
+          end
+          ol[py * W + px] = it
+        end
+      end
+    end,
+    check = function()
+      compare("mandelbrot gpujit vs C", og, oc, W * Hh, 0)
+      -- LuaJIT computes in double: a few pixels on the set's edge escape later.
+      compare("mandelbrot LuaJIT vs C", ol, oc, W * Hh, nil, W * Hh / 100)
+    end,
+  }
+end
+
+do -- 3x3 convolution (exact: weights are multiples of 1/8, inputs integers)
+  local W, Hh = 2048, 2048
+  local inp = farray(W * Hh, function(i) return (i * 37) % 101 end)
+  local w = farray(9, function(i) return (i - 4) * 0.125 end)
+  local og, oc, ol = farray(W * Hh), farray(W * Hh), farray(W * Hh)
+  local k = gpu.kernel(K.conv3, { name = "conv3x3", precision = "single" })
+  local Wi, Hi = i32(W), i32(Hh)
+  local cfg = { global = { W, Hh } }
+  cases[#cases + 1] = {
+    name = "conv3x3", what = "2048x2048 floats", bound = "memory", reps = 2,
+    gj = function() k:launch(cfg, og, inp, w, Wi, Hi) end,
+    c = function() R.ref_conv3(oc, inp, w, W, Hh) end,
+    lua = function()
+      -- The 9 taps spelled out, in the kernel's order: with the kernel's two
+      -- 3-step loops LuaJIT's trace formation is random (aborted traces get
+      -- random penalties) and this loop took 17 ms or 240 ms from run to run.
+      local w0, w1, w2, w3, w4, w5, w6, w7, w8 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]
+      for y = 1, Hh - 2 do
+        local r0, r1, r2 = (y - 1) * W, y * W, (y + 1) * W
+        for x = 1, W - 2 do
+          local s = 0.0
+          s = s + w0 * inp[r0 + x - 1]; s = s + w1 * inp[r0 + x]; s = s + w2 * inp[r0 + x + 1]
+          s = s + w3 * inp[r1 + x - 1]; s = s + w4 * inp[r1 + x]; s = s + w5 * inp[r1 + x + 1]
+          s = s + w6 * inp[r2 + x - 1]; s = s + w7 * inp[r2 + x]; s = s + w8 * inp[r2 + x + 1]
+          ol[r1 + x] = s
+        end
+      end
+    end,
+    check = function()
+      compare("conv3x3 gpujit vs C", og, oc, W * Hh, 0)
+      compare("conv3x3 LuaJIT vs C", ol, oc, W * Hh, 0)
+    end,
+  }
+end
+
+do -- n-body: accelerations, all pairs
+  local n, EPS = 4096, 0.01
+  local function coord(s) return farray(n, function(i) return ((i * s) % 1009) / 1009 - 0.5 end) end
+  local px, py, pz = coord(37), coord(91), coord(53)
+  local m = farray(n, function(i) return 1 + i % 3 end)
+  local function out3() return farray(n), farray(n), farray(n) end
+  local gx, gy, gz = out3()
+  local cx, cy, cz = out3()
+  local lx, ly, lz = out3()
+  local k = gpu.kernel(K.nbody, { name = "nbody", precision = "single" })
+  local ni = i32(n)
+  local sqrt = math.sqrt
+  cases[#cases + 1] = {
+    name = "nbody", what = "4096 bodies", bound = "compute", reps = 1,
+    gj = function() k:launch(n, gx, gy, gz, px, py, pz, m, ni, EPS) end,
+    c = function() R.ref_nbody(cx, cy, cz, px, py, pz, m, n, EPS) end,
+    lua = function()
+      for i = 0, n - 1 do
+        local xi, yi, zi = px[i], py[i], pz[i]
+        local sx, sy, sz = 0.0, 0.0, 0.0
+        for j = 0, n - 1 do
+          local dx, dy, dz = px[j] - xi, py[j] - yi, pz[j] - zi
+          local d2 = dx * dx + dy * dy + dz * dz + EPS
+          local f = m[j] / (d2 * sqrt(d2))
+          sx, sy, sz = sx + f * dx, sy + f * dy, sz + f * dz
+        end
+        lx[i], ly[i], lz[i] = sx, sy, sz
+      end
+    end,
+    check = function()
+      for _, t in ipairs({ { gx, cx, "x" }, { gy, cy, "y" }, { gz, cz, "z" } }) do
+        compare("nbody gpujit vs C (" .. t[3] .. ")", t[1], t[2], n, 1e-6)
+      end
+      for _, t in ipairs({ { lx, cx, "x" }, { ly, cy, "y" }, { lz, cz, "z" } }) do
+        compare("nbody LuaJIT vs C (" .. t[3] .. ")", t[1], t[2], n, 1e-4)
+      end
+    end,
+  }
+end
+
+do -- matrix multiply, the plain triple loop (exact: small integers)
+  local N = 512
+  local A = farray(N * N, function(i) return (i % 17) - 8 end)
+  local B = farray(N * N, function(i) return (i % 13) - 6 end)
+  local Cg, Cc, Cl = farray(N * N), farray(N * N), farray(N * N)
+  local k = gpu.kernel(K.matmul, { name = "matmul", precision = "single" })
+  local Ni = i32(N)
+  local cfg = { global = { N, N } }
+  cases[#cases + 1] = {
+    name = "matmul", what = "512x512 floats", bound = "compute", reps = 1,
+    gj = function() k:launch(cfg, Cg, A, B, Ni) end,
+    c = function() R.ref_matmul(Cc, A, B, N) end,
+    lua = function()
+      for row = 0, N - 1 do
+        for col = 0, N - 1 do
+          local acc = 0.0
+          for kk = 0, N - 1 do acc = acc + A[row * N + kk] * B[kk * N + col] end
+          Cl[row * N + col] = acc
+        end
+      end
+    end,
+    check = function()
+      compare("matmul gpujit vs C", Cg, Cc, N * N, 0)
+      compare("matmul LuaJIT vs C", Cl, Cc, N * N, 0)
+    end,
+  }
+end
+
+-- Measurement -----------------------------------------------------------------
+
+local SIDES = { "gj", "c", "lua" }
+
+-- The spread of the per-round ratios a[r] / b[r] (the sides of a round ran
+-- back to back): "min-max", a hint of how noisy the median ratio is.
+local function range(a, b)
+  local lo, hi = math.huge, 0
+  for r = 1, #a do
+    local q = a[r] / b[r]
+    if q < lo then lo = q end
+    if q > hi then hi = q end
+  end
+  return ("%.2f-%.2f"):format(lo, hi)
+end
+
+local function sample(f, reps)
+  local t0 = now()
+  for _ = 1, reps do f() end
+  return (now() - t0) / reps
+end
+
+local rows = {}
+for _, cs in ipairs(cases) do
+  io.stderr:write("bench: ", cs.name, " ...\n")
+  cs.gj(); cs.c(); cs.lua()          -- compile, warm up, and one run each to compare
+  cs.check()
+  local t = { gj = {}, c = {}, lua = {} }
+  for r = 1, RUNS do
+    for s = 0, #SIDES - 1 do
+      local side = SIDES[(r + s - 1) % #SIDES + 1]
+      t[side][r] = sample(cs[side], cs.reps)
+    end
+  end
+  local m = { gj = median(t.gj), c = median(t.c), lua = median(t.lua) }
+  rows[#rows + 1] = {
+    name = cs.name, what = cs.what, bound = cs.bound, gj = m.gj, c = m.c, lua = m.lua,
+    vs_c = m.c / m.gj, vs_lua = m.lua / m.gj, goal_lua = cs.bound == "memory" and 2 or 4,
+    range_c = range(t.c, t.gj), range_lua = range(t.lua, t.gj), load = loadavg(),
+  }
+end
+
+-- Launch overhead: an empty kernel over one work item, k:launch from a Lua
+-- loop, against a bare FFI call of an empty C function; and a kernel with
+-- two arguments that writes one element.
+io.stderr:write("bench: launch overhead ...\n")
+local empty = gpu.kernel(function() end, { name = "empty" })
+local one = gpu.kernel(function(o, n)
+  local i = gpu.global_id(0)
+  if i < n then o[i] = i end
+end, { name = "one" })
+local o1 = ffi.new("double[1]")
+local LAUNCHES = 200000
+local launch = {
+  { "empty kernel, k:launch(1)", function()
+    for _ = 1, LAUNCHES do empty:launch(1) end
+  end },
+  { "2-argument kernel, k:launch(1, o, 1)", function()
+    for _ = 1, LAUNCHES do one:launch(1, o1, 1) end
+  end },
+  { "FFI call of an empty C function", function()
+    local f = R.ref_empty
+    for _ = 1, LAUNCHES do f() end
+  end },
+}
+local lt = {}
+for i, l in ipairs(launch) do l[2](); lt[i] = {} end
+for r = 1, RUNS * 3 do
+  for i, l in ipairs(launch) do lt[i][r] = sample(l[2], 1) / LAUNCHES end
+end
+local lrows = {}
+for i, l in ipairs(launch) do lrows[i] = { name = l[1], ns = median(lt[i]) * 1e9, load = loadavg() } end
+
+-- Report ----------------------------------------------------------------------
+
+local function sh(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return "" end
+  local s = p:read("*a") or ""
+  p:close()
+  return (s:gsub("%s+$", ""))
+end
+
+local function cpuinfo()
+  local model, n = "?", 0
+  for l in io.lines("/proc/cpuinfo") do
+    local m = l:match("^model name%s*:%s*(.-)%s*$")
+    if m then model = m; n = n + 1 end
+  end
+  local flags = sh("grep -m1 '^flags' /proc/cpuinfo")
+  local vec = flags:find(" avx512f") and "AVX-512" or flags:find(" avx2") and "AVX2" or "no AVX2"
+  return ("%s, %d logical CPUs, %s"):format(model, n, vec)
+end
+
+local commit = sh("git rev-parse --short HEAD")
+local dirty = sh("git status --porcelain --untracked-files=no -- . "
+  .. "':!bench/RESULTS.md' ':!bench/results.png'")
+if dirty ~= "" then commit = commit .. " + uncommitted changes" end
+
+local md = {}
+local function p(s, ...) md[#md + 1] = s:format(...) end
+p("Date: %s. Machine: %s; gpujit's pool and OpenMP: %d threads. Commit: %s.",
+  os.date("!%Y-%m-%d %H:%M UTC"), cpuinfo(), THREADS, commit)
+p("Command: `make bench` (BENCH_RUNS=%d: medians of %d rounds, sides interleaved); C: `%s`.",
+  RUNS, RUNS, CFLAGS)
+p("Load average (1 min) at start %s; per row below, when the row finished.", LOAD0)
+p("")
+p("| kernel | size | gpujit cpu ms | C/OpenMP ms | LuaJIT loop ms | gpujit vs C (goal >= 0.9) "
+  .. "| gpujit vs LuaJIT (goal) | per-round ratios vs C; vs LuaJIT | load |")
+p("|---|---|---|---|---|---|---|---|---|")
+for _, r in ipairs(rows) do
+  p("| %s | %s | %.2f | %.2f | %.2f | %.3fx %s | %.2fx (>= %dx, %s bound) %s | %s; %s | %s |", r.name,
+    r.what, r.gj * 1e3, r.c * 1e3, r.lua * 1e3, r.vs_c, r.vs_c >= 0.9 and "ok" or "**miss**",
+    r.vs_lua, r.goal_lua, r.bound, r.vs_lua >= r.goal_lua and "ok" or "**miss**", r.range_c,
+    r.range_lua, r.load)
+end
+p("")
+p("| launch (1 work item, %d launches per sample) | median ns per launch | load |", LAUNCHES)
+p("|---|---|---|")
+for _, r in ipairs(lrows) do p("| %s | %.0f | %s |", r.name, r.ns, r.load) end
+p("")
+p("Empty-kernel launch overhead over a bare FFI call: %.0f ns (goal: launch <= 1000 ns: %s).",
+  lrows[1].ns - lrows[3].ns, lrows[1].ns <= 1000 and "ok" or "**miss**")
+local text = table.concat(md, "\n")
+print(text)
+
+-- Into RESULTS.md, between the markers (kept by hand-written sections).
+local BEGIN, END = "<!-- make bench: begin -->", "<!-- make bench: end -->"
+local f = assert(io.open(RESULTS))
+local old = f:read("*a")
+f:close()
+local a, b = old:find(BEGIN, 1, true), old:find(END, 1, true)
+if not (a and b) then error(RESULTS .. " lacks the markers " .. BEGIN .. " / " .. END, 0) end
+f = assert(io.open(RESULTS, "w"))
+f:write(old:sub(1, a + #BEGIN - 1), "\n", text, "\n", old:sub(b))
+f:close()
+
+-- Data for bench/plot.gp: kernel, speed-up vs C, vs LuaJIT, LuaJIT goal.
+os.execute("mkdir -p \"$(dirname '" .. DAT .. "')\"")
+f = assert(io.open(DAT, "w"))
+f:write(("# empty-kernel launch %.0f ns, FFI call %.0f ns, %s\n"):format(lrows[1].ns, lrows[3].ns,
+  os.date("!%Y-%m-%d")))
+for _, r in ipairs(rows) do
+  f:write(("%s %.4f %.4f %d\n"):format(r.name, r.vs_c, r.vs_lua, r.goal_lua))
+end
+f:close()
+f = assert(io.open(DAT .. ".title", "w"))
+f:write(("gpujit cpu backend, %s, %d threads, %s, load %s; empty-kernel launch %.0f ns\n"):format(
+  cpuinfo():match("^[^,]+"), THREADS, os.date("!%Y-%m-%d"), LOAD0, lrows[1].ns))
+f:close()

@@ -1,0 +1,74 @@
+-- The gpujit kernels the benchmarks share (bench/bench.lua, bench/opencl_vs_c.lua):
+-- plain Lua functions for gpu.kernel, written as a GPU programmer would, one
+-- work item each.  bench/ref.c holds the same kernels in C.
+--   local K = dofile("bench/kernels.lua")
+local gpu = require("gpujit")
+
+local K = {}
+
+-- y = a x + y over m elements.
+function K.saxpy(y, xs, a, m)
+  local i = gpu.global_id(0)
+  if i < m then y[i] = a * xs[i] + y[i] end
+end
+
+-- 3x3 convolution of src (Wd x Ht) with weights wt; the border is left alone.
+function K.conv3(out, src, wt, Wd, Ht)
+  local x, y = gpu.global_id(0), gpu.global_id(1)
+  if x >= 1 and y >= 1 and x < Wd - 1 and y < Ht - 1 then
+    local s = 0.0
+    for dy = -1, 1 do
+      for dx = -1, 1 do
+        s = s + wt[(dy + 1) * 3 + dx + 1] * src[(y + dy) * Wd + x + dx]
+      end
+    end
+    out[y * Wd + x] = s
+  end
+end
+
+-- Iterations until escape (at most maxit) of each pixel of a Wd x Ht image.
+function K.mandel(out, Wd, Ht, maxit)
+  local px, py = gpu.global_id(0), gpu.global_id(1)
+  if px < Wd and py < Ht then
+    local cr = -2.0 + 3.0 * px / Wd
+    local ci = -1.5 + 3.0 * py / Ht
+    local zr, zi, it = 0.0, 0.0, 0
+    while it < maxit and zr * zr + zi * zi <= 4.0 do
+      local t = zr * zr - zi * zi + cr
+      zi = 2.0 * zr * zi + ci
+      zr = t
+      it = it + 1
+    end
+    out[py * Wd + px] = it
+  end
+end
+
+-- Gravitational acceleration of body i from all nb bodies (softened by eps).
+function K.nbody(ax, ay, az, xs, ys, zs, ms, nb, eps)
+  local i = gpu.global_id(0)
+  if i < nb then
+    local xi, yi, zi = xs[i], ys[i], zs[i]
+    local sx, sy, sz = 0.0, 0.0, 0.0
+    for j = 0, nb - 1 do
+      local dx, dy, dz = xs[j] - xi, ys[j] - yi, zs[j] - zi
+      local d2 = dx * dx + dy * dy + dz * dz + eps
+      local f = ms[j] / (d2 * math.sqrt(d2))
+      sx = sx + f * dx
+      sy = sy + f * dy
+      sz = sz + f * dz
+    end
+    ax[i], ay[i], az[i] = sx, sy, sz
+  end
+end
+
+-- C = A B (Nn x Nn, row-major), the plain triple loop: one element each.
+function K.matmul(C, Am, Bm, Nn)
+  local col, row = gpu.global_id(0), gpu.global_id(1)
+  if col < Nn and row < Nn then
+    local acc = 0.0
+    for kk = 0, Nn - 1 do acc = acc + Am[row * Nn + kk] * Bm[kk * Nn + col] end
+    C[row * Nn + col] = acc
+  end
+end
+
+return K

@@ -1,0 +1,117 @@
+/*
+** The C references of `make bench` (bench/bench.lua): the benchmark kernels
+** written by hand in C with OpenMP, built by the Makefile with
+** clang-15 -O3 -march=native -fopenmp -ffp-contract=off into a shared
+** object that bench.lua loads through the FFI.
+**
+** Each function computes what the gpujit kernel of the same name in
+** bench.lua computes, with the same arithmetic in the same order (floats,
+** no fused multiply-adds: gpujit keeps Lua's arithmetic exactly, so the
+** results are compared bit for bit or nearly).  The parallel loop is the
+** loop over gpujit's work items; OpenMP runs it over as many threads as
+** gpujit's pool has (ref_init).
+*/
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Threads for every parallel loop below.  Passive waiting: between two
+** parallel loops OpenMP's threads sleep instead of spinning (by default
+** for up to 200 ms), so that they do not take the cores from gpujit's
+** pool in the measurements that alternate with them.  Must be called
+** before any other function here. */
+void ref_init(int nthreads)
+{
+  setenv("OMP_WAIT_POLICY", "passive", 0);
+  omp_set_num_threads(nthreads);
+}
+
+int ref_threads(void)
+{
+  return omp_get_max_threads();
+}
+
+/* The floor of a launch: a call of an empty function through the FFI. */
+void ref_empty(void)
+{
+}
+
+/* y = a x + y: memory bound. */
+void ref_saxpy(float *y, const float *x, float a, int n)
+{
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; i++) y[i] = a * x[i] + y[i];
+}
+
+/* Iterations until escape, per pixel: compute bound and uneven (hence
+** the dynamic schedule over rows). */
+void ref_mandel(int32_t *out, int W, int H, int maxit)
+{
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int py = 0; py < H; py++) {
+    for (int px = 0; px < W; px++) {
+      float cr = -2.0f + 3.0f * px / W, ci = -1.5f + 3.0f * py / H;
+      float zr = 0.0f, zi = 0.0f;
+      int it = 0;
+      while (it < maxit && zr * zr + zi * zi <= 4.0f) {
+        float t = zr * zr - zi * zi + cr;
+        zi = 2.0f * zr * zi + ci;
+        zr = t;
+        it++;
+      }
+      out[py * W + px] = it;
+    }
+  }
+}
+
+/* 3x3 convolution with weights w; the border is left alone. */
+void ref_conv3(float *out, const float *in, const float *w, int W, int H)
+{
+#pragma omp parallel for schedule(static)
+  for (int y = 1; y < H - 1; y++) {
+    for (int x = 1; x < W - 1; x++) {
+      float s = 0.0f;
+      for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++)
+          s = s + w[(dy + 1) * 3 + dx + 1] * in[(y + dy) * W + x + dx];
+      out[y * W + x] = s;
+    }
+  }
+}
+
+/* Gravitational accelerations, all pairs (softened by eps). */
+void ref_nbody(float *ax, float *ay, float *az, const float *px,
+               const float *py, const float *pz, const float *m, int n,
+               float eps)
+{
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; i++) {
+    float xi = px[i], yi = py[i], zi = pz[i];
+    float sx = 0.0f, sy = 0.0f, sz = 0.0f;
+    for (int j = 0; j < n; j++) {
+      float dx = px[j] - xi, dy = py[j] - yi, dz = pz[j] - zi;
+      float d2 = dx * dx + dy * dy + dz * dz + eps;
+      float f = m[j] / (d2 * sqrtf(d2));
+      sx = sx + f * dx;
+      sy = sy + f * dy;
+      sz = sz + f * dz;
+    }
+    ax[i] = sx;
+    ay[i] = sy;
+    az[i] = sz;
+  }
+}
+
+/* C = A B, square N x N, row-major, the plain triple loop. */
+void ref_matmul(float *C, const float *A, const float *B, int N)
+{
+#pragma omp parallel for schedule(static)
+  for (int row = 0; row < N; row++) {
+    for (int col = 0; col < N; col++) {
+      float acc = 0.0f;
+      for (int k = 0; k < N; k++) acc = acc + A[row * N + k] * B[k * N + col];
+      C[row * N + col] = acc;
+    }
+  }
+}
