@@ -91,7 +91,10 @@ H.features = {
     reason = "work-group features (barrier, shared and local arrays, atomics) are not compiled yet",
     has = { sim = true, cpu = true, opencl = true },
   },
-  boundscheck = { reason = "boundscheck mode is not implemented yet", has = {} },
+  boundscheck = {
+    reason = "boundscheck mode is not implemented on this backend",
+    has = { sim = true, cpu = true, opencl = true },
+  },
   -- Work items of a group that stop at different barriers: only backends
   -- that run a group's items themselves can see it (on a GPU it is undefined).
   divergence = {
@@ -575,16 +578,17 @@ end
 
 -- Run Lua code in a separate luajit process (for what might crash: a bad
 -- write must not take the whole suite down).  The code gets `gpu` (the
--- module, its current backend set to bk) and `ffi`.  Returns the exit
+-- module, its current backend set to bk) and `ffi`; env: "NAME=value ..."
+-- for its environment.  Returns the exit
 -- status (true when 0) and the output, stdout and stderr together.
-function H.run_isolated(bk, code)
+function H.run_isolated(bk, code, env)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write("local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use(", string.format("%q", bk),
     ")\n", code, "\n")
   f:close()
   local q = function(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
-  local cmd = "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit "
+  local cmd = (env or "") .. " LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit "
     .. path .. " 2>&1"
   local p = io.popen(cmd .. "; echo \"exit status $?\"")
   local out = p:read("*a")
