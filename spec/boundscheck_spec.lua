@@ -212,11 +212,12 @@ for _, bk in ipairs(H.compilers) do
       y[i] = x[i] + 1
     end
     it("without the option the kernel has no check; with it, one per access", function()
-      local plain = H.kernel(bk, f, { name = "k_plain" }):inspect_llvm({ "float[]", "float[]" })
-      local off = H.kernel(bk, f, { name = "k_plain", boundscheck = false }):inspect_llvm({ "float[]", "float[]" })
+      local sig = { "float[]", "float[]" }
+      local plain = H.kernel(bk, f, { name = "k_plain" }):inspect_llvm(sig)
+      local off = H.kernel(bk, f, { name = "k_plain", boundscheck = false }):inspect_llvm(sig)
       assert.are.equal(plain, off)
       assert.is_nil(plain:find("cmpxchg", 1, true))
-      local checked = H.kernel(bk, f, { name = "k_plain", boundscheck = true }):inspect_llvm({ "float[]", "float[]" })
+      local checked = H.kernel(bk, f, { name = "k_plain", boundscheck = true }):inspect_llvm(sig)
       assert.is_truthy(checked:find("cmpxchg", 1, true))
       assert.are_not.equal(plain, checked)
     end)

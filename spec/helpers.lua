@@ -588,7 +588,8 @@ function H.run_isolated(bk, code, env)
     ")\n", code, "\n")
   f:close()
   local q = function(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
-  local cmd = (env or "") .. " LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit "
+  local cmd = (env or "") .. " LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath)
+    .. " luajit "
     .. path .. " 2>&1"
   local p = io.popen(cmd .. "; echo \"exit status $?\"")
   local out = p:read("*a")
