@@ -16,9 +16,11 @@ LLVM_LDFLAGS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null)
 LLVM_LIBS    = $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
+# SAN: sanitizer flags for the core and the C tests (make tsan, make check)
+SAN     ?=
 CFLAGS  += -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
-           -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS)
-LDFLAGS += -shared $(LLVM_LDFLAGS)
+           -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS) $(SAN)
+LDFLAGS += -shared $(LLVM_LDFLAGS) $(SAN)
 LDLIBS  += $(LLVM_LIBS) -lpthread -ldl -lm
 
 SRCS = $(wildcard src/*.c) $(wildcard backends/*.c)
@@ -27,13 +29,21 @@ CORE = $(BUILD)/gpujit/core.so
 
 LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
 
-.PHONY: all deps test run lint clean
+MULTISTATE = $(BUILD)/multistate
+
+.PHONY: all deps test run lint clean tsan check
 
 all: $(CORE)
 
 $(CORE): $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+
+# Several lua_States on their own threads at once (spec/c/multistate.c).
+$(MULTISTATE): spec/c/multistate.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -I$(LUA_INC) $(SAN) \
+	  -o $@ $< -lluajit-5.1 -lpthread
 
 $(BUILD)/obj/%.o: %.c $(wildcard src/*.h) $(wildcard backends/*.h)
 	@mkdir -p $(dir $@)
@@ -55,8 +65,19 @@ deps:
 GPUJIT_SPEC_BACKENDS ?= cpu,opencl
 
 test: deps
-	$(MAKE) all
+	$(MAKE) all $(MULTISTATE)
 	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/run.sh
+	$(LUA_ENV) $(MULTISTATE) 4 3 $(GPUJIT_SPEC_BACKENDS)
+
+# The multi-state test under ThreadSanitizer: core and test built with
+# -fsanitize=thread in build/tsan.  LLVM, LuaJIT and PoCL are not
+# instrumented; spec/c/tsan.supp says what of theirs is suppressed and why.
+TSAN_BUILD = build/tsan
+tsan: deps
+	$(MAKE) BUILD=$(TSAN_BUILD) SAN="-fsanitize=thread" all $(TSAN_BUILD)/multistate
+	LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(TSAN_BUILD)/?.so;;" \
+	  TSAN_OPTIONS="suppressions=spec/c/tsan.supp halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
+	  $(TSAN_BUILD)/multistate 4 2 $(GPUJIT_SPEC_BACKENDS)
 
 run: deps
 	$(MAKE) all
