@@ -9,7 +9,7 @@ CC          ?= cc
 
 # Debian packages the project needs, each checked before installing.
 DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
-            pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
+            pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo valgrind
 
 LLVM_CFLAGS  = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LLVM_LDFLAGS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null)
@@ -76,15 +76,17 @@ TSAN_BUILD = build/tsan
 tsan: deps
 	$(MAKE) BUILD=$(TSAN_BUILD) SAN="-fsanitize=thread" all $(TSAN_BUILD)/multistate
 	LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(TSAN_BUILD)/?.so;;" \
-	  TSAN_OPTIONS="suppressions=spec/c/tsan.supp halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
+	  TSAN_OPTIONS="suppressions=$(CURDIR)/spec/c/tsan.supp halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
 	  $(TSAN_BUILD)/multistate 4 2 $(GPUJIT_SPEC_BACKENDS)
 
-run: deps
+# make check: the busted suite with the core under AddressSanitizer and
+# UndefinedBehaviorSanitizer (build/asan; spec/asan.sh: luajit runs with
+# libasan preloaded, any UB aborts, reports of every process are checked),
+# then the C core under valgrind (spec/valgrind.sh, a subset of the specs).
+ASAN_BUILD = build/asan
+check: deps
+	$(MAKE) BUILD=$(ASAN_BUILD) \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
+	$(LUA_ENV) ASAN_BUILD=$(ASAN_BUILD) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/asan.sh
 	$(MAKE) all
-	$(LUA_ENV) $(LUAJIT) examples/saxpy.lua
-
-lint:
-	luacheck lua spec examples
-
-clean:
-	rm -rf $(BUILD)
+	$(LUA_ENV) sh spec/valgrind.sh
