@@ -183,6 +183,30 @@ for _, bk in ipairs(backends) do
       assert.are.equal(4, c[1])
     end)
 
+    it("a variable holding either of two arrays", function()
+      local line = H.line_of("--@either")
+      local k = kernel(function(a, b, j)
+        local i = gpu.global_id()
+        local t = a
+        if i % 2 == 1 then t = b end
+        t[j] = i --@either
+      end, "k_either")
+      local a, b = dbl(4), dbl(4)
+      k:launch(2, a, b, 3)
+      assert.are.equal(1, b[3])
+      -- both 0-based: checked from 0; the compiled code no longer knows which argument
+      local what = bk == "sim" and "argument 1 'a'" or "an array argument"
+      check_fault(H.error_of(k.launch, k, 1, a, b, 4), line, "k_either", 4, what, 4, 0, 3)
+      -- a table and an FFI array: the compiled check cannot know where indices start
+      local msg = H.error_of(k.launch, k, 2, a, { 1, 2, 3, 4 }, 0)
+      if bk == "sim" then
+        check_fault(msg, line, "k_either", 0, "argument 2 'b'", 4, 1, 4)
+      else
+        H.check_compile_error(msg, FILE, line, "k_either", { "Lua table", "indexed from 0" })
+      end
+      H.sanity(bk)
+    end)
+
     it("faults in many work items report one of them", function()
       local line = H.line_of("--@many")
       local k = kernel(function(a)

@@ -11,25 +11,26 @@
 #include "gj_cg_int.h"
 #include "gj_fault.h"
 
-/* What the message calls the array, and its first index (-1: unknown). */
+/* What the message calls the array, and its first index. */
 static void describe(const gj_cg *g, gj_ty ta, char *what, size_t n, int *base)
 {
   const char *name;
+  int arg;
   *base = 0;
   if (ta.space == GJ_SPACE_SHARED) {
     snprintf(what, n, "a gpu.shared array");
-  } else if (ta.space == GJ_SPACE_LOCAL) {
-    snprintf(what, n, "a gpu.local_array");
-  } else if (ta.aux) {
-    int arg = GJ_ARR_TAG_ARG(ta.aux);
-    name = g->opts->argnames ? g->opts->argnames[arg] : NULL;
-    if (name) snprintf(what, n, "argument %d '%s'", arg + 1, name);
-    else snprintf(what, n, "argument %d", arg + 1);
-    *base = GJ_ARR_TAG_BASE(ta.aux);
-  } else {   /* arrays of several arguments flow into this slot */
-    snprintf(what, n, "an array argument");
-    *base = -1;
+    return;
   }
+  if (ta.space == GJ_SPACE_LOCAL) {
+    snprintf(what, n, "a gpu.local_array");
+    return;
+  }
+  arg = GJ_ARR_TAG_ARG(ta.aux);
+  *base = GJ_ARR_TAG_BASE(ta.aux);
+  name = arg >= 0 && g->opts->argnames ? g->opts->argnames[arg] : NULL;
+  if (arg < 0) snprintf(what, n, "an array argument");  /* one of several */
+  else if (name) snprintf(what, n, "argument %d '%s'", arg + 1, name);
+  else snprintf(what, n, "argument %d", arg + 1);
 }
 
 static LLVMValueRef field(gj_cg *g, LLVMValueRef rec, unsigned off)
@@ -87,17 +88,20 @@ int gj_cg_check_begin(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   int base, site, line = p->ins[i].line, arg;
   gd->fail = gd->cont = NULL;
   if (!g->opts->sites) return 0;
+  if (ta.space == GJ_SPACE_GLOBAL && ta.aux == 0)
+    return gj_typer_error(g->cs, g->fn, i, "boundscheck: this array may be a Lua table "
+                          "(indexed from 1) or an array indexed from 0, and the check "
+                          "needs to know which: pass the same kind of array to the "
+                          "arguments that flow here");
   describe(g, ta, what, sizeof(what), &base);
   site = gj_sites_add(g->opts->sites, p->chunk, line, what, base, g->cs->err);
   if (site < 0) return -1;
-  arg = ta.space == GJ_SPACE_GLOBAL && ta.aux ? GJ_ARR_TAG_ARG(ta.aux) + 1 : 0;
+  arg = ta.space == GJ_SPACE_GLOBAL ? GJ_ARR_TAG_ARG(ta.aux) + 1 : 0;
   idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
   len = LLVMBuildExtractValue(g->B, arr, 1, "len");
   /* unsigned: a negative index fails too; a length of -1 (an FFI pointer,
   ** length unknown) lets every index but -1 - base through */
-  if (base < 0) {
-    ok = LLVMBuildICmp(g->B, LLVMIntULE, idx, len, "inbounds");
-  } else {
+  {
     LLVMValueRef off = LLVMBuildSub(g->B, idx, LLVMConstInt(g->lt[LT_I64],
                                     (unsigned)base, 0), "");
     ok = LLVMBuildICmp(g->B, LLVMIntULT, off, len, "inbounds");

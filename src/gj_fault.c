@@ -40,7 +40,7 @@ int gj_fault_error(const gj_sites *s, const gj_fault *f, gj_err *err)
                       "argument %d)", (int)f->line, (long long)f->index, len,
                       (int)f->arg);
   site = &s->v[f->site - 1];
-  if (len == 0 || site->base < 0)   /* base < 0: unknown (0 or 1) */
+  if (len <= 0)   /* empty, or -1: an FFI pointer (no length) */
     return gj_err_set(err, "%s: index %lld is out of bounds for %s (length %lld)", site->where, (long long)f->index, site->what, len);
   return gj_err_set(err, "%s: index %lld is out of bounds for %s (length %lld, "
                     "valid indices %d..%lld)", site->where,

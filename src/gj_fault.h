@@ -13,8 +13,7 @@
 typedef struct gj_site {
   char where[200];     /* "file.lua:LINE" of the access */
   char what[64];       /* "argument 2 'x'", "a gpu.shared array", ... */
-  int base;            /* index of the first element (1: a Lua table);
-                       ** -1: not known (0 or 1) */
+  int base;            /* index of the first element (1: a Lua table) */
 } gj_site;
 
 typedef struct gj_sites {

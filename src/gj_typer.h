@@ -33,12 +33,13 @@ typedef enum gj_tk {
 
 enum { GJ_SPACE_GLOBAL = 0, GJ_SPACE_SHARED = 1, GJ_SPACE_LOCAL = 2 };
 
-/* Bounds-check tag of a global array: which kernel argument (0-based) it
-** is and the index of its first element (1 for a Lua table, else 0).
-** Arrays with different tags get different device-function
-** specializations, so a check in a device function still knows them. */
-#define GJ_ARR_TAG(arg, base) ((((arg) + 1) << 1) | (base))
-#define GJ_ARR_TAG_ARG(tag) (((tag) >> 1) - 1)
+/* Bounds-check tag of a global array: which kernel argument (0-based; -1:
+** one of several) it is and the index of its first element (1 for a Lua
+** table, else 0); tag 0: the first index is not known either.  Arrays with
+** different tags get different device-function specializations, so a
+** check in a device function still knows them. */
+#define GJ_ARR_TAG(arg, base) ((((arg) + 2) << 1) | (base))
+#define GJ_ARR_TAG_ARG(tag) (((tag) >> 1) - 2)
 #define GJ_ARR_TAG_BASE(tag) ((tag) & 1)
 
 typedef struct gj_ty {
