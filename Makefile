@@ -90,3 +90,13 @@ check: deps
 	$(LUA_ENV) ASAN_BUILD=$(ASAN_BUILD) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/asan.sh
 	$(MAKE) all
 	$(LUA_ENV) sh spec/valgrind.sh
+
+run: deps
+	$(MAKE) all
+	$(LUA_ENV) $(LUAJIT) examples/saxpy.lua
+
+lint:
+	luacheck lua spec examples
+
+clean:
+	rm -rf $(BUILD)
