@@ -100,7 +100,7 @@ int gj_cg_check_begin(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
   len = LLVMBuildExtractValue(g->B, arr, 1, "len");
   /* unsigned: a negative index fails too; a length of -1 (an FFI pointer,
-  ** length unknown) lets every index but -1 - base through */
+  ** length unknown) lets every index but base - 1 through */
   {
     LLVMValueRef off = LLVMBuildSub(g->B, idx, LLVMConstInt(g->lt[LT_I64],
                                     (unsigned)base, 0), "");
