@@ -20,7 +20,7 @@ INCDIR      ?= $(PREFIX)/include/gpujit
 # Debian packages the project needs, each checked before installing.
 DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
             pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo \
-            luarocks cppcheck zlib1g pkg-config
+            luarocks cppcheck zlib1g pkg-config valgrind
 # What `make bench` needs on top: clang-15 with OpenMP for the C
 # references, gnuplot for the plot (bench/README.md).
 BENCH_PKGS = clang-15 libomp-15-dev gnuplot-nox
@@ -33,9 +33,11 @@ LUAJIT_LIBS  = $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1
 # CFLAGS/LDFLAGS are the user's (LuaRocks passes CFLAGS); the project's own
 # flags are kept apart so that a CFLAGS on the command line cannot drop them.
 CFLAGS  ?= -O2 -g
+# SAN: sanitizer flags for the core and the C tests (make tsan, make check)
+SAN       ?=
 GJ_CFLAGS  = -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
-             -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS)
-GJ_LDFLAGS = -shared $(LLVM_LDFLAGS)
+             -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS) $(SAN)
+GJ_LDFLAGS = -shared $(LLVM_LDFLAGS) $(SAN)
 GJ_LDLIBS  = $(LLVM_LIBS) -lpthread -ldl -lm
 
 SRCS = $(wildcard src/*.c) $(wildcard backends/*.c)
@@ -57,15 +59,22 @@ LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
 # runs them on EXAMPLE_BACKEND (empty: the default backend).
 EXAMPLES = mandelbrot blur nbody reduce matmul particles
 EXAMPLE_BACKEND ?=
+MULTISTATE = $(BUILD)/multistate
 
 .PHONY: all deps bench-deps bench test run lint examples install install-embed uninstall \
-        install-check clean
+        install-check clean tsan check
 
 all: $(CORE) $(EMBED_LIB)
 
 $(CORE): $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(GJ_LDFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(GJ_LDLIBS) $(LDLIBS)
+
+# Several lua_States on their own threads at once (spec/c/multistate.c).
+$(MULTISTATE): spec/c/multistate.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -I$(LUA_INC) $(SAN) \
+	  -o $@ $< -lluajit-5.1 -lpthread
 
 $(EMBED_LIB): $(OBJS)
 	@mkdir -p $(dir $@)
@@ -105,11 +114,34 @@ deps bench-deps:
 GPUJIT_SPEC_BACKENDS ?= cpu,opencl
 
 test: deps
-	$(MAKE) all
+	$(MAKE) all $(MULTISTATE)
 	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/run.sh
+	$(LUA_ENV) $(MULTISTATE) 4 3 $(GPUJIT_SPEC_BACKENDS)
 	$(MAKE) examples
 	$(MAKE) examples EXAMPLE_BACKEND=opencl
 	$(MAKE) install-check
+
+# The multi-state test under ThreadSanitizer: core and test built with
+# -fsanitize=thread in build/tsan.  LLVM, LuaJIT and PoCL are not
+# instrumented; spec/c/tsan.supp says what of theirs is suppressed and why.
+TSAN_BUILD = build/tsan
+tsan: deps
+	$(MAKE) BUILD=$(TSAN_BUILD) SAN="-fsanitize=thread" all $(TSAN_BUILD)/multistate
+	LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(TSAN_BUILD)/?.so;;" \
+	  TSAN_OPTIONS="suppressions=$(CURDIR)/spec/c/tsan.supp halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
+	  $(TSAN_BUILD)/multistate 4 2 $(GPUJIT_SPEC_BACKENDS)
+
+# make check: the busted suite with the core under AddressSanitizer and
+# UndefinedBehaviorSanitizer (build/asan; spec/asan.sh: luajit runs with
+# libasan preloaded, any UB aborts, reports of every process are checked),
+# then the C core under valgrind (spec/valgrind.sh, a subset of the specs).
+ASAN_BUILD = build/asan
+check: deps
+	$(MAKE) BUILD=$(ASAN_BUILD) \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" all
+	$(LUA_ENV) ASAN_BUILD=$(ASAN_BUILD) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/asan.sh
+	$(MAKE) all
+	$(LUA_ENV) sh spec/valgrind.sh
 
 run: deps
 	$(MAKE) all

@@ -37,6 +37,17 @@
 **     call), whose first i32 is the resume point: @gj_body returns with it
 **     nonzero at a barrier, and called again it resumes there; it returns
 **     with it 0 when the work item has finished.
+** - Bounds checks (gpu.kernel's boundscheck; sig->faults is 1): the core
+**   compares each array index with the array's length and, on failure,
+**   claims the launch's fault record (gj_fault below) with a cmpxchg of
+**   its `site` from 0 (the first fault wins), fills the other fields and
+**   skips the access (a load gives 0).  The record is at
+**     ptr addrspace(G) @gj.fault_record(ptr %wi)
+**   which the intrinsics IR defines.  `launch` then gets a host gj_fault,
+**   zeroed by the core, and must leave the device record's final content
+**   in it (cpu: the record itself; a GPU: a small device buffer zeroed
+**   before the launch and read back after it).  With sig->faults 0 the
+**   kernel has no checks, launch gets NULL and nothing may change.
 */
 #ifndef GJ_BACKEND_H
 #define GJ_BACKEND_H
@@ -85,6 +96,19 @@ typedef struct gj_job {
   LLVMCodeModel code_model;
 } gj_job;
 
+/* The fault record of a launch of a bounds-checked kernel (see the top of
+** this file); the field offsets are part of the convention. */
+typedef struct gj_fault {
+  int32_t site;      /* 0: no fault; else 1 + the check's index in the
+                     ** kernel's site table (core) */
+  int32_t line;      /* Lua source line of the access */
+  int32_t arg;       /* 1-based kernel argument, 0: a shared/local array
+                     ** or one the core could not attribute */
+  int32_t pad_;
+  int64_t index;     /* the index used */
+  int64_t length;    /* the array's length */
+} gj_fault;
+
 typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
 typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
 
@@ -114,9 +138,10 @@ typedef struct gj_backend {
               const gj_sig *sig, gj_program **out, gj_err *err);
   void (*unload)(gj_bstate *st, gj_program *p);
   /* Run the kernel and return when it has finished.  args is the argument
-  ** block laid out by gj_sig_layout. */
+  ** block laid out by gj_sig_layout; fault: the record of a bounds-checked
+  ** kernel (sig->faults), NULL otherwise. */
   int (*launch)(gj_bstate *st, gj_program *p, const gj_dims *dims,
-                void *args, gj_err *err);
+                void *args, gj_fault *fault, gj_err *err);
   void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
   void (*free)(gj_bstate *st, int dev, void *ptr);
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,

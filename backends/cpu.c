@@ -517,7 +517,7 @@ static void cpu_barrier_group(const gj_dims *d, int64_t group[3])
 }
 
 static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
-                          void *args, gj_err *err)
+                          void *args, gj_fault *record, gj_err *err)
 {
   cpu_launch l;
   cpu_task t;
@@ -573,6 +573,7 @@ static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
   l.last = groups;
   l.scratch = NULL;
   l.fault = &fault;
+  l.record = record;
   t.entry = p->entry;
   t.args = args;
   t.launch = &l;

@@ -13,14 +13,15 @@
 /* -- Work-item state and launch block ----------------------------------- */
 
 /* The work-item state %wi points to: 8-byte fields, three i64 per id
-** quantity, then two pointers (the work item's frame, the group's shared
-** memory).  The intrinsics and the stores in gj_entry (cpu_wrap.c) must
+** quantity, then three pointers (the work item's frame, the group's shared
+** memory, the launch's fault record; each set only when the kernel needs
+** it).  The intrinsics and the stores in gj_entry (cpu_wrap.c) must
 ** agree on these. */
 enum {
   WI_GLOBAL_ID = 0, WI_LOCAL_ID = 3, WI_GROUP_ID = 6,
   WI_GROUP_SIZE = 9, WI_NUM_GROUPS = 12, WI_GLOBAL_SIZE = 15,
-  WI_FRAME = 18, WI_SHARED = 19,
-  WI__N = 20
+  WI_FRAME = 18, WI_SHARED = 19, WI_FAULT_RECORD = 20,
+  WI__N = 21
 };
 
 /* What gj_entry's second argument points to.  Unused dimensions are 1.
@@ -39,13 +40,16 @@ typedef struct cpu_launch {
   /* set to 1 by gj_entry when the work items of a group stop at different
   ** barriers (or some finish while others wait); gj_entry then returns */
   int64_t *fault;
+  /* bounds-checked kernels (sig.faults): the launch's fault record, which
+  ** the work items claim with a cmpxchg (backends/backend.h) */
+  gj_fault *record;
 } cpu_launch;
 
 enum { LAUNCH_GLOBAL = 0, LAUNCH_GROUP = 3, LAUNCH_NGROUPS = 6,
        LAUNCH_FIRST = 9, LAUNCH_LAST = 10, LAUNCH_SCRATCH = 11,
-       LAUNCH_FAULT = 12 };
-_Static_assert(sizeof(cpu_launch) == 13 * sizeof(int64_t),
-               "gj_entry reads cpu_launch as 13 packed 8-byte fields");
+       LAUNCH_FAULT = 12, LAUNCH_RECORD = 13 };
+_Static_assert(sizeof(cpu_launch) == 14 * sizeof(int64_t),
+               "gj_entry reads cpu_launch as 14 packed 8-byte fields");
 
 /* Bytes before the first frame in the scratch block. */
 #define CPU_SHARED_ROUND(n) (((uint64_t)(n) + 63) / 64 * 64)

@@ -82,6 +82,7 @@ const char cpu_intrinsics_ir[] =
   GJ_IR_ID("global_size", 15, 1)
   GJ_IR_PTR("frame", 18)
   GJ_IR_PTR("shared_base", 19)
+  GJ_IR_PTR("fault_record", 20)
   GJ_IR_I1(sqrt) GJ_IR_I1(floor) GJ_IR_I1(ceil) GJ_IR_I1(fabs)
   GJ_IR_I1(trunc) GJ_IR_I1(exp) GJ_IR_I1(log) GJ_IR_I1(log2)
   GJ_IR_I1(log10) GJ_IR_I1(sin) GJ_IR_I1(cos)
@@ -454,6 +455,13 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
     LLVMSetAlignment(L[k], 8);
   }
   w_setwi(&w, WI_SHARED, L[LAUNCH_SCRATCH]);
+  if (sig->faults) {
+    LLVMValueRef idx = w_const(&w, LAUNCH_RECORD);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(w.b, w.i64, launch, &idx, 1, "");
+    LLVMValueRef rec = LLVMBuildLoad2(w.b, ptr, p, "record");
+    LLVMSetAlignment(rec, 8);
+    w_setwi(&w, WI_FAULT_RECORD, rec);
+  }
   if (sig->uses_barrier) {
     LLVMValueRef off = w_const(&w, (int64_t)CPU_SHARED_ROUND(sig->shared_bytes));
     w.frame_bytes = (sig->frame_bytes + 15) / 16 * 16;

@@ -197,7 +197,7 @@ int cu_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
 /* -- launch -------------------------------------------------------------- */
 
 int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
-              gj_err *err)
+              gj_fault *fault, gj_err *err)
 {
   const cu_device *d;
   gj_group_limits lim;
@@ -206,6 +206,7 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   CUresult r;
   char b1[96], b2[96], call[256];
   int pushed, k;
+  (void)fault;        /* wrap refuses bounds-checked kernels (cuda_wrap.c) */
   if (!p || !p->fn) return gj_err_set(err, "cuda: launch of no program");
   d = &st->drv->devs[p->dev];
   for (k = 0; k < 3; k++) lim.max_dim[k] = d->info.max_group_dim[k];

@@ -148,6 +148,11 @@ int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   if (!body || LLVMIsDeclaration(body))
     return gj_err_set(err, "cuda: the kernel body is not defined");
   if (gj_body_check(body, job, sig, "cuda", err)) return -1;
+  /* PTX has no fault record yet (backends/backend.h, bounds checks):
+  ** refused, so that a launch never runs a check whose fault is lost. */
+  if (sig->faults)
+    return gj_err_set(err, "cuda: boundscheck = true is not supported on "
+                      "this backend yet");
   if (!st->has_libdevice &&
       gj_ptx_check_math(m, "cuda", st->libdevice, err) != 0)
     return -1;

@@ -36,6 +36,7 @@
 #include "opencl_int.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +254,18 @@ static int list_devices(gj_bstate *st, gj_err *err)
 
 static void ocl_close(gj_bstate *st);
 
+/* Device discovery is serialized process-wide: PoCL sets its devices up
+** lazily in the first clGetPlatformIDs/clGetDeviceIDs, and a second
+** thread's clGetDeviceInfo during that setup read a half-made device name
+** (a crash in strlen; spec/c/multistate.c with several states opening the
+** backend at once).  Once a state has its devices, OpenCL calls are
+** thread-safe (OpenCL 1.2, appendix A.2); each state has its own contexts,
+** queues and kernels. */
+static pthread_mutex_t ocl_discovery_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static int ocl_open(gj_bstate **out, gj_err *err)
 {
+  int rc;
   gj_bstate *st;
   *out = NULL;
   st = calloc(1, sizeof(*st));
@@ -275,8 +286,10 @@ static int ocl_open(gj_bstate **out, gj_err *err)
   }
   OCL_FUNCS(OCL_LOAD)
 #undef OCL_LOAD
-  if (list_devices(st, err) != 0 || load_libm(st, err) != 0 ||
-      gj_target_init(err) != 0) {
+  pthread_mutex_lock(&ocl_discovery_mu);
+  rc = list_devices(st, err);
+  pthread_mutex_unlock(&ocl_discovery_mu);
+  if (rc != 0 || load_libm(st, err) != 0 || gj_target_init(err) != 0) {
     ocl_close(st);
     return -1;
   }

@@ -90,8 +90,11 @@ struct gj_bstate {
 };
 
 /* Kernel arguments a program has besides the user's: the real global size
-** (3 x i64), then, on host_libm devices, the address of the libm table. */
-enum { OCL_HIDDEN_GLOBAL = 3 };
+** (3 x i64), then, for a bounds-checked kernel (sig.faults), the fault
+** record's buffer (a global int*), then, on host_libm devices, the address
+** of the libm table.  The entry keeps the global size in %wi[0..2] and the
+** record's address in %wi[OCL_WI_FAULT]. */
+enum { OCL_HIDDEN_GLOBAL = 3, OCL_WI_FAULT = 3 };
 
 /* -- opencl.c --------------------------------------------------------------- */
 
@@ -124,7 +127,7 @@ int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
              const gj_sig *sig, gj_program **out, gj_err *err);
 void ocl_unload(gj_bstate *st, gj_program *p);
 int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dims,
-               void *args, gj_err *err);
+               void *args, gj_fault *fault, gj_err *err);
 /* The disk cache keeps a program's device binary (CL_PROGRAM_BINARIES),
 ** so that the next process skips the device compiler's build. */
 int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,

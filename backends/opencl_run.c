@@ -28,8 +28,9 @@ struct gj_program {
   cl_kernel kernel;
   gj_sig sig;
   size_t max_group;        /* CL_KERNEL_WORK_GROUP_SIZE */
-  cl_uint nargs;           /* the user's, the hidden global size, libm */
+  cl_uint nargs;           /* the user's, the hidden ones (opencl_int.h) */
   arg_slot *slots;
+  cl_mem fault;            /* sig.faults: the fault record's buffer */
 };
 
 /* -- load ---------------------------------------------------------------- */
@@ -100,6 +101,7 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
     goto fail;
   }
   for (i = 0; i < sig->nparams; i++) want += sig->params[i].is_array ? 3 : 1;
+  want += sig->faults;
   if (p->nargs != want && p->nargs != want + 1) {
     gj_err_set(err, "opencl: gj_kernel takes %u arguments, the signature "
                "needs %u", p->nargs, want);
@@ -117,6 +119,19 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
   if (!p->slots) {
     gj_err_set(err, "opencl: out of memory");
     goto fail;
+  }
+  if (sig->faults) {                   /* the fault record, once */
+    p->fault = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, sizeof(gj_fault),
+                                   NULL, &rc);
+    if (!p->fault) {
+      ocl_fail(err, "clCreateBuffer (fault record)", rc);
+      goto fail;
+    }
+    rc = st->cl.SetKernelArg(p->kernel, want - 1, sizeof(cl_mem), &p->fault);
+    if (rc != CL_SUCCESS) {
+      ocl_fail(err, "clSetKernelArg (fault record)", rc);
+      goto fail;
+    }
   }
   if (p->nargs == want + 1) {          /* the host libm table, once */
     uint64_t t = (uint64_t)(uintptr_t)st->libm;
@@ -152,6 +167,7 @@ void ocl_unload(gj_bstate *st, gj_program *p)
   if (!p) return;
   if (p->kernel) st->cl.ReleaseKernel(p->kernel);
   if (p->prog) st->cl.ReleaseProgram(p->prog);
+  if (p->fault) st->cl.ReleaseMemObject(p->fault);
   free(p->slots);
   free(p);
 }
@@ -206,7 +222,7 @@ static int set_arg(gj_bstate *st, gj_program *p, cl_uint i, const void *v,
 #define OCL_DEFAULT_GROUP 256
 
 int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
-               gj_err *err)
+               gj_fault *fault, gj_err *err)
 {
   ocl_device *d;
   gj_group_limits lim;
@@ -254,6 +270,11 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
     lo[i] = (size_t)group[i];
     gl[i] = (size_t)((g + group[i] - 1) / group[i] * group[i]);
   }
+  if (fault && p->fault) {   /* zeroed (the core's copy) before the run */
+    rc = st->cl.EnqueueWriteBuffer(d->queue, p->fault, CL_TRUE, 0,
+                                   sizeof(*fault), fault, 0, NULL, NULL);
+    if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
+  }
   rc = st->cl.EnqueueNDRangeKernel(d->queue, p->kernel, (cl_uint)nd, NULL,
                                    gl, lo, 0, NULL, NULL);
   if (rc != CL_SUCCESS) {
@@ -264,5 +285,11 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
     return ocl_fail(err, what, rc);
   }
   rc = st->cl.Finish(d->queue);
-  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFinish", rc);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish", rc);
+  if (fault && p->fault) {
+    rc = st->cl.EnqueueReadBuffer(d->queue, p->fault, CL_TRUE, 0,
+                                  sizeof(*fault), fault, 0, NULL, NULL);
+    if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueReadBuffer (fault record)", rc);
+  }
+  return 0;
 }

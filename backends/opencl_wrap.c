@@ -67,6 +67,14 @@
   "  %r = select i1 %ok, i64 %v, i64 1\n"                                \
   "  ret i64 %r\n}\n"
 
+/* gj.fault_record: the address the entry keeps in %wi[OCL_WI_FAULT]. */
+#define IR_FAULT_RECORD                                                  \
+  "define linkonce_odr ptr addrspace(1) @gj.fault_record(ptr %wi) #0 {\n" \
+  "  %p = getelementptr inbounds i64, ptr %wi, i64 3\n"                 \
+  "  %v = load i64, ptr %p, align 8\n"                                  \
+  "  %r = inttoptr i64 %v to ptr addrspace(1)\n"                        \
+  "  ret ptr addrspace(1) %r\n}\n"
+
 /* gj.math.<fn>.<sfx> as a call of `impl` (T %x [, T %y]) and its
 ** declaration with calling convention cc ("" or "spir_func "). */
 #define IR_M1(fn, T, sfx, cc, impl)                                      \
@@ -113,7 +121,7 @@
   IR_CLID("group_id", "_Z12get_group_idj")                               \
   IR_CLID("group_size", "_Z14get_local_sizej")                           \
   IR_CLID("num_groups", "_Z14get_num_groupsj")                           \
-  IR_GSIZE                                                               \
+  IR_GSIZE IR_FAULT_RECORD                                               \
   "declare spir_func void @_Z7barrierj(i32) #4\n"                        \
   "define linkonce_odr void @gj.barrier(ptr %wi) #5 {\n"                 \
   "  call spir_func void @_Z7barrierj(i32 3)\n  ret void\n}\n"           \
@@ -355,6 +363,9 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   if (ptx && gj_ptx_check_math(m, "opencl", "PTX would need NVIDIA's "
                                 "libdevice", err) != 0)
     return -1;
+  if (ptx && sig->faults)      /* the PTX intrinsics have no fault record */
+    return gj_err_set(err, "opencl: boundscheck = true is not supported on "
+                      "NVIDIA's OpenCL yet");
   c = LLVMGetModuleContext(m);
   i8 = LLVMInt8TypeInContext(c);
   i64 = LLVMInt64TypeInContext(c);
@@ -389,6 +400,10 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
     ktypes[nk++] = i64;
     md_arg(c, &md, 0, "long");
   }
+  if (sig->faults) {
+    ktypes[nk++] = ptr1;
+    md_arg(c, &md, 1, "int*");
+  }
   if (uses_libm(m)) {
     ktypes[nk++] = i64;
     md_arg(c, &md, 0, "ulong");
@@ -421,19 +436,21 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
     md_kernel(c, kernel, &md);
     md_spir_versions(c, m);
   }
-  if (nk > g0 + OCL_HIDDEN_GLOBAL) libm = LLVMGetParam(kernel, nk - 1);
+  if (nk > g0 + OCL_HIDDEN_GLOBAL + sig->faults) libm = LLVMGetParam(kernel, nk - 1);
 
   b = LLVMCreateBuilderInContext(c);
   entry = LLVMAppendBasicBlockInContext(c, kernel, "entry");
   run = LLVMAppendBasicBlockInContext(c, kernel, "run");
   done = LLVMAppendBasicBlockInContext(c, kernel, "done");
   LLVMPositionBuilderAtEnd(b, entry);
-  wi = LLVMBuildAlloca(b, LLVMArrayType(i64, OCL_HIDDEN_GLOBAL), "wi");
+  wi = LLVMBuildAlloca(b, LLVMArrayType(i64, OCL_HIDDEN_GLOBAL + sig->faults), "wi");
   LLVMSetAlignment(wi, 8);
-  for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
+  for (i = 0; i < OCL_HIDDEN_GLOBAL + sig->faults; i++) {
     LLVMValueRef idx = LLVMConstInt(i64, (unsigned long long)i, 0);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(b, i64, wi, &idx, 1, "");
-    LLVMSetAlignment(LLVMBuildStore(b, LLVMGetParam(kernel, g0 + i), p), 8);
+    LLVMValueRef v = LLVMGetParam(kernel, g0 + i);
+    if (i == OCL_WI_FAULT) v = LLVMBuildPtrToInt(b, v, i64, "");
+    LLVMSetAlignment(LLVMBuildStore(b, v, p), 8);
   }
   /* Work items beyond the real global size return at once.  A kernel with
   ** barriers is only launched with a global size that is a multiple of the

@@ -12,6 +12,7 @@
 #include <lua.h>
 
 #include "gj_cg_int.h"
+#include "gj_fault.h"
 #include "gj_intr.h"
 
 /* --- Slots ------------------------------------------------------------- */
@@ -167,23 +168,35 @@ LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
   return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
 }
 
-static LLVMValueRef emit_aload(gj_cg *g, LLVMValueRef arr, gj_ty ta,
-                               LLVMValueRef idx, gj_ty ti)
+/* a[idx] (instruction i) into *out. */
+static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
+                      LLVMValueRef idx, gj_ty ti, LLVMValueRef *out)
 {
-  LLVMValueRef p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  gj_cg_guard gd;
+  LLVMValueRef p, v;
+  if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
+  p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   if ((gj_scalar)ta.s == GJ_BOOL)
-    return LLVMBuildICmp(g->B, LLVMIntNE, LLVMBuildLoad2(g->B, g->lt[LT_I8], p, ""),
-                         LLVMConstInt(g->lt[LT_I8], 0, 0), "");
-  return LLVMBuildLoad2(g->B, gj_cg_scalar_type(g, (gj_scalar)ta.s), p, "");
+    v = LLVMBuildICmp(g->B, LLVMIntNE, LLVMBuildLoad2(g->B, g->lt[LT_I8], p, ""),
+                      LLVMConstInt(g->lt[LT_I8], 0, 0), "");
+  else
+    v = LLVMBuildLoad2(g->B, gj_cg_scalar_type(g, (gj_scalar)ta.s), p, "");
+  *out = gj_cg_check_end(g, &gd, v);
+  return 0;
 }
 
-static void emit_astore(gj_cg *g, LLVMValueRef arr, gj_ty ta, LLVMValueRef idx,
-                        gj_ty ti, LLVMValueRef v, gj_ty tv)
+static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
+                       LLVMValueRef idx, gj_ty ti, LLVMValueRef v, gj_ty tv)
 {
-  LLVMValueRef p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  gj_cg_guard gd;
+  LLVMValueRef p;
+  if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
+  p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   v = gj_cg_to_elem(g, v, tv, (gj_scalar)ta.s);
   if ((gj_scalar)ta.s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
   LLVMBuildStore(g->B, v, p);
+  gj_cg_check_end(g, &gd, NULL);
+  return 0;
 }
 
 /* Values of n slots from base in their types (pre state). */
@@ -460,7 +473,8 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
       ti = PRE(in->c);
       vc = gj_cg_load(g, in->c, ti);
     }
-    gj_cg_store(g, in->a, POST(in->a), emit_aload(g, gj_cg_load(g, in->b, ta), ta, vc, ti));
+    if (emit_aload(g, i, gj_cg_load(g, in->b, ta), ta, vc, ti, &va)) return -1;
+    gj_cg_store(g, in->a, POST(in->a), va);
     return 0;
   }
   case GJ_BC_TSETB: case GJ_BC_TSETV: case GJ_BC_TSETR: {
@@ -472,9 +486,8 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
       ti = PRE(in->c);
       vc = gj_cg_load(g, in->c, ti);
     }
-    emit_astore(g, gj_cg_load(g, in->b, ta), ta, vc, ti,
-                gj_cg_load(g, in->a, PRE(in->a)), PRE(in->a));
-    return 0;
+    return emit_astore(g, i, gj_cg_load(g, in->b, ta), ta, vc, ti,
+                       gj_cg_load(g, in->a, PRE(in->a)), PRE(in->a));
   }
   case GJ_BC_CALL: case GJ_BC_CALLM: case GJ_BC_CALLT: case GJ_BC_CALLMT: {
     LLVMValueRef res[GJ_MAXRET + 1];
@@ -687,6 +700,7 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   sig->shared_bytes = g.shared_size;
   sig->frame_bytes = kernel->frame_bytes;
   sig->uses_barrier = (uint8_t)kernel->uses_barrier;
+  sig->faults = opts->sites && opts->sites->n > 0;
   *out = g.M;
   return 0;
 }

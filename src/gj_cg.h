@@ -16,8 +16,15 @@
 #include "../backends/backend.h"
 #include "gj_typer.h"
 
+struct gj_sites;
+
 typedef struct gj_cgopts {
   int fastmath;
+  /* boundscheck: check every array index (gj_cg_check.c); each check is
+  ** appended to sites.  NULL: no checks, and the IR is as without them. */
+  struct gj_sites *sites;
+  const char *const *argnames;   /* kernel parameter names (entries may be
+                                 ** NULL), for the sites' messages */
 } gj_cgopts;
 
 /* Emit the kernel fn (typed) into a new module in C.  Fills sig (params,

@@ -265,7 +265,7 @@ int gj_cg_group_intr(gj_cg *g, int i, int intr, LLVMValueRef *args,
 {
   gj_scalar e;
   LLVMValueRef p;
-  (void)i;
+  gj_cg_guard gd;
   switch (intr) {
   case GJ_I_BARRIER:
     barrier(g);
@@ -281,6 +281,7 @@ int gj_cg_group_intr(gj_cg *g, int i, int intr, LLVMValueRef *args,
   }
   /* atomics: monotonic, as CUDA's atomicAdd and OpenCL 1.2's atomic_add */
   e = (gj_scalar)at[0].s;
+  if (gj_cg_check_begin(g, i, args[0], at[0], args[1], at[1], &gd)) return -1;
   p = gj_cg_elem_ptr(g, args[0], at[0], args[1], at[1]);
   if (intr == GJ_I_ATOMIC_CAS) {
     LLVMValueRef cmp = operand(g, args[2], at[2], e);
@@ -289,10 +290,11 @@ int gj_cg_group_intr(gj_cg *g, int i, int intr, LLVMValueRef *args,
                                             LLVMAtomicOrderingMonotonic,
                                             LLVMAtomicOrderingMonotonic, 0);
     res[0] = LLVMBuildExtractValue(g->B, x, 0, "");
-    return 0;
+  } else {
+    res[0] = LLVMBuildAtomicRMW(g->B, rmw_op(intr, e), p,
+                                operand(g, args[2], at[2], e),
+                                LLVMAtomicOrderingMonotonic, 0);
   }
-  res[0] = LLVMBuildAtomicRMW(g->B, rmw_op(intr, e), p,
-                              operand(g, args[2], at[2], e),
-                              LLVMAtomicOrderingMonotonic, 0);
+  res[0] = gj_cg_check_end(g, &gd, res[0]);
   return 0;
 }

@@ -101,6 +101,17 @@ int gj_cg_group_intr(gj_cg *g, int i, int intr, LLVMValueRef *args,
 LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
                             LLVMValueRef idx, gj_ty ti);
 
+/* Bounds checks (gj_cg_check.c).  Between begin and end the builder is
+** in the block where index idx of arr is valid; without boundscheck both
+** do nothing.  end joins the paths: v (the access's result, or NULL) or,
+** where the check failed, zero.  Returns -1 with the error set. */
+typedef struct gj_cg_guard {
+  LLVMBasicBlockRef fail, cont;
+} gj_cg_guard;
+int gj_cg_check_begin(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
+                      LLVMValueRef idx, gj_ty ti, gj_cg_guard *gd);
+LLVMValueRef gj_cg_check_end(gj_cg *g, const gj_cg_guard *gd, LLVMValueRef v);
+
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);

@@ -195,7 +195,22 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
   o->fastmath = lua_toboolean(L, -1);
   lua_getfield(L, 3, "cache_dir");
   o->cache_dir = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
-  lua_pop(L, 5);   /* the strings stay referenced by the opts table */
+  lua_getfield(L, 3, "boundscheck");
+  o->boundscheck = lua_toboolean(L, -1);
+  /* boundscheck: "01..", per argument whether it is a 1-based Lua table */
+  lua_getfield(L, 3, "one_based");
+  if (lua_isstring(L, -1)) {
+    const char *b = lua_tostring(L, -1);
+    for (j = 0; b[j] && j < GJ_MAXPARAMS; j++)
+      if (b[j] == '1') o->one_based |= 1ull << j;
+  }
+  lua_getfield(L, 3, "argnames");
+  for (j = 0; j < o->nparams && lua_istable(L, -1); j++) {
+    lua_rawgeti(L, -1, j + 1);
+    o->argnames[j] = lua_tostring(L, -1);   /* referenced by the table */
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 8);   /* the strings stay referenced by the opts table */
 }
 
 static void push_sig(lua_State *L, const gj_sig *sig)
@@ -471,7 +486,7 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
 GJ_API int gj_launch(gj_kernel *k, const gj_dims *dims, void *args)
 {
   if (!k || !k->prog) return -1;
-  return k->be->launch(k->bst, k->prog, dims, args, &k->ctx->err);
+  return gj_kernel_launch(k, dims, args);
 }
 
 GJ_API const char *gj_errmsg(gj_ctx *c)

@@ -45,6 +45,8 @@ static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
     if (arr) {
       params[j].k = GJ_T_ARR;
       params[j].space = GJ_SPACE_GLOBAL;
+      if (o->boundscheck)
+        params[j].aux = GJ_ARR_TAG(j, (int)((o->one_based >> j) & 1));
     }
   }
   return 0;
@@ -231,6 +233,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   gj_ty params[GJ_MAXPARAMS];
   gj_cgopts cgo;
   gj_sig sig;
+  gj_sites sites = { 0, 0, NULL };
   LLVMContextRef C = NULL;
   LLVMModuleRef m = NULL;
   LLVMValueRef body;
@@ -257,6 +260,8 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   C = LLVMContextCreate();
   LLVMContextSetOpaquePointers(C, 1);
   cgo.fastmath = o->fastmath;
+  cgo.sites = o->boundscheck ? &sites : NULL;
+  cgo.argnames = o->argnames;
   if (gj_cg_module(&cs, kfn, &job, &cgo, C, &m, &body, &sig)) goto done;
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
@@ -336,6 +341,8 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
       free(k);
       goto done;
     }
+    k->sites = sites;     /* the kernel owns them now */
+    sites.v = NULL;
     out->kernel = k;
     if (use_cache) cache_store(ctx, o, &key, k, art, artlen);
   }
@@ -352,12 +359,25 @@ done:
   if (m) LLVMDisposeModule(m);
   if (C) LLVMContextDispose(C);
   gj_cs_free(&cs);
+  gj_sites_free(&sites);
   return rc;
+}
+
+int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
+{
+  gj_fault f;
+  if (!k->sig.faults)
+    return k->be->launch(k->bst, k->prog, dims, args, NULL, &k->ctx->err);
+  memset(&f, 0, sizeof(f));
+  if (k->be->launch(k->bst, k->prog, dims, args, &f, &k->ctx->err)) return -1;
+  if (f.site) return gj_fault_error(&k->sites, &f, &k->ctx->err);
+  return 0;
 }
 
 void gj_kernel_free(gj_kernel *k)
 {
   if (!k) return;
   if (k->prog && k->bst) k->be->unload(k->bst, k->prog);
+  gj_sites_free(&k->sites);
   free(k);
 }

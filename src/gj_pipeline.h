@@ -6,6 +6,7 @@
 #define GJ_PIPELINE_H
 
 #include "gj_ctx.h"
+#include "gj_fault.h"
 #include "gpujit.h"
 
 typedef struct gj_compile_opts {
@@ -14,6 +15,10 @@ typedef struct gj_compile_opts {
   const char *name;       /* kernel name for messages */
   int single;             /* precision = "single" */
   int fastmath;
+  int boundscheck;        /* check array indices (gj_cg_check.c) */
+  uint64_t one_based;     /* boundscheck: bit j set when array argument j is
+                          ** a Lua table (indexed from 1) */
+  const char *argnames[GJ_MAXPARAMS];   /* boundscheck: for messages, or NULL */
   int nparams;
   const char *types[GJ_MAXPARAMS];   /* type names: "float", "int32_t[]" */
   const char *cache_dir;  /* the disk cache's directory; NULL: not used */
@@ -41,7 +46,12 @@ struct gj_kernel {
   int bk, dev;
   gj_program *prog;
   gj_sig sig;
+  gj_sites sites;         /* sig.faults: the bounds checks */
 };
+
+/* Run k; a bounds-check fault becomes the error.  0, or -1 with the
+** message in k->ctx->err. */
+int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args);
 
 void gj_kernel_free(gj_kernel *k);
 

@@ -41,7 +41,9 @@ int gj_ty_eq(gj_ty a, gj_ty b)
   if (a.k != b.k) return 0;
   switch (a.k) {
   case GJ_T_NUM: return a.s == b.s;
-  case GJ_T_ARR: return a.s == b.s && a.space == b.space;
+  case GJ_T_ARR:
+    return a.s == b.s && a.space == b.space &&
+           (a.space != GJ_SPACE_GLOBAL || a.aux == b.aux);
   case GJ_T_KV: return a.aux == b.aux;
   case GJ_T_STR: return a.s == b.s;
   default: return 1;
@@ -149,6 +151,11 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
   case GJ_T_ARR:
     if (a.s != b.s || a.space != b.space) return conflict(a, b);
     a.u.origin |= b.u.origin;
+    if (a.space == GJ_SPACE_GLOBAL && a.aux != b.aux) {
+      /* several arguments: the first index stays known if they agree */
+      int base = GJ_ARR_TAG_BASE(a.aux);
+      a.aux = a.aux && b.aux && base == GJ_ARR_TAG_BASE(b.aux) ? GJ_ARR_TAG(-1, base) : 0;
+    }
     return a;
   case GJ_T_KV:
     return a.aux == b.aux ? a : conflict(a, b);

@@ -56,6 +56,8 @@ typedef struct gj_sig {
   uint32_t frame_bytes;    /* serial_groups jobs with barriers: the state
                            ** one work item keeps across a barrier */
   uint8_t uses_barrier;    /* it (or a function it calls) calls gpu.barrier */
+  uint8_t faults;          /* it has bounds checks: a launch passes a
+                           ** fault record (backends/backend.h) */
 } gj_sig;
 
 /* Fill offsets, sizes and argsize from is_array/elem. */

@@ -33,12 +33,24 @@ typedef enum gj_tk {
 
 enum { GJ_SPACE_GLOBAL = 0, GJ_SPACE_SHARED = 1, GJ_SPACE_LOCAL = 2 };
 
+/* Bounds-check tag of a global array: which kernel argument (0-based; -1:
+** one of several) it is and the index of its first element (1 for a Lua
+** table, else 0); tag 0: the first index is not known either.  Arrays with
+** different tags get different device-function specializations, so a
+** check in a device function still knows them. */
+#define GJ_ARR_TAG(arg, base) ((((arg) + 2) << 1) | (base))
+#define GJ_ARR_TAG_ARG(tag) (((tag) >> 1) - 2)
+#define GJ_ARR_TAG_BASE(tag) ((tag) & 1)
+
 typedef struct gj_ty {
   uint8_t k;       /* gj_tk */
   uint8_t s;       /* gj_scalar for NUM and ARR */
   uint8_t space;
   uint8_t hasc;    /* WINT/WFLT/BOOL: the constant value u.c is known */
-  int32_t aux;
+  int32_t aux;     /* KV: the gj_kv; CONFLICT: the type codes; ARR: in
+                   ** GJ_SPACE_GLOBAL the bounds-check tag (GJ_ARR_TAG, 0
+                   ** without boundscheck or when not known), in shared
+                   ** and local space the length the intrinsic gave */
   union {
     double c;        /* constant value (BOOL: 0 or 1) */
     uint64_t origin; /* ARR: bit i set when it may be kernel/function param i */

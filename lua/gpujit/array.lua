@@ -171,8 +171,11 @@ local function elem_name(ctype, fname, level)
 end
 
 local function check_n(n, fname, level)
-  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 or n >= 2 ^ 53 then
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
     fail(fname .. ": length must be a non-negative integer, got " .. tostring(n), level + 1)
+  end
+  if n >= 2 ^ 53 then   -- not exact in a Lua number, and more than any device holds
+    fail(("%s: length %.0f is too large (at most 2^53 - 1 elements)"):format(fname, n), level + 1)
   end
 end
 
@@ -183,13 +186,13 @@ local function alloc(elem, n, tgt, fname, level)
   if tgt.sim then
     p = C.calloc(math.max(n, 1), esz)
     if p == nil then
-      fail(fname .. ": cannot allocate " .. bytes .. " bytes of host memory", level + 1)
+      fail(("%s: cannot allocate %.0f bytes of host memory"):format(fname, bytes), level + 1)
     end
   else
     p = env.lib.gj_mem_alloc(env.ctx, tgt.bk, tgt.dev, bytes)
     if p == nil then
-      fail(fname .. ": cannot allocate " .. bytes .. " bytes on " .. tgt.label .. ": "
-        .. errmsg(), level + 1)
+      fail(("%s: cannot allocate %.0f bytes on %s: %s"):format(fname, bytes, tgt.label, errmsg()),
+        level + 1)
     end
   end
   local e = ctype_of(elem)()

@@ -333,12 +333,13 @@ local function make_argct(K, info, tl)
 end
 D.make_argct = make_argct
 
-local function compile_opts(K, tgt)
+local function compile_opts(K, tgt, one_based)
   local o = {
     bk = tgt.bk, device = tgt.dev, name = K.name,
     precision = K.opts.precision or "double",
     fastmath = K.opts.fastmath and true or false,
     boundscheck = K.opts.boundscheck and true or false,
+    one_based = one_based, argnames = K.opts.boundscheck and K.pnames or nil,
   }
   if env.compile_opts then
     for k, v in pairs(env.compile_opts(K, tgt)) do o[k] = v end
@@ -353,8 +354,20 @@ local function no_core()
     .. "; only the \"sim\" backend is available")
 end
 
-local function overload(K, tgt, tl)
+-- Bounds-checked kernels check a Lua table's indices from 1 and other arrays
+-- from 0, so the kinds of the arguments are part of the overload: "0110",
+-- per argument whether it is a table (nil without boundscheck or kinds).
+local function one_based_of(K, kinds)
+  if not (K.opts.boundscheck and kinds) then return nil end
+  local b = {}
+  for i = 1, #kinds do b[i] = kinds[i].kind == "table" and "1" or "0" end
+  return concat(b)
+end
+
+local function overload(K, tgt, tl, kinds)
   local key = types.sig_key(tl)
+  local one_based = one_based_of(K, kinds)
+  if one_based then key = key .. "|" .. one_based end
   local per = K._ov[tgt]
   if per == nil then
     per = {}
@@ -366,7 +379,7 @@ local function overload(K, tgt, tl)
     ov = { types = tl, key = key, sim = true }
   else
     if not env.core then no_core() end
-    local ok, info = pcall(env.core.compile, K.fn, tl, compile_opts(K, tgt))
+    local ok, info = pcall(env.core.compile, K.fn, tl, compile_opts(K, tgt, one_based))
     if not ok then error(info, 0) end
     K.ncompiles = K.ncompiles + 1
     for i = 1, #tl do
@@ -381,7 +394,7 @@ local function overload(K, tgt, tl)
            handle = ffi.cast("void *", info.handle) }
   end
   per[key] = ov
-  record_sig(K, tl, key)
+  record_sig(K, tl, types.sig_key(tl))
   return ov
 end
 
@@ -424,7 +437,7 @@ local function build(K, tgt, ...)
         .. tgt.label .. " does not); pass an FFI array, a table or a gpu.array")
     end
   end
-  local ov = overload(K, tgt, tl)
+  local ov = overload(K, tgt, tl, kinds)
   for i = 1, n do
     local p = ov.info and ov.info.params and ov.info.params[i]
     if kinds[i].kind == "fptr" and p and p.len_used then

@@ -358,9 +358,7 @@ local function check_opts(opts)
     end
     o[k] = v
   end
-  if o.boundscheck then
-    error("gpu.kernel: option 'boundscheck' is not implemented yet (bounds-checked kernels are planned)", 3)
-  end
+  if o.boundscheck == nil and os.getenv("GPUJIT_BOUNDSCHECK") == "1" then o.boundscheck = true end
   if o.precision ~= nil and o.precision ~= "double" and o.precision ~= "single" then
     error("gpu.kernel: option 'precision' must be \"double\" or \"single\", got \""
       .. o.precision .. "\"", 3)

@@ -204,6 +204,19 @@ return function(h)
           return v
         end
       end
+      if K.opts.boundscheck and (k.kind == "table" or k.kind == "garray" or k.kind == "farray") then
+        -- the compiled backends' checks: tables from 1, other arrays from 0
+        local c, pn = conv[i], K.pnames[i]
+        local what = "argument " .. i .. (pn and (" '" .. pn .. "'") or "")
+        local base = k.kind == "table" and 1 or 0
+        local esz = k.info and k.info.esize
+        conv[i] = function(v)
+          if c then v = c(v) end
+          local len = k.kind == "table" and #v or k.kind == "garray" and tonumber(v.n)
+            or (k.info.len or vlenof(v, esz))
+          return sim.checked(v, len, base, what)
+        end
+      end
     end
     local d = K._dims
     return function(t, _, ...)
@@ -221,7 +234,7 @@ return function(h)
       local ndim = d.ndim
       local global = { [0] = tonumber(d.global[0]), tonumber(d.global[1]), tonumber(d.global[2]) }
       local group = { [0] = tonumber(d.group[0]), tonumber(d.group[1]), tonumber(d.group[2]) }
-      sim.run(K.fn, ndim, global, group, argv, n, K.name)
+      sim.run(K.fn, ndim, global, group, argv, n, K.name, K.opts.boundscheck)
       return true
     end
   end

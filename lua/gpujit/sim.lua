@@ -85,12 +85,51 @@ local function ctype_key(ctype)
   error("gpu.shared: ctype must be a type name or an FFI ctype, got " .. type(ctype), 3)
 end
 
+-- Bounds-checked launches (boundscheck): an array becomes a proxy that
+-- checks every index and raises the compiled backends' message at the
+-- kernel's line.  A userdata, so that # works on it.
+local function oob(i, n, base, what, level)
+  local msg = "index " .. tostring(i) .. " is out of bounds for " .. what .. " (length " .. n
+  if n > 0 then msg = msg .. ", valid indices " .. base .. ".." .. (n - 1 + base) end
+  error(msg .. ")", level)
+end
+
+function M.checked(a, n, base, what)
+  local p = newproxy(true)
+  local mt = getmetatable(p)
+  local function ok(i) return type(i) == "number" and i >= base and i < n + base end
+  mt.__index = function(_, i)
+    if not ok(i) then oob(i, n, base, what, 3) end
+    return a[i]
+  end
+  mt.__newindex = function(_, i, v)
+    if not ok(i) then oob(i, n, base, what, 3) end
+    a[i] = v
+  end
+  mt.__len = function() return n end
+  mt.__tostring = function() return "checked " .. what end
+  mt.array = a
+  -- for the atomics, whose index must fail at the kernel's line too
+  mt.ok, mt.n, mt.base, mt.what = ok, n, base, what
+  return p
+end
+
+-- An atomic's index on a checked array (the error at the kernel's line).
+local function check_atomic(a, i)
+  local mt = getmetatable(a)
+  if not mt.ok(i) then oob(i, mt.n, mt.base, mt.what, 4) end
+end
+
 local function new_array(name, ctype, n)
   local ok, ct = pcall(types.vla, ctype)
   if not ok then
     error("gpu." .. name .. ": bad element type " .. tostring(ctype) .. ": " .. tostring(ct), 3)
   end
-  return ct(n)
+  local a = ct(n)
+  if cur.launch.checked then
+    a = M.checked(a, n, 0, name == "shared" and "a gpu.shared array" or "a gpu.local_array")
+  end
+  return a
 end
 
 function M.shared(ctype, n)
@@ -124,6 +163,7 @@ end
 -- wrapped with bit.tobit; smaller and unsigned types wrap in the store;
 -- 64-bit integers are cdata and wrap in their own arithmetic.
 local function elem_of(a)
+  if type(a) == "userdata" then a = getmetatable(a).array end
   if type(a) == "cdata" then
     local info = types.ctype_info(a)
     if info then return info.elem end
@@ -139,6 +179,7 @@ end
 local function atomic(name, op)
   M[name] = function(a, i, v)
     if cur == nil then outside(name) end
+    if type(a) == "userdata" then check_atomic(a, i) end
     local old = a[i]
     store(a, i, op(old, v))
     return old
@@ -156,6 +197,7 @@ atomic("atomic_xchg", function(_, v) return v end)
 
 function M.atomic_cas(a, i, expected, new)
   if cur == nil then outside("atomic_cas") end
+  if type(a) == "userdata" then check_atomic(a, i) end
   local old = a[i]
   if old == expected then store(a, i, new) end
   return old
@@ -200,8 +242,9 @@ end
 
 -- Run fn over a launch.  global, group: {[0]=x, y, z} (group nil or
 -- group[0] == 0: the simulator chooses); ndim 1..3; argv[1..nargs] are
--- passed to every work item as they are.
-function M.run(fn, ndim, global, group, argv, nargs, name)
+-- passed to every work item as they are; checked: gpu.shared and
+-- gpu.local_array arrays are bounds-checked (M.checked).
+function M.run(fn, ndim, global, group, argv, nargs, name, checked)
   local gsize = { [0] = global[0], global[1] or 1, global[2] or 1 }
   if ndim < 2 then gsize[1] = 1 end
   if ndim < 3 then gsize[2] = 1 end
@@ -220,7 +263,8 @@ function M.run(fn, ndim, global, group, argv, nargs, name)
   end
   if gsize[0] * gsize[1] * gsize[2] == 0 then return end
   local L = { fn = fn, argv = argv, nargs = nargs or #argv, name = name or "?", ndim = ndim,
-              gsize = gsize, lsize = lsize, ngroups = ngroups, partial = partial }
+              gsize = gsize, lsize = lsize, ngroups = ngroups, partial = partial,
+              checked = checked }
 
   local function body()
     while true do

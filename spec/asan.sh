@@ -1,0 +1,31 @@
+#!/bin/sh
+# The busted suite with the core built under AddressSanitizer and
+# UndefinedBehaviorSanitizer (make check builds it into $ASAN_BUILD).
+# luajit is not instrumented, so libasan is preloaded.  Every process that
+# the suite starts (isolated specs, PoCL's linker) writes its reports to
+# $ASAN_BUILD/reports/asan.PID; the run fails on a failed spec or on any
+# report that the suppressions (spec/c/lsan.supp) do not cover.
+ASAN_BUILD=${ASAN_BUILD:-build/asan}
+dir="$ASAN_BUILD/reports"
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+libasan=$(${CC:-cc} -print-file-name=libasan.so)
+# Only luajit (and what it starts) gets the preload, not run.sh's own tools:
+# a `luajit` first in PATH that adds it.
+real=$(command -v luajit) || exit 1
+mkdir -p "$ASAN_BUILD/bin"
+printf '#!/bin/sh\nLD_PRELOAD="%s" exec "%s" "$@"\n' "$libasan" "$real" > "$ASAN_BUILD/bin/luajit"
+chmod +x "$ASAN_BUILD/bin/luajit"
+PATH="$PWD/$ASAN_BUILD/bin:$PATH" \
+ASAN_OPTIONS="detect_leaks=1 allocator_may_return_null=1 log_path=$PWD/$dir/asan" \
+LSAN_OPTIONS="suppressions=$PWD/spec/c/lsan.supp print_suppressions=0" \
+UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 log_path=$PWD/$dir/ubsan" \
+LUA_CPATH="$ASAN_BUILD/?.so;;" sh spec/run.sh "$@"
+rc=$?
+reports=$(grep -l -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$dir"/* 2>/dev/null)
+if [ -n "$reports" ]; then
+  for f in $reports; do echo "== $f"; cat "$f"; done
+  echo "asan: sanitizer reports in $(echo $reports | wc -w) process(es)"
+  rc=1
+fi
+[ $rc -eq 0 ] && echo "asan: no sanitizer reports"
+exit $rc
