@@ -240,6 +240,29 @@ for _, bk in ipairs(H.compilers) do
       end)
     end)
 
+    it("reports a bounds fault of a kernel loaded from disk with its line", function()
+      H.need(bk)
+      local dir = fresh_dir()
+      local code = [[
+        local k = gpu.kernel(function(a, n)
+          local i = gpu.global_id(0)
+          if i < n then a[i + 1] = i end
+        end, { boundscheck = true, name = "shifted" })
+        local a = ffi.new("int32_t[4]")
+        local ok, err = pcall(k.launch, k, 4, a, 4)
+        assert(not ok, "the launch must fail")
+        print("ERR " .. tostring(err))
+      ]]
+      local s1, out1 = child(bk, dir, code)
+      local s2, out2 = child(bk, dir, code)
+      assert.are.same({ 1, 0 }, { s1.compiles, s1.hits })
+      assert.are.same({ 0, 1 }, { s2.compiles, s2.hits })
+      local e1, e2 = out1:match("ERR ([^\n]*)"), out2:match("ERR ([^\n]*)")
+      assert.truthy(e1:find("out of bounds", 1, true), e1)
+      assert.truthy(e1:find(":6:", 1, true), e1)   -- run_isolated adds 3 lines above the code
+      assert.are.equal(e1:gsub("[^:]*:%d+: ", "", 1), e2:gsub("[^:]*:%d+: ", "", 1))
+    end)
+
     it("lets two processes compile the same kernel at once", function()
       H.need(bk)
       local dir = fresh_dir()

@@ -270,6 +270,10 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     content_key(be, &job, o, m, &key);
     if (!getenv("GPUJIT_DUMP") &&
         cache_lookup(ctx, be, o, &key, &sig, &out->kernel)) {
+      /* The check sites (file, line, argument names) are not in the
+      ** module, only their numbers: this compile's describe the code. */
+      out->kernel->sites = sites;
+      sites.v = NULL;
       rc = 0;
       goto done;
     }
