@@ -96,6 +96,12 @@ struct gj_bstate {
 ** record's address in %wi[OCL_WI_FAULT]. */
 enum { OCL_HIDDEN_GLOBAL = 3, OCL_WI_FAULT = 3 };
 
+/* The program's entry points: OCL_ENTRY tests each work item against the
+** real global size; OCL_ENTRY_EXACT (kernels without barriers) does not,
+** for launches whose global size is a multiple of the group. */
+#define OCL_ENTRY "gj_kernel"
+#define OCL_ENTRY_EXACT "gj_kernel_exact"
+
 /* -- opencl.c --------------------------------------------------------------- */
 
 /* "CL_INVALID_WORK_GROUP_SIZE" for -54, "error -1234" when unknown (buf). */

@@ -1,8 +1,10 @@
 /*
 ** The opencl backend, part three: programs and launches.  `load` builds
 ** the artifact for one device (clCreateProgramWithBinary + clBuildProgram)
-** and keeps the kernel object; `launch` maps the argument block onto the
-** kernel's arguments (layout in opencl_wrap.c) and runs it to completion.
+** and keeps a kernel object per entry point; `launch` picks the entry (the
+** one without the global-size test when every work item is real), maps the
+** argument block onto its arguments (layout in opencl_wrap.c) and runs it
+** to completion.
 **
 ** A launch sets only the arguments that changed since the program's last
 ** launch (each one's last value is kept in its arg slot), then
@@ -22,14 +24,19 @@ typedef struct arg_slot {
   uint64_t value;          /* the bytes, for sizes up to 8 */
 } arg_slot;
 
+/* One entry point of the program (opencl_int.h, OCL_ENTRY*). */
+typedef struct ocl_entry {
+  cl_kernel kernel;        /* NULL: the program has no such entry */
+  arg_slot *slots;         /* per argument */
+} ocl_entry;
+
 struct gj_program {
   int dev;
   cl_program prog;
-  cl_kernel kernel;
+  ocl_entry entry[2];      /* guarded, exact (without barriers only) */
   gj_sig sig;
-  size_t max_group;        /* CL_KERNEL_WORK_GROUP_SIZE */
+  size_t max_group;        /* CL_KERNEL_WORK_GROUP_SIZE, of both entries */
   cl_uint nargs;           /* the user's, the hidden ones (opencl_int.h) */
-  arg_slot *slots;
   cl_mem fault;            /* sig.faults: the fault record's buffer */
 };
 
@@ -54,6 +61,49 @@ static void add_build_log(gj_bstate *st, cl_program prog, cl_device_id d,
              log);
   }
   free(log);
+}
+
+/* The kernel object of entry point `name`, with its argument slots, and
+** the arguments that never change set: the fault record and the libm
+** table (want: the arguments without the table). */
+static int make_entry(gj_bstate *st, gj_program *p, const char *name,
+                      cl_uint want, ocl_entry *e, gj_err *err)
+{
+  cl_device_id id = st->devs[p->dev].id;
+  cl_uint nargs = 0;
+  size_t wg = 0;
+  cl_int rc;
+  char what[96];
+  e->kernel = st->cl.CreateKernel(p->prog, name, &rc);
+  if (!e->kernel) {
+    snprintf(what, sizeof(what), "clCreateKernel (%s)", name);
+    return ocl_fail(err, what, rc);
+  }
+  rc = st->cl.GetKernelInfo(e->kernel, CL_KERNEL_NUM_ARGS, sizeof(nargs),
+                            &nargs, NULL);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetKernelInfo", rc);
+  if (nargs != want && nargs != want + 1)
+    return gj_err_set(err, "opencl: %s takes %u arguments, the signature "
+                      "needs %u", name, nargs, want);
+  p->nargs = nargs;
+  rc = st->cl.GetKernelWorkGroupInfo(e->kernel, id, CL_KERNEL_WORK_GROUP_SIZE,
+                                     sizeof(wg), &wg, NULL);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetKernelWorkGroupInfo", rc);
+  if (p->max_group == 0 || wg < p->max_group) p->max_group = wg;
+  e->slots = calloc(nargs, sizeof(arg_slot));
+  if (!e->slots) return gj_err_set(err, "opencl: out of memory");
+  if (p->fault) {
+    rc = st->cl.SetKernelArg(e->kernel, want - 1, sizeof(cl_mem), &p->fault);
+    if (rc != CL_SUCCESS)
+      return ocl_fail(err, "clSetKernelArg (fault record)", rc);
+  }
+  if (nargs == want + 1) {
+    uint64_t t = (uint64_t)(uintptr_t)st->libm;
+    rc = st->cl.SetKernelArg(e->kernel, want, sizeof(t), &t);
+    if (rc != CL_SUCCESS)
+      return ocl_fail(err, "clSetKernelArg (libm table)", rc);
+  }
+  return 0;
 }
 
 /* Build bin (SPIR bitcode when spir, else the device's own binary, as
@@ -89,37 +139,8 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
     add_build_log(st, p->prog, d->id, err);
     goto fail;
   }
-  p->kernel = st->cl.CreateKernel(p->prog, "gj_kernel", &rc);
-  if (!p->kernel) {
-    ocl_fail(err, "clCreateKernel", rc);
-    goto fail;
-  }
-  rc = st->cl.GetKernelInfo(p->kernel, CL_KERNEL_NUM_ARGS, sizeof(p->nargs),
-                            &p->nargs, NULL);
-  if (rc != CL_SUCCESS) {
-    ocl_fail(err, "clGetKernelInfo", rc);
-    goto fail;
-  }
   for (i = 0; i < sig->nparams; i++) want += sig->params[i].is_array ? 3 : 1;
   want += sig->faults;
-  if (p->nargs != want && p->nargs != want + 1) {
-    gj_err_set(err, "opencl: gj_kernel takes %u arguments, the signature "
-               "needs %u", p->nargs, want);
-    goto fail;
-  }
-  rc = st->cl.GetKernelWorkGroupInfo(p->kernel, d->id,
-                                     CL_KERNEL_WORK_GROUP_SIZE,
-                                     sizeof(p->max_group), &p->max_group,
-                                     NULL);
-  if (rc != CL_SUCCESS) {
-    ocl_fail(err, "clGetKernelWorkGroupInfo", rc);
-    goto fail;
-  }
-  p->slots = calloc(p->nargs, sizeof(arg_slot));
-  if (!p->slots) {
-    gj_err_set(err, "opencl: out of memory");
-    goto fail;
-  }
   if (sig->faults) {                   /* the fault record, once */
     p->fault = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, sizeof(gj_fault),
                                    NULL, &rc);
@@ -127,20 +148,11 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
       ocl_fail(err, "clCreateBuffer (fault record)", rc);
       goto fail;
     }
-    rc = st->cl.SetKernelArg(p->kernel, want - 1, sizeof(cl_mem), &p->fault);
-    if (rc != CL_SUCCESS) {
-      ocl_fail(err, "clSetKernelArg (fault record)", rc);
-      goto fail;
-    }
   }
-  if (p->nargs == want + 1) {          /* the host libm table, once */
-    uint64_t t = (uint64_t)(uintptr_t)st->libm;
-    rc = st->cl.SetKernelArg(p->kernel, want, sizeof(t), &t);
-    if (rc != CL_SUCCESS) {
-      ocl_fail(err, "clSetKernelArg (libm table)", rc);
-      goto fail;
-    }
-  }
+  if (make_entry(st, p, OCL_ENTRY, want, &p->entry[0], err) != 0 ||
+      (!sig->uses_barrier &&
+       make_entry(st, p, OCL_ENTRY_EXACT, want, &p->entry[1], err) != 0))
+    goto fail;
   *out = p;
   return 0;
 fail:
@@ -164,11 +176,14 @@ int ocl_cache_load(gj_bstate *st, int dev, const char *bin, size_t len,
 
 void ocl_unload(gj_bstate *st, gj_program *p)
 {
+  int i;
   if (!p) return;
-  if (p->kernel) st->cl.ReleaseKernel(p->kernel);
+  for (i = 0; i < 2; i++) {
+    if (p->entry[i].kernel) st->cl.ReleaseKernel(p->entry[i].kernel);
+    free(p->entry[i].slots);
+  }
   if (p->prog) st->cl.ReleaseProgram(p->prog);
   if (p->fault) st->cl.ReleaseMemObject(p->fault);
-  free(p->slots);
   free(p);
 }
 
@@ -199,15 +214,15 @@ int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
 /* -- launch -------------------------------------------------------------- */
 
 /* Set argument i to the value's bytes unless it already holds them. */
-static int set_arg(gj_bstate *st, gj_program *p, cl_uint i, const void *v,
+static int set_arg(gj_bstate *st, ocl_entry *e, cl_uint i, const void *v,
                    size_t size, gj_err *err)
 {
-  arg_slot *s = &p->slots[i];
+  arg_slot *s = &e->slots[i];
   uint64_t bits = 0;
   cl_int rc;
   memcpy(&bits, v, size);
   if (s->size == size && s->value == bits) return 0;
-  rc = st->cl.SetKernelArg(p->kernel, i, size, v);
+  rc = st->cl.SetKernelArg(e->kernel, i, size, v);
   if (rc != CL_SUCCESS) {
     char what[64];
     snprintf(what, sizeof(what), "clSetKernelArg (argument %u)", i);
@@ -225,6 +240,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
                gj_fault *fault, gj_err *err)
 {
   ocl_device *d;
+  ocl_entry *e;
   gj_group_limits lim;
   int64_t group[3], items;
   size_t gl[3], lo[3];
@@ -232,7 +248,8 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   cl_int rc;
   char b1[96], b2[96];
   int i, nd = dm->ndim;
-  if (!p || !p->kernel) return gj_err_set(err, "opencl: launch of no program");
+  if (!p || !p->entry[0].kernel)
+    return gj_err_set(err, "opencl: launch of no program");
   d = &st->devs[p->dev];
   for (i = 0; i < 3; i++) lim.max_dim[i] = d->info.max_group_dim[i];
   lim.max_group = (int64_t)p->max_group;
@@ -240,6 +257,14 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   if (gj_dims_group(dm, p->sig.uses_barrier, &lim, group, &items, err) != 0)
     return -1;
   if (items == 0) return 0;
+  /* Every work item real (the global size a multiple of the group): the
+  ** entry without the test, when the program has it. */
+  e = &p->entry[0];
+  if (p->entry[1].kernel) {
+    int exact = 1;
+    for (i = 0; i < nd; i++) exact &= dm->global[i] % group[i] == 0;
+    if (exact) e = &p->entry[1];
+  }
 
   /* The user's arguments, in the kernel's order. */
   for (i = 0; i < p->sig.nparams; i++) {
@@ -254,19 +279,19 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
       memcpy(&len, slot + 8, sizeof(len));
       if (ocl_map(st, p->dev, ptr, &mem, &off, &size, err) != 0)
         return gj_err_prefix(err, "launch: argument %d: ", i + 1);
-      if (set_arg(st, p, a, &mem, sizeof(mem), err) ||
-          set_arg(st, p, a + 1, &off, sizeof(off), err) ||
-          set_arg(st, p, a + 2, &len, sizeof(len), err))
+      if (set_arg(st, e, a, &mem, sizeof(mem), err) ||
+          set_arg(st, e, a + 1, &off, sizeof(off), err) ||
+          set_arg(st, e, a + 2, &len, sizeof(len), err))
         return -1;
       a += 3;
     } else {
-      if (set_arg(st, p, a++, slot, pa->size, err)) return -1;
+      if (set_arg(st, e, a++, slot, pa->size, err)) return -1;
     }
   }
   /* The real global size; the launch's is rounded up to the group. */
   for (i = 0; i < 3; i++) {
     int64_t g = i < nd ? dm->global[i] : 1;
-    if (set_arg(st, p, a++, &g, sizeof(g), err)) return -1;
+    if (set_arg(st, e, a++, &g, sizeof(g), err)) return -1;
     lo[i] = (size_t)group[i];
     gl[i] = (size_t)((g + group[i] - 1) / group[i] * group[i]);
   }
@@ -275,7 +300,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
                                    sizeof(*fault), fault, 0, NULL, NULL);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
   }
-  rc = st->cl.EnqueueNDRangeKernel(d->queue, p->kernel, (cl_uint)nd, NULL,
+  rc = st->cl.EnqueueNDRangeKernel(d->queue, e->kernel, (cl_uint)nd, NULL,
                                    gl, lo, 0, NULL, NULL);
   if (rc != CL_SUCCESS) {
     char what[160];

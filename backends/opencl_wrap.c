@@ -288,11 +288,11 @@ static int link_global_id(LLVMContextRef c, LLVMModuleRef m,
   return 0;
 }
 
-/* After inlining every gj.libm.<fn>.<sfx> call is in the kernel: load the
-** function's pointer from the table (%libm) in the entry block and call
-** through it. */
+/* After inlining every gj.libm.<fn>.<sfx> call is in an entry point: in
+** each entry, load the function's pointer from the table (the entry's last
+** argument) in its entry block and call through it. */
 static int bind_libm(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef kernel,
-                     LLVMValueRef table_arg, gj_err *err)
+                     gj_err *err)
 {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
   LLVMTypeRef ptr1 = LLVMPointerTypeInContext(c, 1);
@@ -309,154 +309,95 @@ static int bind_libm(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef kernel,
   for (prec = 0; prec < 2 && rc == 0; prec++) {
     for (i = 0; i < LIBM__N1 && rc == 0; i++) {
       char name[32];
-      LLVMValueRef decl, fp, idx;
-      LLVMUseRef use;
+      LLVMValueRef decl, fp = NULL, idx;
+      LLVMUseRef use, next;
       snprintf(name, sizeof(name), "gj.libm.%s.%s", libm_names[i],
                prec ? "f32" : "f64");
       decl = LLVMGetNamedFunction(m, name);
-      if (!decl || !LLVMGetFirstUse(decl)) continue;
-      for (use = LLVMGetFirstUse(decl); use; use = LLVMGetNextUse(use)) {
+      if (!decl) continue;
+      for (use = LLVMGetFirstUse(decl); use && rc == 0; use = next) {
         LLVMValueRef u = LLVMGetUser(use);
-        if (!LLVMIsACallInst(u) ||
-            LLVMGetBasicBlockParent(LLVMGetInstructionParent(u)) != kernel)
-          rc = gj_err_set(err, "internal error: opencl: a call of %s was not "
-                          "inlined into the kernel", name);
-      }
-      if (rc) break;
-      if (!table) table = LLVMBuildIntToPtr(b, table_arg, ptr1, "libm");
-      idx = LLVMConstInt(i64, (unsigned long long)(prec * LIBM__N1 + i), 0);
-      fp = LLVMBuildLoad2(b, ptr0,
-                          LLVMBuildGEP2(b, ptr0, table, &idx, 1, ""), name);
-      LLVMSetAlignment(fp, 8);
-      /* The calls keep what the declaration said: no memory effects, so
-      ** that LLVM may still hoist and combine them. */
-      for (use = LLVMGetFirstUse(decl); use; use = LLVMGetNextUse(use))
+        next = LLVMGetNextUse(use);
+        if (!LLVMIsACallInst(u)) {
+          rc = gj_err_set(err, "internal error: opencl: %s is used other than "
+                          "by a call", name);
+          break;
+        }
+        if (LLVMGetBasicBlockParent(LLVMGetInstructionParent(u)) != kernel)
+          continue;                /* another entry's call */
+        if (!fp) {
+          if (!table)
+            table = LLVMBuildIntToPtr(b, LLVMGetLastParam(kernel), ptr1,
+                                      "libm");
+          idx = LLVMConstInt(i64, (unsigned long long)(prec * LIBM__N1 + i),
+                             0);
+          fp = LLVMBuildLoad2(b, ptr0,
+                              LLVMBuildGEP2(b, ptr0, table, &idx, 1, ""),
+                              name);
+          LLVMSetAlignment(fp, 8);
+        }
+        /* The call keeps what the declaration said: no memory effects, so
+        ** that LLVM may still hoist and combine it. */
         for (a = 0; a < 3; a++)
-          LLVMAddCallSiteAttribute(LLVMGetUser(use),
-                                   LLVMAttributeFunctionIndex,
+          LLVMAddCallSiteAttribute(u, LLVMAttributeFunctionIndex,
                                    LLVMCreateEnumAttribute(c, attrs[a], 0));
-      LLVMReplaceAllUsesWith(decl, fp);
+        LLVMSetOperand(u, (unsigned)LLVMGetNumOperands(u) - 1, fp);
+      }
     }
   }
   LLVMDisposeBuilder(b);
   return rc;
 }
 
-int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-             LLVMValueRef body, const gj_sig *sig, gj_err *err)
+/* What every entry point of one kernel shares. */
+typedef struct entry_shape {
+  LLVMTypeRef kty;          /* the entry's type */
+  argmd md;                 /* its kernel-argument metadata */
+  unsigned g0;              /* index of the first hidden global size */
+  int has_libm;             /* the last argument is the libm table */
+} entry_shape;
+
+/* Add entry point `name` calling body.  guarded: work items beyond the
+** real global size (the hidden arguments) return at once; unguarded
+** entries are for launches whose global size is a multiple of the group,
+** where every work item is real (a test per work item that PoCL's
+** work-group vectorizer pays for: saxpy ran 1.2-1.3x slower with it). */
+static LLVMValueRef add_entry(LLVMModuleRef m, const char *name,
+                              entry_shape *sh, int ptx, int guarded,
+                              LLVMValueRef body, const gj_sig *sig)
 {
-  LLVMContextRef c;
-  LLVMBuilderRef b;
-  LLVMTypeRef i8, i64, voidt, ptr1, bodyty, kty;
-  LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS], ktypes[3 * GJ_MAXPARAMS + 4];
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef bodyty = LLVMGlobalGetValueType(body);
   LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
-  LLVMValueRef kernel, f, wi, ok = NULL, libm = NULL;
+  LLVMValueRef kernel, wi, ok = NULL;
   LLVMBasicBlockRef entry, run, done;
-  argmd md;
-  int ptx = strncmp(job->triple, "nvptx", 5) == 0, i;
-  unsigned k, nk = 0, g0;
-  (void)st;
-  if (LLVMGetNamedFunction(m, "gj_kernel"))
-    return gj_err_set(err, "opencl: the module already has a gj_kernel");
-  if (!body || LLVMIsDeclaration(body))
-    return gj_err_set(err, "opencl: the kernel body is not defined");
-  if (ptx && gj_ptx_check_math(m, "opencl", "PTX would need NVIDIA's "
-                                "libdevice", err) != 0)
-    return -1;
-  if (ptx && sig->faults)      /* the PTX intrinsics have no fault record */
-    return gj_err_set(err, "opencl: boundscheck = true is not supported on "
-                      "NVIDIA's OpenCL yet");
-  c = LLVMGetModuleContext(m);
-  i8 = LLVMInt8TypeInContext(c);
-  i64 = LLVMInt64TypeInContext(c);
-  voidt = LLVMVoidTypeInContext(c);
-  ptr1 = LLVMPointerTypeInContext(c, job->as_global);
-
-  if (gj_body_check(body, job, sig, "opencl", err)) return -1;
-  bodyty = LLVMGlobalGetValueType(body);
-  LLVMGetParamTypes(bodyty, btypes);
-  memset(&md, 0, sizeof(md));
-  for (i = 0, k = 1; i < sig->nparams; i++) {
-    const gj_param *p = &sig->params[i];
-    gj_scalar s = (gj_scalar)p->elem;
-    if (p->is_array) {
-      char ty[16];
-      snprintf(ty, sizeof(ty), "%s*", cl_type_name(s));
-      ktypes[nk++] = ptr1;
-      md_arg(c, &md, 1, ty);
-      ktypes[nk++] = i64;
-      md_arg(c, &md, 0, "long");
-      ktypes[nk++] = i64;
-      md_arg(c, &md, 0, "long");
-      k += 2;
-    } else {
-      ktypes[nk++] = s == GJ_BOOL ? i8 : btypes[k];
-      md_arg(c, &md, 0, cl_type_name(s));
-      k += 1;
-    }
-  }
-  g0 = nk;
-  for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
-    ktypes[nk++] = i64;
-    md_arg(c, &md, 0, "long");
-  }
-  if (sig->faults) {
-    ktypes[nk++] = ptr1;
-    md_arg(c, &md, 1, "int*");
-  }
-  if (uses_libm(m)) {
-    ktypes[nk++] = i64;
-    md_arg(c, &md, 0, "ulong");
-  }
-
-  if (link_global_id(c, m, job, err) != 0) return -1;
-  if (!ptx) name_shared(m, job->as_shared);
-
-  /* The body and the intrinsics are inlined into the kernel; only the
-  ** kernel is left. */
-  LLVMSetLinkage(body, LLVMInternalLinkage);
-  fn_attr(c, body, "noinline", 0);
-  fn_attr(c, body, "optnone", 0);
-  fn_attr(c, body, "alwaysinline", 1);
-  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-    size_t len;
-    const char *name = LLVMGetValueName2(f, &len);
-    if (!LLVMIsDeclaration(f) && len > 3 && strncmp(name, "gj.", 3) == 0)
-      LLVMSetLinkage(f, LLVMInternalLinkage);
-  }
-
-  kty = LLVMFunctionType(voidt, ktypes, nk, 0);
-  kernel = LLVMAddFunction(m, "gj_kernel", kty);
+  LLVMBuilderRef b;
+  unsigned i, k, nk, nwi = OCL_HIDDEN_GLOBAL + (sig->faults ? 1u : 0u);
+  kernel = LLVMAddFunction(m, name, sh->kty);
   LLVMSetFunctionCallConv(kernel, ptx ? LLVMCCallConv : 76 /* spir_kernel */);
   fn_attr(c, kernel, "nounwind", 1);
   if (sig->uses_barrier) fn_attr(c, kernel, "convergent", 1);
-  if (ptx) {
+  if (ptx)
     gj_ptx_mark_kernel(m, kernel);
-  } else {
-    md_kernel(c, kernel, &md);
-    md_spir_versions(c, m);
-  }
-  if (nk > g0 + OCL_HIDDEN_GLOBAL + sig->faults) libm = LLVMGetParam(kernel, nk - 1);
+  else
+    md_kernel(c, kernel, &sh->md);
 
   b = LLVMCreateBuilderInContext(c);
   entry = LLVMAppendBasicBlockInContext(c, kernel, "entry");
   run = LLVMAppendBasicBlockInContext(c, kernel, "run");
   done = LLVMAppendBasicBlockInContext(c, kernel, "done");
   LLVMPositionBuilderAtEnd(b, entry);
-  wi = LLVMBuildAlloca(b, LLVMArrayType(i64, OCL_HIDDEN_GLOBAL + sig->faults), "wi");
+  wi = LLVMBuildAlloca(b, LLVMArrayType(i64, nwi), "wi");
   LLVMSetAlignment(wi, 8);
-  for (i = 0; i < OCL_HIDDEN_GLOBAL + sig->faults; i++) {
+  for (i = 0; i < nwi; i++) {
     LLVMValueRef idx = LLVMConstInt(i64, (unsigned long long)i, 0);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(b, i64, wi, &idx, 1, "");
-    LLVMValueRef v = LLVMGetParam(kernel, g0 + i);
+    LLVMValueRef v = LLVMGetParam(kernel, sh->g0 + i);
     if (i == OCL_WI_FAULT) v = LLVMBuildPtrToInt(b, v, i64, "");
     LLVMSetAlignment(LLVMBuildStore(b, v, p), 8);
   }
-  /* Work items beyond the real global size return at once.  A kernel with
-  ** barriers is only launched with a global size that is a multiple of the
-  ** group (the launcher checks), so it has none, and no barrier may be
-  ** skipped. */
-  if (!sig->uses_barrier) {
+  if (guarded) {
     LLVMValueRef gid = LLVMGetNamedFunction(m, "gj.global_id");
     LLVMTypeRef gty = LLVMGlobalGetValueType(gid);
     for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
@@ -465,7 +406,7 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
       };
       LLVMValueRef id = LLVMBuildCall2(b, gty, gid, a, 2, "");
       LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, id,
-                                      LLVMGetParam(kernel, g0 + i), "");
+                                      LLVMGetParam(kernel, sh->g0 + i), "");
       ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
     }
     LLVMBuildCondBr(b, ok, run, done);
@@ -474,7 +415,7 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   }
   LLVMPositionBuilderAtEnd(b, run);
   bargs[0] = wi;
-  for (i = 0, k = 1, nk = 0; i < sig->nparams; i++) {
+  for (i = 0, k = 1, nk = 0; i < (unsigned)sig->nparams; i++) {
     const gj_param *p = &sig->params[i];
     if (p->is_array) {
       LLVMValueRef off = LLVMGetParam(kernel, nk + 1);
@@ -493,9 +434,103 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMPositionBuilderAtEnd(b, done);
   LLVMBuildRetVoid(b);
   LLVMDisposeBuilder(b);
+  return kernel;
+}
 
-  if (libm) {
-    /* Inline now, so that every gj.libm call is in the kernel, where the
+int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+             LLVMValueRef body, const gj_sig *sig, gj_err *err)
+{
+  LLVMContextRef c;
+  LLVMTypeRef i8, i64, voidt, ptr1, bodyty;
+  LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS], ktypes[3 * GJ_MAXPARAMS + 4];
+  LLVMValueRef f, kernels[2] = { NULL, NULL };
+  entry_shape sh;
+  argmd *md = &sh.md;
+  int ptx = strncmp(job->triple, "nvptx", 5) == 0, i;
+  unsigned k, nk = 0, g0;
+  (void)st;
+  if (LLVMGetNamedFunction(m, OCL_ENTRY))
+    return gj_err_set(err, "opencl: the module already has a " OCL_ENTRY);
+  if (!body || LLVMIsDeclaration(body))
+    return gj_err_set(err, "opencl: the kernel body is not defined");
+  if (ptx && gj_ptx_check_math(m, "opencl", "PTX would need NVIDIA's "
+                                "libdevice", err) != 0)
+    return -1;
+  if (ptx && sig->faults)      /* the PTX intrinsics have no fault record */
+    return gj_err_set(err, "opencl: boundscheck = true is not supported on "
+                      "NVIDIA's OpenCL yet");
+  c = LLVMGetModuleContext(m);
+  i8 = LLVMInt8TypeInContext(c);
+  i64 = LLVMInt64TypeInContext(c);
+  voidt = LLVMVoidTypeInContext(c);
+  ptr1 = LLVMPointerTypeInContext(c, job->as_global);
+
+  if (gj_body_check(body, job, sig, "opencl", err)) return -1;
+  bodyty = LLVMGlobalGetValueType(body);
+  LLVMGetParamTypes(bodyty, btypes);
+  memset(&sh, 0, sizeof(sh));
+  for (i = 0, k = 1; i < sig->nparams; i++) {
+    const gj_param *p = &sig->params[i];
+    gj_scalar s = (gj_scalar)p->elem;
+    if (p->is_array) {
+      char ty[16];
+      snprintf(ty, sizeof(ty), "%s*", cl_type_name(s));
+      ktypes[nk++] = ptr1;
+      md_arg(c, md, 1, ty);
+      ktypes[nk++] = i64;
+      md_arg(c, md, 0, "long");
+      ktypes[nk++] = i64;
+      md_arg(c, md, 0, "long");
+      k += 2;
+    } else {
+      ktypes[nk++] = s == GJ_BOOL ? i8 : btypes[k];
+      md_arg(c, md, 0, cl_type_name(s));
+      k += 1;
+    }
+  }
+  g0 = nk;
+  for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
+    ktypes[nk++] = i64;
+    md_arg(c, md, 0, "long");
+  }
+  if (sig->faults) {
+    ktypes[nk++] = ptr1;
+    md_arg(c, md, 1, "int*");
+  }
+  if (uses_libm(m)) {
+    ktypes[nk++] = i64;
+    md_arg(c, md, 0, "ulong");
+  }
+
+  if (link_global_id(c, m, job, err) != 0) return -1;
+  if (!ptx) name_shared(m, job->as_shared);
+
+  /* The body and the intrinsics are inlined into the kernel; only the
+  ** kernel is left. */
+  LLVMSetLinkage(body, LLVMInternalLinkage);
+  fn_attr(c, body, "noinline", 0);
+  fn_attr(c, body, "optnone", 0);
+  fn_attr(c, body, "alwaysinline", 1);
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (!LLVMIsDeclaration(f) && len > 3 && strncmp(name, "gj.", 3) == 0)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+
+  sh.kty = LLVMFunctionType(voidt, ktypes, nk, 0);
+  sh.g0 = g0;
+  sh.has_libm = nk > g0 + OCL_HIDDEN_GLOBAL + sig->faults;
+  /* A kernel with barriers is only launched with a global size that is a
+  ** multiple of the group (the launcher checks): it needs no guard, and no
+  ** barrier may be skipped.  Others get both entries (opencl_run.c picks). */
+  kernels[0] = add_entry(m, OCL_ENTRY, &sh, ptx, !sig->uses_barrier, body, sig);
+  if (!sig->uses_barrier)
+    kernels[1] = add_entry(m, OCL_ENTRY_EXACT, &sh, ptx, 0, body, sig);
+  if (!ptx) md_spir_versions(c, m);
+
+  if (sh.has_libm) {
+    /* Inline now, so that every gj.libm call is in an entry, where the
     ** table is. */
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMErrorRef e = LLVMRunPasses(m, "always-inline", NULL, po);
@@ -506,7 +541,8 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
       LLVMDisposeErrorMessage(msg);
       return -1;
     }
-    if (bind_libm(c, m, kernel, libm, err) != 0) return -1;
+    for (i = 0; i < 2; i++)
+      if (kernels[i] && bind_libm(c, m, kernels[i], err) != 0) return -1;
   }
   return 0;
 }

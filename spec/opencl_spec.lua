@@ -108,6 +108,29 @@ describe("opencl backend", function()
     k:launch({ global = { 3, 5 } }, ffi.new("double[15]"))   -- default group, 2-D
   end)
 
+  it("has an entry without the global-size test for launches that fill their groups", function()
+    local f = function(o)
+      local i, j = gpu.global_id(0), gpu.global_id(1)
+      o[j * gpu.global_size(0) + i] = i + 100 * j
+    end
+    local ir = H.kernel("opencl", f, { name = "entries" }):inspect_asm({ "int32_t[]" }, "opencl")
+    assert.is_truthy(ir:find("define spir_kernel void @gj_kernel(", 1, true), ir)
+    assert.is_truthy(ir:find("define spir_kernel void @gj_kernel_exact(", 1, true), ir)
+    -- bounds-checked, so that a work item beyond the global size would fail
+    -- the launch: 1-D and 2-D, filling the groups (the exact entry) and not
+    local k = H.kernel("opencl", f, { name = "entries", boundscheck = true })
+    for _, c in ipairs({ { 128, 1, 64, 1 }, { 100, 1, 64, 1 }, { 32, 8, 16, 4 }, { 30, 7, 16, 4 } }) do
+      local gx, gy = c[1], c[2]
+      local o = ffi.new("int32_t[?]", gx * gy)
+      local global = gy > 1 and { gx, gy } or gx
+      local group = gy > 1 and { c[3], c[4] } or c[3]
+      k:launch({ global = global, group = group }, o)
+      for j = 0, gy - 1 do
+        for i = 0, gx - 1 do assert.are.equal(i + 100 * j, o[j * gx + i]) end
+      end
+    end
+  end)
+
   it("maps a Lua table (its buffer minus one element) and writes back every element", function()
     local t, u = {}, {}
     for i = 1, 300 do t[i], u[i] = i, 1000 + i end
