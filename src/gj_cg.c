@@ -235,7 +235,7 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
   load_range(g, fs, arg0, nargs, args, at);
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
     int intr = cs->kv[f.aux].intr;
-    if (gj_typer_intr(cs, g->fn, i, intr, nargs, at, rt, nout)) return -1;
+    if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;
     return gj_cg_intr(g, i, intr, nargs, args, at, rt, *nout, res);
   } else {
     gj_fn *callee, *saved = g->fn;
