@@ -30,7 +30,6 @@ local G = {}
 
 local B31 = 2147483648          -- bound of int32 values
 local BMAX = 2 ^ 52             -- no integer expression may exceed this
-G.W = 4                         -- slots per work item in the o* arrays
 
 G.params = { "n", "s", "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od" }
 G.ctypes = { ri = "int32_t", rl = "int64_t", ru = "uint8_t", rf = "float", rd = "double",
@@ -56,7 +55,6 @@ local function rng(seed)
   function R.pick(t) return t[R.int(1, #t)] end
   return R
 end
-G.rng = rng
 
 ---------------------------------------------------------------------------
 -- Expression nodes
@@ -106,9 +104,6 @@ local function new_gen(R, o)
   return setmetatable({ R = R, single = o.single, vars = {}, nvar = 0, fns = {}, consts = {},
     loops = 0, budget = o.budget or 24, M = o.M, infn = nil, nlabel = 0 }, Gen)
 end
-
--- The kind of the default float: d, or f with precision = "single".
-function Gen:fk() return self.single and "f" or "d" end
 
 function Gen:fresh(prefix)
   self.nvar = self.nvar + 1
