@@ -62,7 +62,7 @@ EXAMPLE_BACKEND ?=
 MULTISTATE = $(BUILD)/multistate
 
 .PHONY: all deps bench-deps bench test run lint examples install install-embed uninstall \
-        install-check clean tsan check
+        install-check clean tsan check fuzz fuzz-frontend
 
 all: $(CORE) $(EMBED_LIB)
 
@@ -211,6 +211,42 @@ bench: deps bench-deps
 	$(LUA_ENV) GJ_BENCH_REF=$(BENCH_REF) GJ_BENCH_CFLAGS="$(BENCH_CC) $(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
+
+# Differential fuzzing (docs/fuzzing.md): N generated kernels from SEED on
+# the backends of GPUJIT_SPEC_BACKENDS against LuaJIT's interpreter; each
+# failure is shrunk and written under build/fuzz/.
+N    ?= 1000
+SEED ?= $(shell date +%s)
+fuzz: deps
+	$(MAKE) all
+	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) $(LUAJIT) spec/fuzz/main.lua $(N) $(SEED)
+
+# libFuzzer on the bytecode frontend and typer (spec/fuzz/frontend_fuzz.c):
+# the core built with clang-15 under ASan and UBSan, run FUZZ_TIME seconds.
+# Needs clang-15 (installed here when missing; not part of `make test`).
+FUZZ_TIME ?= 180
+FF        = $(BUILD)/fuzz-frontend
+FF_FLAGS  = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FF_OBJS   = $(patsubst %.c,$(FF)/obj/%.o,$(SRCS)) $(FF)/obj/gen/gj_buildid.o
+$(FF)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	clang-15 $(GJ_CFLAGS) $(filter-out -O2,$(CFLAGS)) $(FF_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FF)/obj/gen/gj_buildid.o: $(BUILD_ID_C)
+	@mkdir -p $(dir $@)
+	clang-15 $(GJ_CFLAGS) $(FF_FLAGS) -c -o $@ $<
+$(FF)/gpujit/core.so: $(FF_OBJS)
+	@mkdir -p $(dir $@)
+	clang-15 -shared $(FF_FLAGS) -o $@ $^ $(LLVM_LDFLAGS) $(LLVM_LIBS) -lpthread -ldl -lm
+$(FF)/frontend_fuzz: spec/fuzz/frontend_fuzz.c $(FF)/gpujit/core.so
+	clang-15 -std=c11 -Wall -Wextra -Werror -I$(LUA_INC) $(FF_FLAGS) -fsanitize=fuzzer -o $@ $< \
+	  -lluajit-5.1 -lpthread -ldl -lm
+fuzz-frontend: deps
+	@dpkg-query -W -f='$${Status}' clang-15 2>/dev/null | grep -q "ok installed" || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-15)
+	$(MAKE) $(FF)/frontend_fuzz
+	@mkdir -p $(FF)/corpus
+	ASAN_OPTIONS=detect_leaks=0 LUA_CPATH="$(FF)/?.so" $(FF)/frontend_fuzz -max_total_time=$(FUZZ_TIME) \
+	  -print_final_stats=1 -artifact_prefix=$(FF)/ $(FF)/corpus
 
 clean:
 	rm -rf $(BUILD)

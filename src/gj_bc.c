@@ -269,6 +269,7 @@ int gj_bc_read(lua_State *L, int idx, const gj_bcmap *map, gj_proto *p,
     }
     lua_pop(L, 1);
   }
+  if (gj_bc_check(p, map->fr2, err)) goto fail;
   lua_pushvalue(L, fidx);
   p->fnref = luaL_ref(L, LUA_REGISTRYINDEX);
   return 0;

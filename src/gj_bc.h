@@ -85,4 +85,9 @@ int gj_bc_read(lua_State *L, int idx, const gj_bcmap *map, gj_proto *p,
                gj_err *err);
 void gj_bc_free(lua_State *L, gj_proto *p);
 
+/* Check every operand of p against its frame, constants, upvalues and
+** instruction count (gj_bc_check.c); gj_bc_read calls it.  0, or -1 with
+** "malformed bytecode" in err. */
+int gj_bc_check(const gj_proto *p, int fr2, gj_err *err);
+
 #endif

@@ -5,6 +5,7 @@
 ** rule.  Device functions are emitted on demand, when a call to them is
 ** emitted (deferred codegen).
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,7 +248,7 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
   load_range(g, fs, arg0, nargs, args, at);
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
     int intr = cs->kv[f.aux].intr;
-    if (gj_typer_intr(cs, g->fn, i, intr, nargs, at, rt, nout)) return -1;
+    if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;
     return gj_cg_intr(g, i, intr, nargs, args, at, rt, *nout, res);
   } else {
     gj_fn *callee, *saved = g->fn;
@@ -340,17 +341,27 @@ static LLVMValueRef int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
            : LLVMConstInt(g->lt[LT_I1], 1, 0);
   r = LLVMBuildSelect(B, up, gj_cg_call(g, fl, ft, &ft, 1, &stop),
                       gj_cg_call(g, ce, ft, &ft, 1, &stop), "");
-  r = gj_cg_to_scalar(g, r, gj_ty_num(s), is);
-  /* a NaN limit runs no iteration */
   nan = LLVMBuildFCmp(B, LLVMRealUNO, stop, stop, "");
   {
     LLVMTypeRef it = gj_cg_scalar_type(g, is);
     unsigned bits = (unsigned)gj_scalar_bits(is);
-    unsigned long long minv = gj_scalar_issigned(is) ? (1ull << (bits - 1)) : 0;
-    unsigned long long maxv = gj_scalar_issigned(is) ? (1ull << (bits - 1)) - 1
-                                                     : ~0ull >> (64 - bits);
-    LLVMValueRef never = LLVMBuildSelect(B, up, LLVMConstInt(it, minv, 0),
-                                         LLVMConstInt(it, maxv, 0), "");
+    int sg = gj_scalar_issigned(is);
+    unsigned long long minv = sg ? (1ull << (bits - 1)) : 0;
+    unsigned long long maxv = sg ? (1ull << (bits - 1)) - 1 : ~0ull >> (64 - bits);
+    LLVMValueRef cmin = LLVMConstInt(it, minv, 0), cmax = LLVMConstInt(it, maxv, 0);
+    /* A limit beyond the counter's range (1e300, math.huge) must not go
+    ** through the conversion, which gives the minimum for any value out of
+    ** range (typing.md) and so would turn `for i = 0, -1e300, -1` into an
+    ** endless loop: it is the counter's maximum or minimum instead. */
+    LLVMValueRef hi = LLVMBuildFCmp(B, LLVMRealOGE, r,
+                                    LLVMConstReal(ft, ldexp(1.0, (int)bits - sg)), "");
+    LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLT, r,
+                                    LLVMConstReal(ft, sg ? -ldexp(1.0, (int)bits - 1) : 0.0), "");
+    LLVMValueRef never = LLVMBuildSelect(B, up, cmin, cmax, "");
+    r = gj_cg_to_scalar(g, r, gj_ty_num(s), is);
+    r = LLVMBuildSelect(B, hi, cmax, r, "");
+    r = LLVMBuildSelect(B, lo, cmin, r, "");
+    /* a NaN limit runs no iteration */
     r = LLVMBuildSelect(B, nan, never, r, "");
   }
   return r;

@@ -1,6 +1,7 @@
 /*
 ** The type lattice of docs/typing.md: joins, promotion, names.
 */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,6 +93,18 @@ static gj_scalar int_join(gj_scalar a, gj_scalar b)
   return int_of(w > 8 ? 8 : w, 1);
 }
 
+/* Does integer kind s hold the weak integer w (a constant known to fit)? */
+static int weak_fits(gj_scalar s, gj_ty w)
+{
+  double lo, hi;
+  int bits = width(s) * 8;
+  if (!w.hasc || w.u.c != (double)(int64_t)w.u.c) return 0;
+  if (bits >= 64) return !(s == GJ_U64 && w.u.c < 0);
+  lo = gj_scalar_issigned(s) ? -ldexp(1.0, bits - 1) : 0.0;
+  hi = gj_scalar_issigned(s) ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1;
+  return w.u.c >= lo && w.u.c <= hi;
+}
+
 static uint32_t code(gj_ty t)
 {
   return (uint32_t)t.k | ((uint32_t)t.s << 4);
@@ -125,6 +138,12 @@ static gj_ty num_join(const gj_cs *cs, gj_ty a, gj_ty b)
     gj_ty n = a.k == GJ_T_NUM ? a : b, w = a.k == GJ_T_NUM ? b : a;
     if (w.k == GJ_T_WFLT && gj_scalar_isint((gj_scalar)n.s))
       return gj_ty_num(gj_ty_deffloat(cs));
+    /* A weak integer meeting a narrow integer kind (`c and u8[i] or -5`)
+    ** may not fit in it: the join is then the promoted kind, as LuaJIT's
+    ** numbers hold both values. */
+    if (w.k == GJ_T_WINT && gj_scalar_isint((gj_scalar)n.s) &&
+        !weak_fits((gj_scalar)n.s, w))
+      return gj_ty_num(promote((gj_scalar)n.s) == GJ_U64 ? GJ_I64 : promote((gj_scalar)n.s));
     return gj_ty_num((gj_scalar)n.s);
   }
   /* both weak */

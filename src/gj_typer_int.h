@@ -31,8 +31,11 @@ gj_ty gj_ty_const(double v);
 void gj_call_shape(const gj_cs *cs, const gj_ins *in, const gj_tstate *st,
                    int *fslot, int *arg0, int *nargs, int *nres);
 
-/* Types of an intrinsic call's results.  nres_out: how many it returns. */
-int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+/* Types of an intrinsic call's results.  nres_out: how many it returns.
+** *nargs: the arguments passed; on return, those the function uses (a math
+** or bit function ignores extra arguments, as LuaJIT's do:
+** `math.floor(f(x))` with f returning two values). */
+int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs,
                   const gj_ty *args, gj_ty *res, int *nres_out);
 
 /* FORI: the type the loop counts in. */

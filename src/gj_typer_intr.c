@@ -117,11 +117,11 @@ static int type_group_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
   }
 }
 
-int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
                   const gj_ty *args, gj_ty *res, int *nres_out)
 {
   const char *nm = gj_intr_names[intr];
-  int j, minargs = 1, maxargs = 1;
+  int j, minargs = 1, maxargs = 1, nargs = *nargs_io;
   *nres_out = 1;
   switch (intr) {
   case GJ_I_GLOBAL_ID: case GJ_I_LOCAL_ID: case GJ_I_GROUP_ID:
@@ -148,11 +148,14 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
   default:
     break;
   }
-  if (nargs < minargs || nargs > maxargs)
+  if (nargs < minargs)
     return gj_typer_error(cs, fn, i, "%s%s expects %d%s argument%s, got %d",
                           intr <= GJ_I_ATOMIC_CAS ? "gpu." : "", nm, minargs,
                           maxargs > minargs ? " or more" : "",
                           minargs == 1 ? "" : "s", nargs);
+  /* Extra arguments are ignored, as LuaJIT's math and bit functions do
+  ** (bit.bnot(math.modf(x)) passes two). */
+  if (nargs > maxargs) nargs = *nargs_io = maxargs;
   for (j = 0; j < nargs; j++)
     if (gj_typer_num_operand(cs, fn, i, args[j], "a math or bit call")) return -1;
   switch (intr) {

@@ -391,7 +391,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     return gj_typer_error(cs, fn, i, "attempt to call %s", b);
   }
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
-    if (gj_typer_intr(cs, fn, i, cs->kv[f.aux].intr, nargs, args, res, &nout))
+    if (gj_typer_intr(cs, fn, i, cs->kv[f.aux].intr, &nargs, args, res, &nout))
       return -1;
   } else {
     gj_fn *callee;

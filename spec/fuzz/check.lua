@@ -1,0 +1,218 @@
+-- spec/fuzz/check.lua: run a generated kernel (spec/fuzz/gen.lua) on a
+-- compiling backend and on the oracle, and compare (docs/fuzzing.md).
+--
+-- The oracle is LuaJIT's interpreter running the kernel's own function work
+-- item after work item (the sim backend) with the JIT off: the interpreter
+-- and the JIT disagree on a few conversions (typing.md), and gpujit follows
+-- the interpreter.  Integer and double arrays must match bit for bit (NaN
+-- equal to NaN whatever its payload); float arrays within C.FLOAT_ULPS ulps
+-- or an absolute error of C.FLOAT_REL * max(|expected|, C.FLOAT_SCALE).
+
+local ffi = require("ffi")
+local H = require("spec.helpers")
+local G = require("spec.fuzz.gen")
+
+local C = {}
+C.FLOAT_ULPS = 4
+C.FLOAT_REL = 2 ^ -18
+C.FLOAT_SCALE = 1000
+-- Cases compiled together by run_batch: a compile (LLVM, PoCL's build) has a
+-- fixed cost of tens of milliseconds that a batch pays once.
+C.BATCH = 8
+
+-- The kernel function of a case (its source compiled by LuaJIT), or nil and
+-- the load error.
+-- A case is a generated tree (gen.lua) or a reproducer, which holds the
+-- source itself (case.source).
+function C.kernel_fn(case, src)
+  src = src or case.source or G.source(case)
+  local chunk, err = load(src, "=" .. (case.chunkname or "fuzz_kernel"))
+  if not chunk then return nil, err end
+  local ok, fn = pcall(chunk, H.gpu)
+  if not ok then return nil, fn end
+  return fn
+end
+
+-- Fresh launch arguments (the arrays filled from case.data).
+function C.args(case)
+  local d = case.data
+  local a = { case.N, d.s }
+  for _, name in ipairs(G.arrays) do
+    local vals = d[name]
+    local arr = ffi.new(G.ctypes[name] .. "[?]", math.max(#vals, 1))
+    for j = 1, #vals do arr[j - 1] = vals[j] end
+    a[#a + 1] = arr
+  end
+  return a
+end
+
+local function kopts(case)
+  return { name = case.name or "fuzz", precision = case.precision, cache = false }
+end
+
+-- Run on the oracle: the argument list after the launch, or nil and the error.
+function C.oracle(case, fn)
+  local args = C.args(case)
+  local k = H.kernel("sim", fn, kopts(case))
+  jit.flush()
+  jit.off()
+  local ok, err = pcall(k.launch, k, case.N, unpack(args, 1, #G.params))
+  jit.on()
+  if not ok then return nil, tostring(err) end
+  return args
+end
+
+local du = ffi.new("union { double d; uint64_t u; }")
+local function dbits(v) du.d = v; return du.u end
+
+-- Compare one element; returns nil when equal, else a message.
+local function differ(ct, got, exp)
+  if ct == "double" then
+    if got ~= got and exp ~= exp then return nil end
+    if dbits(got) == dbits(exp) then return nil end
+  elseif ct == "float" then
+    if got ~= got and exp ~= exp then return nil end
+    if H.float_ulps(got, exp) <= C.FLOAT_ULPS then return nil end
+    if math.abs(got - exp) <= C.FLOAT_REL * math.max(math.abs(exp), C.FLOAT_SCALE) then return nil end
+  elseif got == exp then
+    return nil
+  end
+  return "expected " .. H.fmt(tonumber(exp)) .. ", got " .. H.fmt(tonumber(got))
+end
+
+-- Compare the arrays of two argument lists: nil, or a message naming the
+-- first array that differs.
+function C.compare(got, ref)
+  for j, name in ipairs(G.arrays) do
+    local ct = G.ctypes[name]
+    local g, r = got[j + 2], ref[j + 2]
+    local n = ffi.sizeof(g) / ffi.sizeof(ct)
+    local bad = {}
+    for i = 0, n - 1 do
+      local m = differ(ct, g[i], r[i])
+      if m then
+        bad[#bad + 1] = string.format("%s[%d] (%s): %s", name, i, ct, m)
+        if #bad >= 4 then break end
+      end
+    end
+    if #bad > 0 then return name, table.concat(bad, "; ") end
+  end
+  return nil
+end
+
+-- Launch compiled kernel k (pre: arguments put before the case's own, the
+-- batch index) on a fresh copy of the case's arguments and compare with the
+-- oracle's ref.  nil, or a failure { class = ..., msg = ... }:
+--   class "mismatch:<array>", "compile" (an error naming the kernel, raised
+--   at the first launch), "launch" (any other error of the launch).
+local function launch_compare(k, case, ref, pre)
+  local args = C.args(case)
+  local ok, err
+  if pre == nil then
+    ok, err = pcall(k.launch, k, case.N, unpack(args, 1, #G.params))
+  else
+    ok, err = pcall(k.launch, k, case.N, pre, unpack(args, 1, #G.params))
+  end
+  if not ok then
+    local msg = tostring(err)
+    -- compile errors name the kernel: "file:line: what (in kernel NAME)"
+    local class = msg:find("(in kernel", 1, true) and "compile" or "launch"
+    return { class = class, msg = msg }
+  end
+  local arr, msg = C.compare(args, ref)
+  if arr then return { class = "mismatch:" .. arr, msg = msg } end
+  return nil
+end
+
+-- Run one case on backend bk.  Returns nil when it agrees with the oracle,
+-- or a failure (launch_compare); or nil and why the case is not a valid
+-- kernel (it does not load, or the oracle raises an error).  ref: the
+-- oracle's arguments when already computed.
+function C.run(case, bk, ref)
+  local fn, lerr = C.kernel_fn(case)
+  if not fn then return nil, "load: " .. lerr end
+  if not ref then
+    local oerr
+    ref, oerr = C.oracle(case, fn)
+    if not ref then return nil, "oracle: " .. oerr end
+  end
+  local ok, k = pcall(H.kernel, bk, fn, kopts(case))
+  if not ok then return { class = "compile", msg = tostring(k) } end
+  return launch_compare(k, case, ref, nil)
+end
+
+-- Run several cases of one precision compiled as one kernel
+-- (gen.batch_source) on each backend of the list.  Returns a list with, per
+-- case, { invalid = why } or { fails = { {bk, class, msg}, ... } }.  Cases
+-- the oracle rejects are left out of the batch.
+function C.run_batch(cases, backends)
+  local res, valid, refs = {}, {}, {}
+  for j, case in ipairs(cases) do
+    local fn, why = C.kernel_fn(case)
+    local ref
+    if fn then ref, why = C.oracle(case, fn) end
+    if ref then
+      valid[#valid + 1] = case
+      refs[#valid] = ref
+      res[j] = { fails = {} }
+    else
+      res[j] = { invalid = why }
+    end
+  end
+  if #valid == 0 then return res end
+  local chunk = assert(load(G.batch_source(valid), "=fuzz_batch"))
+  local wrapper = chunk(H.gpu)
+  local at = {}
+  for j = 1, #cases do if res[j].fails then at[#at + 1] = j end end
+  for _, bk in ipairs(backends) do
+    local ok, k = pcall(H.kernel, bk, wrapper, kopts(valid[1]))
+    for v = 1, #valid do
+      local f = { class = "compile", msg = tostring(k) }
+      if ok then f = launch_compare(k, valid[v], refs[v], v) end
+      if f then
+        f.bk = bk
+        local list = res[at[v]].fails
+        list[#list + 1] = f
+      end
+    end
+  end
+  return res
+end
+
+-- Run a case on each backend of the list against one oracle run.  Returns
+-- a list of { bk = ..., class = ..., msg = ... } (empty when all agree), or
+-- nil and why the case is not a valid kernel (it fails to load, or the
+-- oracle raises an error).
+function C.run_all(case, backends)
+  local fn, lerr = C.kernel_fn(case)
+  if not fn then return nil, "load: " .. lerr end
+  local ref, oerr = C.oracle(case, fn)
+  if not ref then return nil, "oracle: " .. oerr end
+  local fails = {}
+  for _, bk in ipairs(backends) do
+    local f = C.run(case, bk, ref)
+    if f then
+      f.bk = bk
+      fails[#fails + 1] = f
+    end
+  end
+  return fails
+end
+
+-- The same failure, for the shrinker: same class, and for errors the same
+-- message once numbers (lines, values) are taken out.
+function C.same_failure(a, b)
+  if a.class ~= b.class then return false end
+  if a.class:sub(1, 8) == "mismatch" then return true end
+  local function norm(m) return (m:gsub("%d+", "#"):sub(1, 200)) end
+  return norm(a.msg) == norm(b.msg)
+end
+
+-- Does the case still fail on bk the way `want` did?
+function C.still_fails(case, bk, want)
+  local ok, f = pcall(C.run, case, bk)
+  if not ok or not f then return false end
+  return C.same_failure(f, want)
+end
+
+return C

@@ -1,0 +1,89 @@
+-- spec/fuzz/main.lua: differential fuzzing from the command line
+-- (`make fuzz N=... SEED=...`; docs/fuzzing.md).
+--
+--   luajit spec/fuzz/main.lua [N [SEED]]     N kernels from seed SEED on
+--                                            the backends of GPUJIT_SPEC_BACKENDS
+--   luajit spec/fuzz/main.lua --repro FILE   run one reproducer
+--
+-- Kernels run C.BATCH at a time, compiled together (check.lua, run_batch);
+-- a failing one is run again alone, shrunk, and written as a reproducer under $GPUJIT_FUZZ_OUT
+-- (default build/fuzz/); the path is printed.  Exit status 1 when any kernel
+-- failed.
+
+local G = require("spec.fuzz.gen")
+local C = require("spec.fuzz.check")
+local S = require("spec.fuzz.shrink")
+local H = require("spec.helpers")
+
+local backends = H.compilers
+
+if arg[1] == "--repro" then
+  local case = dofile(arg[2])
+  local fails, why = C.run_all(case, backends)
+  if not fails then print("not a valid kernel: " .. why); os.exit(2) end
+  for _, f in ipairs(fails) do print(f.bk .. ": " .. f.class .. ": " .. f.msg) end
+  print(#fails == 0 and "agrees with the oracle" or "fails")
+  os.exit(#fails == 0 and 0 or 1)
+end
+
+local n = tonumber(arg[1]) or 1000
+local seed0 = tonumber(arg[2]) or os.time()
+local outdir = os.getenv("GPUJIT_FUZZ_OUT") or "build/fuzz"
+os.execute("mkdir -p '" .. outdir .. "'")
+
+local failed, invalid = 0, 0
+local t0 = os.time()
+
+-- A failing case: confirmed alone, shrunk, written out.
+local function report(case, f)
+  failed = failed + 1
+  print(string.format("seed %d FAILS on %s: %s: %s", case.seed, f.bk, f.class, f.msg:sub(1, 300)))
+  local alone = C.run(case, f.bk)
+  local path = string.format("%s/seed%d_%s.lua", outdir, case.seed, f.bk)
+  if not alone then
+    S.write(path, case, string.format("seed %d, backend %s: fails only when compiled with other cases"
+      .. " (C.run_batch)\n%s: %s", case.seed, f.bk, f.class, f.msg:sub(1, 400)))
+    print("  fails only in its batch; not shrunk: " .. path)
+    return
+  end
+  local small, tries = S.shrink(case, function(c) return C.still_fails(c, f.bk, alone) end)
+  local again = C.run(small, f.bk) or alone
+  S.write(path, small, string.format("seed %d, backend %s, precision %s\n%s: %s", case.seed, f.bk,
+    small.precision, again.class, again.msg:sub(1, 400)))
+  print(string.format("  shrunk in %d tries: %s", tries, path))
+end
+
+local verbose = os.getenv("GPUJIT_FUZZ_VERBOSE") == "1"
+
+local function run(batch)
+  if verbose then
+    local s = {}
+    for j, c in ipairs(batch) do s[j] = c.seed end
+    io.stdout:write("batch ", table.concat(s, ","), "\n")
+    io.stdout:flush()
+  end
+  for j, r in ipairs(C.run_batch(batch, backends)) do
+    if r.invalid then
+      invalid = invalid + 1
+      print(string.format("seed %d: generator produced an invalid kernel: %s", batch[j].seed, r.invalid))
+    elseif #r.fails > 0 then
+      report(batch[j], r.fails[1])
+    end
+  end
+end
+
+print(string.format("fuzz: %d kernels from seed %d on %s, %d per compile", n, seed0,
+  table.concat(backends, ","), C.BATCH))
+local pending = { double = {}, single = {} }
+for seed = seed0, seed0 + n - 1 do
+  local case = G.generate(seed)
+  local list = pending[case.precision]
+  list[#list + 1] = case
+  if #list == C.BATCH then
+    run(list)
+    pending[case.precision] = {}
+  end
+end
+for _, list in pairs(pending) do if #list > 0 then run(list) end end
+print(string.format("fuzz: %d kernels, %d failed, %d invalid, %d s", n, failed, invalid, os.time() - t0))
+os.exit((failed == 0 and invalid == 0) and 0 or 1)
