@@ -201,7 +201,7 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
   lua_getfield(L, 3, "one_based");
   if (lua_isstring(L, -1)) {
     const char *b = lua_tostring(L, -1);
-    for (j = 0; b[j] && j < GJ_MAXPARAMS; j++)
+    for (j = 0; j < GJ_MAXPARAMS && b[j]; j++)
       if (b[j] == '1') o->one_based |= 1ull << j;
   }
   lua_getfield(L, 3, "argnames");
