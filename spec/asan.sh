@@ -13,8 +13,16 @@ libasan=$(${CC:-cc} -print-file-name=libasan.so)
 # a `luajit` first in PATH that adds it.
 real=$(command -v luajit) || exit 1
 mkdir -p "$ASAN_BUILD/bin"
-printf '#!/bin/sh\nLD_PRELOAD="%s" exec "%s" "$@"\n' "$libasan" "$real" > "$ASAN_BUILD/bin/luajit"
+# Leak checking is for the busted process itself: LeakSanitizer's tracer
+# crashes now and then ("Tracer caught signal 11") at the exit of the short
+# child processes that specs start (H.run_isolated), which fails them for
+# nothing gpujit did; they still run under ASan and UBSan.
+printf '#!/bin/sh\ncase "$1" in */busted) ;; *) ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0"; export ASAN_OPTIONS;; esac\nLD_PRELOAD="%s" exec "%s" "$@"\n' \
+  "$libasan" "$real" > "$ASAN_BUILD/bin/luajit"
 chmod +x "$ASAN_BUILD/bin/luajit"
+# The fixed-seed fuzz run is make test's; under the sanitizers (a compiler
+# several times slower) 64 of its kernels per backend are enough.
+GPUJIT_FUZZ_SPEC_N=${GPUJIT_FUZZ_SPEC_N:-64} \
 PATH="$PWD/$ASAN_BUILD/bin:$PATH" \
 ASAN_OPTIONS="detect_leaks=1 allocator_may_return_null=1 log_path=$PWD/$dir/asan" \
 LSAN_OPTIONS="suppressions=$PWD/spec/c/lsan.supp print_suppressions=0" \
