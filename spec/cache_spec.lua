@@ -23,13 +23,7 @@ after_each(function()
 end)
 
 local function entries_of(dir)
-  local p = io.popen("ls '" .. dir .. "'")
-  local list = {}
-  for name in p:lines() do
-    if name:match("^%x+%.gjc$") then list[#list + 1] = dir .. "/" .. name end
-  end
-  p:close()
-  return list
+  return H.ls("'" .. dir .. "'/*.gjc")
 end
 
 local function read_file(path)

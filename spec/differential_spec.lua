@@ -16,16 +16,7 @@ local gpu = H.gpu
 -- Part 1: the examples
 ---------------------------------------------------------------------------
 
-local function list_examples()
-  local out = {}
-  local p = io.popen("ls examples/*.lua 2>/dev/null")
-  if p then
-    for l in p:lines() do out[#out + 1] = l end
-    p:close()
-  end
-  table.sort(out)
-  return out
-end
+local function list_examples() return H.ls("examples/*.lua") end
 
 -- Run an example script with `require("gpujit")` answered by a proxy: every
 -- kernel it makes is a real kernel whose first launch is also run on sim

@@ -6,16 +6,7 @@
 local H = require("spec.helpers")
 local C = require("spec.fuzz.check")
 
-local function list()
-  local out = {}
-  local p = io.popen("ls spec/fuzz/repro/*.lua 2>/dev/null")
-  if p then
-    for l in p:lines() do out[#out + 1] = l end
-    p:close()
-  end
-  table.sort(out)
-  return out
-end
+local function list() return H.ls("spec/fuzz/repro/*.lua") end
 
 describe("fuzz reproducers", function()
   local files = list()

@@ -630,6 +630,18 @@ function H.sanity(bk)
   return true
 end
 
+-- The files a shell glob names, sorted (none: an empty list).
+function H.ls(glob)
+  local out = {}
+  local p = io.popen("ls " .. glob .. " 2>/dev/null")
+  if p then
+    for l in p:lines() do out[#out + 1] = l end
+    p:close()
+  end
+  table.sort(out)
+  return out
+end
+
 -- Run Lua code in a separate luajit process (for what might crash: a bad
 -- write must not take the whole suite down).  The code gets `gpu` (the
 -- module, its current backend set to bk) and `ffi`.  Returns the exit
