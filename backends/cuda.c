@@ -36,8 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/blake3.h>
-
+#include "../src/gj_cache.h"
 #include "../src/gj_ptx.h"
 #include "../src/gj_target.h"
 
@@ -302,11 +301,10 @@ static void cu_close(gj_bstate *st);
 ** update that changes it must not reuse code linked with the old one). */
 static void hash_libdevice(gj_bstate *st)
 {
-  static const char hex[] = "0123456789abcdef";
   llvm_blake3_hasher h;
-  uint8_t out[32], buf[65536];
+  gj_cache_key sum;
+  uint8_t buf[65536];
   size_t n;
-  int i;
   FILE *f = fopen(st->libdevice, "rb");
   snprintf(st->libdevice_hash, sizeof(st->libdevice_hash), "unreadable");
   if (!f) return;
@@ -314,12 +312,8 @@ static void hash_libdevice(gj_bstate *st)
   while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
     llvm_blake3_hasher_update(&h, buf, n);
   fclose(f);
-  llvm_blake3_hasher_finalize(&h, out, sizeof(out));
-  for (i = 0; i < 32; i++) {
-    st->libdevice_hash[2 * i] = hex[out[i] >> 4];
-    st->libdevice_hash[2 * i + 1] = hex[out[i] & 15];
-  }
-  st->libdevice_hash[64] = '\0';
+  llvm_blake3_hasher_finalize(&h, sum.b, sizeof(sum.b));
+  gj_cache_key_hex(&sum, st->libdevice_hash);
 }
 
 static int cu_open(gj_bstate **out, gj_err *err)
