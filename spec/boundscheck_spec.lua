@@ -254,7 +254,7 @@ for _, bk in ipairs(H.compilers) do
         local k2 = gpu.kernel(function(a) a[gpu.global_id() + 1] = 1 end, { boundscheck = false })
         print("off", pcall(k2.launch, k2, 3, ffi.new("double[4]")))
       ]]
-      local ok, out = H.run_isolated(bk, code, "GPUJIT_BOUNDSCHECK=1")
+      local ok, out = H.run_isolated(bk, code, { GPUJIT_BOUNDSCHECK = 1 })
       assert.is_true(ok, out)
       assert.is_truthy(out:find("index 4 is out of bounds for argument 1 'a' (length 4", 1, true), out)
       assert.is_truthy(out:find("off\ttrue", 1, true), out)

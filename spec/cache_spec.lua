@@ -263,9 +263,7 @@ for _, bk in ipairs(H.compilers) do
       local script = os.tmpname()
       write_file(script, "local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use('" .. bk
         .. "')\n" .. SAXPY .. STATS)
-      local q = function(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
-      local run1 = "GPUJIT_CACHE_DIR=" .. q(dir) .. " LUA_PATH=" .. q(package.path) .. " LUA_CPATH="
-        .. q(package.cpath) .. " luajit " .. script
+      local run1 = H.luajit_cmd({ GPUJIT_CACHE_DIR = dir }) .. " " .. script
       local p = io.popen("(" .. run1 .. " > " .. script .. ".1 2>&1; echo $? >> " .. script .. ".1) & ("
         .. run1 .. " > " .. script .. ".2 2>&1; echo $? >> " .. script .. ".2) & wait")
       p:read("*a")
@@ -380,10 +378,8 @@ for _, bk in ipairs(H.compilers) do
         print("Y0=" .. y[0])
         assert(eager)
       ]])
-      local q = function(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
-      local p = io.popen("GPUJIT_BACKEND=" .. bk .. " GPUJIT_CACHE_DIR=" .. q(dir) .. " LUA_PATH="
-        .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit bin/gpujit-precompile "
-        .. script .. " 2>&1; echo \"exit $?\"")
+      local p = io.popen(H.luajit_cmd({ GPUJIT_BACKEND = bk, GPUJIT_CACHE_DIR = dir })
+        .. " bin/gpujit-precompile " .. script .. " 2>&1; echo \"exit $?\"")
       local out = p:read("*a")
       p:close()
       os.remove(script)

@@ -642,27 +642,27 @@ function H.ls(glob)
   return out
 end
 
+-- The shell command that starts luajit with this process's module paths and
+-- the environment variables of the table env (may be nil).
+function H.luajit_cmd(env)
+  local q = function(v) return "'" .. tostring(v):gsub("'", "'\\''") .. "'" end
+  local vars = ""
+  for k, v in pairs(env or {}) do vars = vars .. k .. "=" .. q(v) .. " " end
+  return vars .. "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit"
+end
+
 -- Run Lua code in a separate luajit process (for what might crash: a bad
 -- write must not take the whole suite down).  The code gets `gpu` (the
 -- module, its current backend set to bk) and `ffi`.  Returns the exit
--- status (true when 0) and the output, stdout and stderr together.  env:
--- environment variables for the process, a table { NAME = value } or a
--- string "NAME=value ...".
+-- status (true when 0) and the output, stdout and stderr together.  env: a
+-- table of environment variables for the process.
 function H.run_isolated(bk, code, env)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write("local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use(", string.format("%q", bk),
     ")\n", code, "\n")
   f:close()
-  local q = function(v) return "'" .. v:gsub("'", "'\\''") .. "'" end
-  local vars = env or ""
-  if type(env) == "table" then
-    vars = ""
-    for k, v in pairs(env) do vars = vars .. k .. "=" .. q(tostring(v)) .. " " end
-  end
-  local cmd = vars .. " LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit "
-    .. path .. " 2>&1"
-  local p = io.popen(cmd .. "; echo \"exit status $?\"")
+  local p = io.popen(H.luajit_cmd(env) .. " " .. path .. " 2>&1; echo \"exit status $?\"")
   local out = p:read("*a")
   p:close()
   os.remove(path)
