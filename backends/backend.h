@@ -59,6 +59,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "../src/gj_err.h"
+#include "../src/gj_job.h"
 #include "../src/gj_type.h"
 
 typedef struct gj_device_info {
@@ -72,29 +73,6 @@ typedef struct gj_device_info {
   char arch[16];           /* GPUs: the architecture, e.g. "sm_90"; or "" */
 } gj_device_info;
 
-/* The compile job: everything about the target that code generation and
-** optimization need.  The backend fills it; the core (and, later, plugins)
-** may read and adjust it before compiling. */
-typedef struct gj_job {
-  char triple[64];
-  char datalayout[256];
-  char cpu[64];
-  char features[1024];
-  /* Whatever else decides the artifact and is not in the fields above:
-  ** driver, device and linked libraries' versions.  Part of the cache key
-  ** (src/gj_cache.h); a backend that links a library puts its hash here. */
-  char target_id[256];
-  unsigned as_global;      /* address space of array arguments */
-  unsigned as_shared;      /* gpu.shared arrays */
-  unsigned as_local;       /* gpu.local_array arrays (the alloca space) */
-  int serial_groups;       /* 1: a group's work items run one after another
-                           ** on one thread (see the top of this file) */
-  const char *intrinsics_ir;   /* LLVM IR text defining the gj.* functions */
-  char passes[256];        /* new-PM pipeline text, e.g. "default<O3>" */
-  LLVMCodeGenOptLevel codegen_opt;
-  LLVMRelocMode reloc;
-  LLVMCodeModel code_model;
-} gj_job;
 
 /* The fault record of a launch of a bounds-checked kernel (see the top of
 ** this file); the field offsets are part of the convention. */

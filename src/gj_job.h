@@ -1,0 +1,50 @@
+/*
+** The compile job: everything about the target that code generation,
+** linking and optimization need.  A backend proposes it (gj_backend.job),
+** the kernel's `job` option and plugins adjust it (docs/plugins.md), and
+** the core follows it; the core never asks which backend it compiles for.
+** Public: plugins (gpujit_plugin.h) and embedders read and change it.
+*/
+#ifndef GJ_JOB_H
+#define GJ_JOB_H
+
+#include <llvm-c/TargetMachine.h>
+
+#define GJ_JOB_MAXLIBS 4
+
+/* A bitcode library the core links into the module before the entry point
+** is added (libdevice on cuda; any library a user or plugin adds). */
+typedef struct gj_job_lib {
+  char path[512];
+  /* Link only when the module calls a declared function whose name starts
+  ** with this ("" : always).  Linked definitions are internalized, so that
+  ** what the kernel does not use is dropped. */
+  char prefix[32];
+} gj_job_lib;
+
+typedef struct gj_job {
+  char triple[64];
+  char datalayout[256];
+  char cpu[64];
+  char features[1024];
+  /* Whatever else decides the artifact and is not in the fields above:
+  ** driver, device and linked libraries' versions.  Part of the cache key
+  ** (src/gj_cache.h); a backend that links a library puts its hash here. */
+  char target_id[256];
+  unsigned as_global;      /* address space of array arguments */
+  unsigned as_shared;      /* gpu.shared arrays */
+  unsigned as_local;       /* gpu.local_array arrays (the alloca space) */
+  int serial_groups;       /* 1: a group's work items run one after another
+                           ** on one thread (backends/backend.h) */
+  /* How the gj.* intrinsics lower: LLVM IR text defining them (and the
+  ** entry convention in the backend's wrap). */
+  const char *intrinsics_ir;
+  int nlibs;
+  gj_job_lib libs[GJ_JOB_MAXLIBS];
+  char passes[1024];       /* new-PM pipeline text, e.g. "default<O3>" */
+  LLVMCodeGenOptLevel codegen_opt;
+  LLVMRelocMode reloc;
+  LLVMCodeModel code_model;
+} gj_job;
+
+#endif
