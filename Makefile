@@ -50,6 +50,8 @@ CORE = $(BUILD)/gpujit/core.so
 # The same objects as a library for C hosts (luaopen_gpujit, src/gpujit.h).
 EMBED_LIB = $(BUILD)/libgpujit.so
 EMBED_HOST = $(BUILD)/examples/embed-host
+# The shipped plugins, next to the core (rules below).
+PLUGIN_SOS = $(BUILD)/gpujit/plugins/count.so $(BUILD)/gpujit/plugins/nancheck.so
 LUA_SRCS = $(wildcard lua/gpujit/*.lua)
 EMBED_HEADERS = src/gpujit.h src/gj_type.h
 
@@ -64,11 +66,19 @@ MULTISTATE = $(BUILD)/multistate
 .PHONY: all deps bench-deps bench test run lint examples install install-embed uninstall \
         install-check clean tsan check fuzz fuzz-frontend
 
-all: $(CORE) $(EMBED_LIB)
+all: $(CORE) $(EMBED_LIB) $(PLUGIN_SOS)
 
 $(CORE): $(OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(GJ_LDFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(GJ_LDLIBS) $(LDLIBS)
+
+# The shipped plugins (docs/plugins.md): one shared object each, loaded by
+# gpu.load_plugin, linking LLVM itself; plugins/plugin_ir.c is in both.
+$(BUILD)/gpujit/plugins/count.so: plugins/count/count.c
+$(BUILD)/gpujit/plugins/nancheck.so: plugins/nancheck/nancheck.c
+$(PLUGIN_SOS): plugins/plugin_ir.c plugins/plugin_ir.h src/gpujit_plugin.h src/gj_job.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GJ_CFLAGS) $(CFLAGS) $(GJ_LDFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) $(GJ_LDLIBS) $(LDLIBS)
 
 # Several lua_States on their own threads at once (spec/c/multistate.c).
 $(MULTISTATE): spec/c/multistate.c
@@ -159,10 +169,11 @@ examples: all $(EMBED_HOST)
 	$(EMBED_HOST) examples/embed/particles.lua lua $(EXAMPLE_BACKEND)
 
 # The Lua module where LuaJIT looks by default (or where LuaRocks says).
-install: $(CORE)
-	install -d $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit
+install: $(CORE) $(PLUGIN_SOS)
+	install -d $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit/plugins
 	install -m 644 $(LUA_SRCS) $(DESTDIR)$(LUADIR)/gpujit/
 	install -m 755 $(CORE) $(DESTDIR)$(LIBDIR)/gpujit/core.so
+	install -m 755 $(PLUGIN_SOS) $(DESTDIR)$(LIBDIR)/gpujit/plugins/
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 bin/gpujit-precompile $(DESTDIR)$(BINDIR)/
 
@@ -175,9 +186,11 @@ install-embed: $(EMBED_LIB)
 uninstall:
 	rm -f $(patsubst lua/gpujit/%,$(DESTDIR)$(LUADIR)/gpujit/%,$(LUA_SRCS))
 	rm -f $(DESTDIR)$(LIBDIR)/gpujit/core.so $(DESTDIR)$(EMBED_LIBDIR)/libgpujit.so
+	rm -f $(patsubst $(BUILD)/gpujit/%,$(DESTDIR)$(LIBDIR)/gpujit/%,$(PLUGIN_SOS))
 	rm -f $(DESTDIR)$(BINDIR)/gpujit-precompile
 	rm -f $(patsubst src/%,$(DESTDIR)$(INCDIR)/%,$(EMBED_HEADERS))
-	-rmdir $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit $(DESTDIR)$(INCDIR) 2>/dev/null
+	-rmdir $(DESTDIR)$(LUADIR)/gpujit $(DESTDIR)$(LIBDIR)/gpujit/plugins $(DESTDIR)$(LIBDIR)/gpujit \
+	  $(DESTDIR)$(INCDIR) 2>/dev/null
 
 # `make install` into a staging DESTDIR and `luarocks make` into a private
 # tree, each then loaded from /tmp with LuaJIT's paths pointing there only.
@@ -186,7 +199,7 @@ install-check: all
 
 lint:
 	luacheck lua spec examples bench
-	cppcheck $(CPPCHECK_FLAGS) src backends examples/embed
+	cppcheck $(CPPCHECK_FLAGS) src backends plugins examples/embed
 
 # cppcheck: the checks and suppressions (each with its reason) are in
 # .cppcheck-suppressions; system headers are not analysed.
