@@ -51,7 +51,7 @@ CORE = $(BUILD)/gpujit/core.so
 EMBED_LIB = $(BUILD)/libgpujit.so
 EMBED_HOST = $(BUILD)/examples/embed-host
 LUA_SRCS = $(wildcard lua/gpujit/*.lua)
-EMBED_HEADERS = src/gpujit.h src/gj_type.h
+EMBED_HEADERS = src/gpujit.h src/gj_type.h src/gj_job.h src/gpujit_plugin.h
 
 LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
 
