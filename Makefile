@@ -53,7 +53,7 @@ EMBED_HOST = $(BUILD)/examples/embed-host
 # The shipped plugins, next to the core (rules below).
 PLUGIN_SOS = $(BUILD)/gpujit/plugins/count.so $(BUILD)/gpujit/plugins/nancheck.so
 LUA_SRCS = $(wildcard lua/gpujit/*.lua)
-EMBED_HEADERS = src/gpujit.h src/gj_type.h
+EMBED_HEADERS = src/gpujit.h src/gj_type.h src/gj_job.h src/gpujit_plugin.h
 
 LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
 

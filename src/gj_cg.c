@@ -67,7 +67,7 @@ static LLVMTypeRef ret_type(gj_cg *g, gj_fn *fn)
 
 static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
 {
-  LLVMTypeRef ps[GJ_MAXPARAMS * 2 + 2];
+  LLVMTypeRef ps[GJ_MAXPARAMS * 2 + 2];   /* nextra: within GJ_MAXPARAMS */
   unsigned n = 0;
   int j;
   LLVMValueRef f;
@@ -82,8 +82,23 @@ static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
       ps[n++] = gj_cg_type(g, t);
     }
   }
+  if (fn->kv < 0)
+    for (j = 0; j < g->opts->nextra; j++) {
+      ps[n++] = g->ptr_global;
+      ps[n++] = g->lt[LT_I64];
+    }
   f = LLVMAddFunction(g->M, name, LLVMFunctionType(ret_type(g, fn), ps, n, 0));
   LLVMSetLinkage(f, LLVMInternalLinkage);
+  if (fn->kv < 0)
+    for (j = 0; j < g->opts->nextra; j++) {
+      char len[96];
+      const char *nm = g->opts->extra_names[j];
+      snprintf(len, sizeof(len), "%s.len", nm);
+      LLVMSetValueName2(LLVMGetParam(f, n - 2 * (g->opts->nextra - j)), nm,
+                        strlen(nm));
+      LLVMSetValueName2(LLVMGetParam(f, n - 2 * (g->opts->nextra - j) + 1),
+                        len, strlen(len));
+    }
   /* Inlined into the kernel, so the work-item state never escapes and the
   ** CPU's work-item loop vectorizes; recursion is rejected by the typer. */
   {
@@ -169,6 +184,26 @@ LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
   return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
 }
 
+/* With opts->locs: !gj.loc !{i32 line, i32 arg, !"source"} on the access
+** v of array arr by instruction i (gpujit_plugin.h).  arg is 1-based when
+** the array is known to be one parameter of the kernel, else 0. */
+static void tag_loc(gj_cg *g, int i, gj_ty ta, LLVMValueRef v)
+{
+  LLVMMetadataRef md[3];
+  const gj_proto *p = g->fn->proto;
+  uint64_t o = ta.u.origin;
+  int arg = 0;
+  if (!g->opts->locs) return;
+  if (g->fn->kv < 0 && ta.space == GJ_SPACE_GLOBAL && o && !(o & (o - 1)))
+    while (!((o >> arg++) & 1)) {}
+  md[0] = LLVMValueAsMetadata(
+      LLVMConstInt(g->lt[LT_I32], (unsigned)p->ins[i].line, 0));
+  md[1] = LLVMValueAsMetadata(LLVMConstInt(g->lt[LT_I32], (unsigned)arg, 0));
+  md[2] = LLVMMDStringInContext2(g->C, p->chunk, strlen(p->chunk));
+  LLVMSetMetadata(v, LLVMGetMDKindIDInContext(g->C, "gj.loc", 6),
+                  LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 3)));
+}
+
 /* a[idx] (instruction i) into *out. */
 static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
                       LLVMValueRef idx, gj_ty ti, LLVMValueRef *out)
@@ -177,11 +212,14 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p, v;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
-  if ((gj_scalar)ta.s == GJ_BOOL)
-    v = LLVMBuildICmp(g->B, LLVMIntNE, LLVMBuildLoad2(g->B, g->lt[LT_I8], p, ""),
-                      LLVMConstInt(g->lt[LT_I8], 0, 0), "");
-  else
+  if ((gj_scalar)ta.s == GJ_BOOL) {
+    v = LLVMBuildLoad2(g->B, g->lt[LT_I8], p, "");
+    tag_loc(g, i, ta, v);
+    v = LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(g->lt[LT_I8], 0, 0), "");
+  } else {
     v = LLVMBuildLoad2(g->B, gj_cg_scalar_type(g, (gj_scalar)ta.s), p, "");
+    tag_loc(g, i, ta, v);
+  }
   *out = gj_cg_check_end(g, &gd, v);
   return 0;
 }
@@ -195,7 +233,7 @@ static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   v = gj_cg_to_elem(g, v, tv, (gj_scalar)ta.s);
   if ((gj_scalar)ta.s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
-  LLVMBuildStore(g->B, v, p);
+  tag_loc(g, i, ta, LLVMBuildStore(g->B, v, p));
   gj_cg_check_end(g, &gd, NULL);
   return 0;
 }
@@ -697,7 +735,13 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
     return -1;
   }
   memset(sig, 0, sizeof(*sig));
-  sig->nparams = kernel->nparams;
+  sig->nparams = kernel->nparams + opts->nextra;
+  for (j = 0; j < opts->nextra; j++) {   /* plugin buffers */
+    gj_param *pp = &sig->params[kernel->nparams + j];
+    pp->is_array = 1;
+    pp->elem = (uint8_t)opts->extra_elems[j];
+    pp->read = pp->written = 1;
+  }
   for (j = 0; j < kernel->nparams; j++) {
     gj_ty t = kernel->params[j];
     gj_param *pp = &sig->params[j];

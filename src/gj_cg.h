@@ -25,6 +25,13 @@ typedef struct gj_cgopts {
   struct gj_sites *sites;
   const char *const *argnames;   /* kernel parameter names (entries may be
                                  ** NULL), for the sites' messages */
+  /* Plugin buffers: array parameters of @gj_body after the kernel's own,
+  ** named extra_names[i] (and ".len"), also appended to the signature. */
+  int nextra;
+  const char *const *extra_names;
+  const gj_scalar *extra_elems;
+  /* Tag each array load and store with !gj.loc (gpujit_plugin.h). */
+  int locs;
 } gj_cgopts;
 
 /* Emit the kernel fn (typed) into a new module in C.  Fills sig (params,

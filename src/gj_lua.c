@@ -18,11 +18,14 @@
 
 #include "gj_ctx.h"
 #include "gj_intr.h"
+#include "gj_joblua.h"
 #include "gj_pipeline.h"
+#include "gj_plugin.h"
 #include "gpujit.h"
 
 #define CTX_MT "gpujit.ctx"
 #define KERNEL_MT "gpujit.kernel"
+#define PLUGIN_MT "gpujit.plugin"
 
 /* Kernel objects: a userdata owning one loaded gj_kernel.  The context
 ** keeps a list so that closing the state unloads every kernel before the
@@ -211,6 +214,9 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
     lua_pop(L, 1);
   }
   lua_pop(L, 8);   /* the strings stay referenced by the opts table */
+  /* left on the stack for the compile: the plugins' descriptors */
+  lua_getfield(L, 3, "plugins");
+  o->plugins = lua_istable(L, -1) ? lua_gettop(L) : 0;
 }
 
 static void push_sig(lua_State *L, const gj_sig *sig)
@@ -299,6 +305,118 @@ static int core_inspect(lua_State *L)
   lua_pushstring(L, o.want_llvm ? out.llvm : out.asm_text);
   free(out.llvm);
   free(out.asm_text);
+  return 1;
+}
+
+/* core.job(fn, types, opts): the job table the kernel would compile with. */
+static int core_job(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  gj_compile_opts o;
+  gj_job job;
+  gj_err err;
+  read_compile_args(L, &o);
+  if (gj_pipeline_job(&c->ctx, L, 1, &o, &job, &err)) {
+    lua_pushstring(L, err.msg);
+    return lua_error(L);
+  }
+  gj_job_push(L, &job);
+  return 1;
+}
+
+/* --- plugins --------------------------------------------------------------- */
+
+/* core.load_plugin(path) -> handle, { name, version, identity, buffers } */
+static int core_load_plugin(lua_State *L)
+{
+  const char *path = luaL_checkstring(L, 1);
+  gj_cplugin *cp = (gj_cplugin *)lua_newuserdata(L, sizeof(gj_cplugin));
+  gj_err err;
+  int i;
+  if (gj_cplugin_load(cp, path, &err)) {
+    lua_pushstring(L, err.msg);
+    return lua_error(L);
+  }
+  luaL_getmetatable(L, PLUGIN_MT);
+  lua_setmetatable(L, -2);
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, cp->p.name);
+  lua_setfield(L, -2, "name");
+  lua_pushstring(L, cp->p.version);
+  lua_setfield(L, -2, "version");
+  lua_pushstring(L, cp->identity);
+  lua_setfield(L, -2, "identity");
+  lua_createtable(L, cp->p.nbuffers, 0);
+  for (i = 0; i < cp->p.nbuffers; i++) {
+    const gpujit_plugin_buffer *b = &cp->p.buffers[i];
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, b->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, b->elem);
+    lua_setfield(L, -2, "elem");
+    lua_pushnumber(L, (lua_Number)b->per_item);
+    lua_setfield(L, -2, "per_item");
+    lua_pushnumber(L, (lua_Number)b->fixed);
+    lua_setfield(L, -2, "fixed");
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "buffers");
+  lua_pushboolean(L, cp->p.report != NULL);
+  lua_setfield(L, -2, "has_report");
+  return 2;
+}
+
+static int plugin_gc(lua_State *L)
+{
+  gj_cplugin_close((gj_cplugin *)luaL_checkudata(L, 1, PLUGIN_MT));
+  return 0;
+}
+
+/* core.plugin_report(handle, kernel, dims, items, buffers, lengths): the
+** plugin's report of a finished launch (buffers: lightuserdata host
+** copies). */
+static int core_plugin_report(lua_State *L)
+{
+  gj_cplugin *cp = (gj_cplugin *)luaL_checkudata(L, 1, PLUGIN_MT);
+  gpujit_launch_desc ld;
+  const void *bufs[GPUJIT_PLUGIN_MAXBUF];
+  int64_t lens[GPUJIT_PLUGIN_MAXBUF];
+  const gj_dims *d = (const gj_dims *)lua_topointer(L, 3);
+  char msg[512] = "";
+  int i, top;
+  memset(&ld, 0, sizeof(ld));
+  ld.kernel = luaL_checkstring(L, 2);
+  luaL_argcheck(L, d != NULL, 3, "dims expected");
+  ld.ndim = d->ndim;
+  for (i = 0; i < 3; i++) {
+    ld.global[i] = d->global[i];
+    ld.group[i] = d->group[i];
+  }
+  ld.items = (int64_t)luaL_checknumber(L, 4);
+  luaL_checktype(L, 5, LUA_TTABLE);
+  luaL_checktype(L, 6, LUA_TTABLE);
+  ld.nbuffers = cp->p.nbuffers;
+  for (i = 0; i < ld.nbuffers; i++) {
+    lua_rawgeti(L, 5, i + 1);
+    bufs[i] = lua_topointer(L, -1);
+    lua_rawgeti(L, 6, i + 1);
+    lens[i] = (int64_t)lua_tonumber(L, -1);
+    lua_pop(L, 2);
+  }
+  ld.buffers = bufs;
+  ld.lengths = lens;
+  if (!cp->p.report) return 0;
+  top = lua_gettop(L);
+  if (cp->p.report(cp->p.ud, L, &ld, msg, sizeof(msg)) != 0) {
+    lua_settop(L, top);
+    return luaL_error(L, "plugin %s, report of kernel %s: %s", cp->p.name,
+                      ld.kernel, msg[0] ? msg : "(no message)");
+  }
+  if (lua_gettop(L) != top + 1) {
+    lua_settop(L, top);
+    return luaL_error(L, "plugin %s: its report must push exactly one value",
+                      cp->p.name);
+  }
   return 1;
 }
 
@@ -432,6 +550,9 @@ static const luaL_Reg core_funcs[] = {
   { "devices", core_devices },
   { "compile", core_compile },
   { "inspect", core_inspect },
+  { "job", core_job },
+  { "load_plugin", core_load_plugin },
+  { "plugin_report", core_plugin_report },
   { "cache_stats", core_cache_stats },
   { "cache_clear", core_cache_clear },
   { "cache_export", core_cache_export },
@@ -465,6 +586,10 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
     c->ctx.ref_intr = luaL_ref(L, LUA_REGISTRYINDEX);
     luaL_newmetatable(L, KERNEL_MT);
     lua_pushcfunction(L, kernel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+    luaL_newmetatable(L, PLUGIN_MT);
+    lua_pushcfunction(L, plugin_gc);
     lua_setfield(L, -2, "__gc");
     lua_pop(L, 1);
   }

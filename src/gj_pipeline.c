@@ -1,9 +1,12 @@
 /*
 ** The compile pipeline.  gj_pipeline_compile reads as the list of stages:
-** job, frontend + typer, codegen, disk cache lookup, link intrinsics, wrap,
-** verify, optimize, emit, load, disk cache store.  Every stage returns an
-** error instead of aborting; the LLVM module is verified before it is
-** optimized.
+** job, frontend + typer, codegen, disk cache lookup, link intrinsics and
+** libraries, wrap, verify, optimize, emit, load, disk cache store.  Every
+** stage returns an error instead of aborting; the LLVM module is verified
+** before it is optimized.  Plugins (gj_plugin.c) run at the named stages
+** job, frontend, ir (after codegen), optimize (the pass text), optimized
+** and emit; what they do at ir is in the module the key hashes, and each
+** one's identity is in the key, for what they do later.
 **
 ** The content key is taken over the module as codegen left it, not over
 ** the bytecode: that module is a function of the bytecode of the kernel and
@@ -23,8 +26,11 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>   /* LLVM_VERSION_STRING */
 
+#include <lauxlib.h>
+
 #include "gj_cg.h"
 #include "gj_pipeline.h"
+#include "gj_plugin.h"
 #include "gj_target.h"
 #include "gj_typer.h"
 
@@ -79,6 +85,83 @@ static int link_intrinsics(LLVMContextRef C, LLVMModuleRef m, const gj_job *job,
   return 0;
 }
 
+/* Does m call a declared function whose name starts with prefix? */
+static int calls_prefix(LLVMModuleRef m, const char *prefix)
+{
+  LLVMValueRef f;
+  size_t n = strlen(prefix);
+  if (!n) return 1;
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t len;
+    const char *name = LLVMGetValueName2(f, &len);
+    if (LLVMIsDeclaration(f) && len >= n && strncmp(name, prefix, n) == 0 &&
+        LLVMGetFirstUse(f))
+      return 1;
+  }
+  return 0;
+}
+
+/* Link the job's bitcode (or IR text) libraries that m needs.  Before the
+** entry point exists nothing in m is external, so whatever is external
+** afterwards came from a library: it is made internal, and what the kernel
+** does not call is dropped by the optimizer. */
+static int link_libraries(LLVMContextRef C, LLVMModuleRef m, const gj_job *job,
+                          gj_err *err)
+{
+  int i, linked = 0;
+  for (i = 0; i < job->nlibs; i++) {
+    const gj_job_lib *lib = &job->libs[i];
+    LLVMMemoryBufferRef buf;
+    LLVMModuleRef lm;
+    char *msg = NULL;
+    if (!calls_prefix(m, lib->prefix)) continue;
+    if (LLVMCreateMemoryBufferWithContentsOfFile(lib->path, &buf, &msg)) {
+      gj_err_set(err, "cannot read library %s: %s", lib->path, msg ? msg : "?");
+      LLVMDisposeMessage(msg);
+      return -1;
+    }
+    if (LLVMParseIRInContext(C, buf, &lm, &msg)) {   /* takes buf */
+      gj_err_set(err, "library %s is not LLVM IR or bitcode this LLVM reads: "
+                 "%s", lib->path, msg ? msg : "?");
+      LLVMDisposeMessage(msg);
+      return -1;
+    }
+    /* take the module's target: a library's own (libdevice says
+    ** nvptx64-nvidia-gpulibs) would only make the linker warn */
+    LLVMSetTarget(lm, LLVMGetTarget(m));
+    LLVMSetDataLayout(lm, LLVMGetDataLayoutStr(m));
+    if (LLVMLinkModules2(m, lm))     /* disposes lm */
+      return gj_err_set(err, "cannot link library %s", lib->path);
+    linked = 1;
+  }
+  if (linked) {
+    LLVMValueRef v;
+    for (v = LLVMGetFirstFunction(m); v; v = LLVMGetNextFunction(v))
+      if (!LLVMIsDeclaration(v) && LLVMGetLinkage(v) == LLVMExternalLinkage)
+        LLVMSetLinkage(v, LLVMInternalLinkage);
+    for (v = LLVMGetFirstGlobal(m); v; v = LLVMGetNextGlobal(v))
+      if (!LLVMIsDeclaration(v) && LLVMGetLinkage(v) == LLVMExternalLinkage)
+        LLVMSetLinkage(v, LLVMInternalLinkage);
+  }
+  return 0;
+}
+
+/* A library's contents, for the key: a rebuilt library is another key. */
+static void key_libraries(const gj_job *job, gj_cache_hasher *h)
+{
+  int i;
+  for (i = 0; i < job->nlibs; i++) {
+    char buf[65536];
+    size_t n;
+    FILE *f = fopen(job->libs[i].path, "rb");
+    gj_cache_key_str(h, job->libs[i].path);
+    gj_cache_key_str(h, job->libs[i].prefix);
+    if (!f) continue;      /* linking it will fail, if it is needed */
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) gj_cache_key_add(h, buf, n);
+    fclose(f);
+  }
+}
+
 static char *dup_text(const char *s, size_t n)
 {
   char *d = malloc(n + 1);
@@ -99,8 +182,8 @@ static void dump(const char *what, const char *name, const char *text)
 /* The content key (DESIGN.md): the build of gpujit (gj_cache_key_begin),
 ** LLVM, the target, the options and the module. */
 static void content_key(const gj_backend *be, const gj_job *job,
-                        const gj_compile_opts *o, LLVMModuleRef m,
-                        gj_cache_key *key)
+                        const gj_compile_opts *o, const gj_plugset *ps,
+                        LLVMModuleRef m, gj_cache_key *key)
 {
   gj_cache_hasher h;
   int32_t v[9];
@@ -127,6 +210,8 @@ static void content_key(const gj_backend *be, const gj_job *job,
   v[8] = o->fastmath;
   gj_cache_key_add(&h, v, sizeof(v));
   for (j = 0; j < o->nparams; j++) gj_cache_key_str(&h, o->types[j]);
+  key_libraries(job, &h);
+  gj_plugset_key(ps, &h);
   /* The module's name is where the kernel was defined (a file name): not
   ** part of what it computes, and left out so that the same code defined
   ** elsewhere, or under another name, finds the same entry. */
@@ -222,6 +307,138 @@ static void cache_store(gj_ctx *ctx, const gj_compile_opts *o,
   free(bin);
 }
 
+/* What plugins see of the kernel (gpujit_plugin.h). */
+static void kernel_desc(lua_State *L, int fidx, const gj_compile_opts *o,
+                        gpujit_kernel_desc *kd, char *src, size_t nsrc)
+{
+  lua_Debug ar;
+  memset(kd, 0, sizeof(*kd));
+  kd->name = o->name;
+  kd->backend = gj_backends[o->bk]->name;
+  kd->device = o->dev;
+  kd->nparams = o->nparams;
+  kd->types = o->types;
+  kd->argnames = o->argnames;
+  kd->single = o->single;
+  kd->fastmath = o->fastmath;
+  kd->boundscheck = o->boundscheck;
+  kd->buffer_param = -1;
+  src[0] = '\0';
+  lua_pushvalue(L, fidx);
+  if (lua_getinfo(L, ">S", &ar)) {
+    snprintf(src, nsrc, "%s", ar.short_src);
+    kd->line = ar.linedefined;
+  }
+  kd->source = src;
+}
+
+/* 1. the backend's compile job, then the plugins' */
+static int stage_job(gj_ctx *ctx, const gj_compile_opts *o, gj_plugset *ps,
+                     gpujit_kernel_desc *kd, gj_job *job, gj_err *err)
+{
+  const gj_backend *be = gj_backends[o->bk];
+  if (gj_ctx_backend(ctx, o->bk, err)) return -1;
+  memset(job, 0, sizeof(*job));
+  if (be->job(ctx->bst[o->bk], o->dev, job, err)) return -1;
+  return gj_plugset_job(ps, kd, job, err);
+}
+
+int gj_pipeline_job(gj_ctx *ctx, lua_State *L, int fidx,
+                    const gj_compile_opts *o, gj_job *job, gj_err *err)
+{
+  gj_plugset ps;
+  gpujit_kernel_desc kd;
+  char src[256];
+  kernel_desc(L, fidx, o, &kd, src, sizeof(src));
+  if (gj_plugset_read(&ps, L, o->plugins, err)) return -1;
+  return stage_job(ctx, o, &ps, &kd, job, err);
+}
+
+/* A type as API.md names it ("float", "int32_t[]"), else as messages do. */
+static void type_name(gj_cs *cs, gj_ty t, char *buf, size_t n)
+{
+  gj_scalar s = t.k == GJ_T_ARR ? (gj_scalar)t.s : gj_ty_scalar(cs, t);
+  if (s < GJ_SCALAR__MAX)
+    snprintf(buf, n, "%s%s", gj_scalar_name(s), t.k == GJ_T_ARR ? "[]" : "");
+  else
+    gj_ty_str(cs, t, buf, n);
+}
+
+/* 2b. the frontend hooks see every typed function. */
+static int frontend_hooks(gj_plugset *ps, gpujit_kernel_desc *kd, gj_cs *cs,
+                          gj_err *err)
+{
+  enum { PER = GJ_MAXPARAMS + GJ_MAXRET, LEN = 48 };
+  int i, j, nf = cs->nfns, r;
+  gpujit_fn_desc *fd;
+  char (*text)[LEN];
+  const char **ptr;
+  if (!ps->n) return 0;
+  fd = calloc((size_t)nf, sizeof(*fd));
+  text = calloc((size_t)nf * PER, LEN);
+  ptr = calloc((size_t)nf * PER, sizeof(*ptr));
+  if (!fd || !text || !ptr) {
+    r = gj_err_set(err, "out of memory");
+    goto done;
+  }
+  for (i = 0; i < nf; i++) {
+    gj_fn *f = cs->fns[i];
+    const char **pt = ptr + (size_t)i * PER;
+    char (*tx)[LEN] = text + (size_t)i * PER;
+    fd[i].name = f->kv < 0 ? "kernel" : cs->kv[f->kv].name;
+    fd[i].source = f->proto->chunk;
+    fd[i].line = f->proto->linedefined;
+    fd[i].nparams = f->nparams;
+    fd[i].nret = f->nret > 0 ? f->nret : 0;
+    fd[i].uses_barrier = f->uses_barrier;
+    for (j = 0; j < f->nparams; j++) {
+      type_name(cs, f->params[j], tx[j], LEN);
+      pt[j] = tx[j];
+    }
+    for (j = 0; j < fd[i].nret; j++) {
+      type_name(cs, f->ret[j], tx[GJ_MAXPARAMS + j], LEN);
+      pt[GJ_MAXPARAMS + j] = tx[GJ_MAXPARAMS + j];
+    }
+    fd[i].param_types = pt;
+    fd[i].ret_types = pt + GJ_MAXPARAMS;
+  }
+  kd->nfunctions = nf;
+  kd->functions = fd;
+  r = gj_plugset_frontend(ps, kd, err);
+  kd->nfunctions = 0;
+  kd->functions = NULL;
+done:
+  free(fd);
+  free(text);
+  free(ptr);
+  return r;
+}
+
+/* 8. optimize with the job's pipeline, as the plugins extended it. */
+static int optimize(LLVMModuleRef m, const gj_job *job, gj_plugset *ps,
+                    gpujit_kernel_desc *kd, LLVMTargetMachineRef tm,
+                    gj_err *err)
+{
+  char passes[sizeof(job->passes)];
+  LLVMPassBuilderOptionsRef po;
+  LLVMErrorRef e;
+  memcpy(passes, job->passes, sizeof(passes));
+  if (gj_plugset_passes(ps, kd, passes, sizeof(passes), err)) return -1;
+  po = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+  e = LLVMRunPasses(m, passes, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *em = LLVMGetErrorMessage(e);
+    gj_err_set(err, "optimizing kernel %s with \"%s\": %s", kd->name, passes,
+               em);
+    LLVMDisposeErrorMessage(em);
+    return -1;
+  }
+  return 0;
+}
+
 int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
                         const gj_compile_opts *o, gj_compile_out *out,
                         gj_err *err)
@@ -234,6 +451,11 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   gj_cgopts cgo;
   gj_sig sig;
   gj_sites sites = { 0, 0, NULL };
+  gj_plugset ps;
+  gpujit_kernel_desc kd;
+  const char *xnames[GJ_MAXPARAMS];
+  char xbuf[GJ_MAXPARAMS][80], src[256];
+  gj_scalar xelems[GJ_MAXPARAMS];
   LLVMContextRef C = NULL;
   LLVMModuleRef m = NULL;
   LLVMValueRef body;
@@ -243,31 +465,52 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   gj_cache_key key;
   int use_cache = o->cache_dir && o->want_kernel && !o->want_llvm &&
                   !o->want_asm;
-  int rc = -1;
+  int rc = -1, j;
 
   memset(out, 0, sizeof(*out));
-  /* 1. the backend's compile job */
-  if (gj_ctx_backend(ctx, o->bk, err)) return -1;
-  memset(&job, 0, sizeof(job));
-  if (be->job(ctx->bst[o->bk], o->dev, &job, err)) return -1;
+  memset(&cs, 0, sizeof(cs));
+  kernel_desc(L, fidx, o, &kd, src, sizeof(src));
+  if (gj_plugset_read(&ps, L, o->plugins, err)) return -1;
+  if (o->nparams + ps.nbuf > GJ_MAXPARAMS)
+    return gj_err_set(err, "kernel %s: its %d parameters and the plugins' %d "
+                      "buffers are more than %d", o->name, o->nparams, ps.nbuf,
+                      GJ_MAXPARAMS);
+  /* 1. the compile job */
+  if (stage_job(ctx, o, &ps, &kd, &job, err)) return -1;
+  kd.job = &job;
   if (param_types(o, params, err)) return -1;
 
   /* 2. frontend and typer */
   gj_cs_init(&cs, L, ctx, &ctx->bcmap, o->single, o->name, err);
   if (gj_typer_kernel(&cs, fidx, o->nparams, params, &kfn)) goto done;
+  if (frontend_hooks(&ps, &kd, &cs, err)) goto done;
 
-  /* 3. codegen */
+  /* 3. codegen, then the plugins' ir hooks */
   C = LLVMContextCreate();
   LLVMContextSetOpaquePointers(C, 1);
+  memset(&cgo, 0, sizeof(cgo));
   cgo.fastmath = o->fastmath;
   cgo.sites = o->boundscheck ? &sites : NULL;
   cgo.argnames = o->argnames;
+  gj_plugset_buffers(&ps, xnames, xelems);
+  for (j = 0; j < ps.nbuf; j++) {   /* %<plugin>.<buffer> */
+    int i, k = j;
+    for (i = 0; k >= ps.p[i].nbuf; i++) k -= ps.p[i].nbuf;
+    snprintf(xbuf[j], sizeof(xbuf[j]), "%s.%s", ps.p[i].name, xnames[j]);
+    xnames[j] = xbuf[j];
+  }
+  cgo.nextra = ps.nbuf;
+  cgo.extra_names = xnames;
+  cgo.extra_elems = xelems;
+  cgo.locs = ps.n > 0;
   if (gj_cg_module(&cs, kfn, &job, &cgo, C, &m, &body, &sig)) goto done;
+  ps.buf_base = (int)LLVMCountParams(body) - 2 * ps.nbuf;
+  if (gj_plugset_module(&ps, GJ_STAGE_IR, &kd, &m, err)) goto done;
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
   ** (unless GPUJIT_DUMP asks to see them) */
   if (use_cache) {
-    content_key(be, &job, o, m, &key);
+    content_key(be, &job, o, &ps, m, &key);
     if (!getenv("GPUJIT_DUMP") &&
         cache_lookup(ctx, be, o, &key, &sig, &out->kernel)) {
       /* The check sites (file, line, argument names) are not in the
@@ -279,8 +522,9 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     }
   }
 
-  /* 5. target intrinsics, 6. the target's entry point */
-  if (link_intrinsics(C, m, &job, err)) goto done;
+  /* 5. target intrinsics and libraries, 6. the target's entry point */
+  if (link_intrinsics(C, m, &job, err) || link_libraries(C, m, &job, err))
+    goto done;
   body = LLVMGetNamedFunction(m, "gj_body");
   if (be->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) {
     size_t used = strlen(err->msg);
@@ -289,27 +533,16 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     goto done;
   }
 
-  /* 7. verify, 8. optimize */
+  /* 7. verify, 8. optimize, then the plugins' optimized hooks */
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-    gj_err_set(err, "internal error: invalid IR for kernel %s: %s", o->name,
+    gj_err_set(err, "%s: invalid IR for kernel %s: %s",
+               ps.n ? "after the plugins' ir stage" : "internal error", o->name,
                msg ? msg : "?");
     goto done;
   }
   if (gj_target_machine(&job, &tm, err)) goto done;
-  {
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e;
-    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-    e = LLVMRunPasses(m, job.passes, tm, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-      char *em = LLVMGetErrorMessage(e);
-      gj_err_set(err, "internal error: optimizing kernel %s: %s", o->name, em);
-      LLVMDisposeErrorMessage(em);
-      goto done;
-    }
-  }
+  if (optimize(m, &job, &ps, &kd, tm, err)) goto done;
+  if (gj_plugset_module(&ps, GJ_STAGE_OPTIMIZED, &kd, &m, err)) goto done;
   {
     char *ir = LLVMPrintModuleToString(m);
     dump("llvm", o->name, ir);
@@ -317,7 +550,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     LLVMDisposeMessage(ir);
   }
 
-  /* 9. emit */
+  /* 9. emit, then the plugins' emit hooks */
   if (o->want_asm || (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "asm"))) {
     char *as = NULL;
     size_t aslen = 0;
@@ -335,6 +568,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     goto done;
   }
   if (be->emit(ctx->bst[o->bk], &job, tm, m, 0, &art, &artlen, err)) goto done;
+  if (gj_plugset_emit(&ps, &kd, &art, &artlen, err)) goto done;
   ctx->cache.compiles++;
 
   /* 10. load, 11. store in the disk cache */

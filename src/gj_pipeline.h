@@ -22,6 +22,8 @@ typedef struct gj_compile_opts {
   int nparams;
   const char *types[GJ_MAXPARAMS];   /* type names: "float", "int32_t[]" */
   const char *cache_dir;  /* the disk cache's directory; NULL: not used */
+  int plugins;            /* stack index of the list of plugin descriptors
+                          ** that apply (gj_plugin.h); 0: none */
   /* what to produce: a loaded kernel and/or text dumps */
   int want_kernel;
   int want_llvm;          /* optimized IR text */
@@ -33,6 +35,11 @@ typedef struct gj_compile_out {
   char *llvm;             /* malloc'ed text, when asked */
   char *asm_text;
 } gj_compile_out;
+
+/* The job the kernel at stack index fidx would be compiled with: the
+** backend's, after the plugins' job hooks (gpu.job). */
+int gj_pipeline_job(gj_ctx *ctx, lua_State *L, int fidx,
+                    const gj_compile_opts *o, gj_job *job, gj_err *err);
 
 /* Compile the Lua function at stack index fidx. */
 int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,

@@ -297,7 +297,8 @@ end
 local function make_argct(K, info, tl)
   local fields, cur = {}, 0
   local params = info.params or {}
-  for i = 1, #tl do
+  -- after the kernel's own parameters: the plugins' buffers (arrays)
+  for i = 1, math.max(#tl, #params) do
     local p = params[i]
     if p == nil then
       error("gpujit internal error: core.compile returned no layout for parameter #" .. i
@@ -326,7 +327,7 @@ local function make_argct(K, info, tl)
   if argsize > cur then fields[#fields + 1] = ("uint8_t _tail[%d];"):format(argsize - cur) end
   if #fields == 0 then fields[1] = "uint8_t _empty[8];" end
   local ct = ffi.typeof("struct __attribute__((packed)) { " .. concat(fields, " ") .. " }")
-  for i = 1, #tl do
+  for i = 1, math.max(#tl, #params) do
     assert(ffi.offsetof(ct, "a" .. i) == params[i].offset, "argument block layout")
   end
   return ct
@@ -379,7 +380,8 @@ local function overload(K, tgt, tl, kinds)
     ov = { types = tl, key = key, sim = true }
   else
     if not env.core then no_core() end
-    local ok, info = pcall(env.core.compile, K.fn, tl, compile_opts(K, tgt, one_based))
+    local opts = compile_opts(K, tgt, one_based)
+    local ok, info = pcall(env.core.compile, K.fn, tl, opts)
     if not ok then error(info, 0) end
     K.ncompiles = K.ncompiles + 1
     for i = 1, #tl do
@@ -391,7 +393,7 @@ local function overload(K, tgt, tl, kinds)
     end
     local argct = make_argct(K, info, tl)
     ov = { types = tl, key = key, info = info, argct = argct, args = argct(),
-           handle = ffi.cast("void *", info.handle) }
+           handle = ffi.cast("void *", info.handle), plugins = opts.plugins }
   end
   per[key] = ov
   record_sig(K, tl, types.sig_key(tl))
@@ -606,7 +608,7 @@ end
 function D.kernel(fn, sigs, opts, pin)
   local K = {
     fn = fn, name = opts.name or D.default_name(fn), opts = opts, sigs = sigs, pin = pin,
-    nparams = nparams_of(fn), pnames = {}, ncompiles = 0,
+    nparams = nparams_of(fn), pnames = {}, ncompiles = 0, _reports = {},
     _dims = gj_dims(), _ic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
     _bound_t = setmetatable({}, { __mode = "kv" }), _bound_n = {}, _nbound = 0,
   }
@@ -689,6 +691,33 @@ local function inspect(K, tl, what, device, fname)
   end
   if not env.core then no_core() end
   local ok, res = pcall(env.core.inspect, K.fn, tl, compile_opts(K, tgt), what)
+  if not ok then error(res, 0) end
+  return res
+end
+
+-- k:report(name): what plugin `name` reported after the kernel's last
+-- launch (docs/plugins.md), or nil.
+function methods.report(K, name)
+  return K._reports[name]
+end
+
+-- gpu.job(k, types [, device]): the compile job (a table) of k for types
+-- on the current (or the given) target, after its job option and plugins.
+function D.job(K, tl, device)
+  tl = check_types(K, tl, "gpu.job")
+  local tgt
+  if device ~= nil then
+    tgt = (env.resolve_compile or env.resolve)(device, "gpu.job", 3)
+  else
+    tgt = K.pin or env.state.cur
+  end
+  if tgt == nil or tgt.sim then
+    local why
+    if env.inspect_target then tgt, why = env.inspect_target() else tgt = nil end
+    if not tgt then raise("gpu.job: " .. (why or "no compiling backend")) end
+  end
+  if not env.core then no_core() end
+  local ok, res = pcall(env.core.job, K.fn, tl, compile_opts(K, tgt))
   if not ok then error(res, 0) end
   return res
 end

@@ -10,6 +10,7 @@ local types = require("gpujit.types")
 local sim = require("gpujit.sim")
 local array = require("gpujit.array")
 local dispatch = require("gpujit.dispatch")
+local plugins = require("gpujit.plugins")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -340,6 +341,7 @@ gpu.cache = {
 local known_opts = {
   name = "string", backend = true, device = true, cache = "boolean", fastmath = "boolean",
   precision = "string", boundscheck = "boolean", async = "boolean",
+  plugins = "table", job = true,
 }
 
 local function check_opts(opts)
@@ -358,6 +360,7 @@ local function check_opts(opts)
     end
     o[k] = v
   end
+  plugins.check_kernel_opts(o, 3)
   if o.boundscheck == nil and os.getenv("GPUJIT_BOUNDSCHECK") == "1" then o.boundscheck = true end
   if o.precision ~= nil and o.precision ~= "double" and o.precision ~= "single" then
     error("gpu.kernel: option 'precision' must be \"double\" or \"single\", got \""
@@ -445,12 +448,30 @@ dispatch.setup({
   resolve = resolve, resolve_compile = resolve_compile, target_of = target_of,
   inspect_target = inspect_target,
   compile_opts = function(K)
-    return { cache_dir = K.opts.cache ~= false and cache_enabled() and cache_dir() or nil }
+    return { cache_dir = K.opts.cache ~= false and cache_enabled() and cache_dir() or nil,
+             plugins = plugins.active(K) }
   end,
   -- GPUJIT_PRECOMPILE=1 (bin/gpujit-precompile): launches compile their
   -- signature, and stop there.
   precompile = os.getenv("GPUJIT_PRECOMPILE") == "1",
 })
+
+---------------------------------------------------------------------------
+-- Plugins and compile jobs (docs/plugins.md).
+
+plugins.setup({ core = core, lib = lib, ctx = ctx, changed = dispatch.clear_all })
+gpu.plugin = plugins.register
+gpu.load_plugin = plugins.load
+gpu.remove_plugin = plugins.remove
+gpu.plugins = plugins.list
+
+-- gpu.job(kernel, types [, device]): the compile job as a table.
+function gpu.job(k, tl, device)
+  if getmetatable(k) == nil or type(k) ~= "table" or not k.fn then
+    error("gpu.job: expected a kernel (gpu.kernel), got " .. type(k), 2)
+  end
+  return dispatch.job(k, tl, device)
+end
 
 ---------------------------------------------------------------------------
 -- Intrinsics: real Lua functions (answered by the sim backend while it runs

@@ -8,6 +8,7 @@ local ffi = require("ffi")
 local types = require("gpujit.types")
 local array = require("gpujit.array")
 local sim = require("gpujit.sim")
+local plugins = require("gpujit.plugins")
 
 local type, tonumber, select, error, tostring = type, tonumber, select, error, tostring
 local typeof = ffi.typeof
@@ -138,12 +139,18 @@ return function(h)
         end
       end
     end
+    if #params > n then    -- the plugins' buffers (gpujit.plugins)
+      U.PB_PRE, U.PB_POST = plugins.launch_buffers(K, tgt, ov.plugins, n + 1)
+      g(fill, "PB_PRE(args, dims)")
+      table.insert(after, 1, "PB_POST(dims)")
+    end
     local src = {}
     src[#src + 1] = "local U = ..."
     src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, dims, args, BK, DEV ="
       .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.dims, U.args, U.BK, U.DEV"
     src[#src + 1] = "local vlen, vlenof, newbuf, newdbuf, elemerr, freed, devcheck, fail, barrier_fail ="
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
+    src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
     src[#src + 1] = "return function(tgt, partial" .. plist .. ")"

@@ -1,0 +1,22 @@
+/*
+** The compile job as a Lua table (gpu.job, the kernel's `job` option, Lua
+** plugins' job hook) and back.  docs/plugins.md lists the fields.
+*/
+#ifndef GJ_JOBLUA_H
+#define GJ_JOBLUA_H
+
+#include <lua.h>
+
+#include "gj_err.h"
+#include "gj_job.h"
+
+/* Push job as a new table. */
+void gj_job_push(lua_State *L, const gj_job *job);
+
+/* Apply the table at idx to job: the adjustable fields (cpu, features,
+** passes, opt_level, libraries) are taken when present; the others must be
+** absent or equal to job's.  `who` starts messages.  0, or -1 with err. */
+int gj_job_apply(lua_State *L, int idx, gj_job *job, const char *who,
+                 gj_err *err);
+
+#endif

@@ -1,0 +1,515 @@
+/*
+** Plugins in the pipeline (gj_plugin.h, gpujit_plugin.h).
+**
+** A C plugin's hooks are called directly.  A Lua plugin's hooks are the
+** functions in its descriptor table and see text: the module printed as
+** LLVM IR (what they return is parsed back into the same context), the
+** pass pipeline and the artifact as strings, the job as a table
+** (gj_joblua.c).  Either kind fails the compile with a message naming the
+** kernel, the plugin and the stage; a Lua hook's error is caught, so a
+** broken plugin never unwinds through LLVM's or gpujit's C frames.
+*/
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <llvm-c/IRReader.h>
+
+#include "gj_joblua.h"
+#include "gj_plugin.h"
+
+static const char *const stage_names[] = { "job", "frontend", "ir",
+                                           "optimize", "optimized", "emit" };
+
+/* --- C plugins ------------------------------------------------------------ */
+
+static int valid_name(const char *s)
+{
+  if (!s || !*s) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '_'))
+      return 0;
+  return 1;
+}
+
+/* The plugin's identity: the hash of its file, so that a rebuilt plugin
+** never finds what the old one left in the compile cache. */
+static int hash_file(const char *path, char *hex, gj_err *err)
+{
+  gj_cache_hasher h;
+  gj_cache_key key;
+  char buf[65536];
+  size_t n;
+  FILE *f = fopen(path, "rb");
+  if (!f) return gj_err_set(err, "cannot read plugin %s", path);
+  gj_cache_key_begin(&h);
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) gj_cache_key_add(&h, buf, n);
+  fclose(f);
+  gj_cache_key_end(&h, &key);
+  gj_cache_key_hex(&key, hex);
+  return 0;
+}
+
+int gj_cplugin_load(gj_cplugin *cp, const char *path, gj_err *err)
+{
+  void *dl;
+  gpujit_plugin_init_fn init;
+  char msg[512] = "";
+  int i;
+  memset(cp, 0, sizeof(*cp));
+  if (strlen(path) >= sizeof(cp->path))
+    return gj_err_set(err, "plugin path too long: %s", path);
+  snprintf(cp->path, sizeof(cp->path), "%s", path);
+  if (hash_file(path, cp->identity, err)) return -1;
+  /* Never closed: a plugin may have registered things with LLVM that
+  ** must outlive it (see gj_cplugin_close). */
+  dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) return gj_err_set(err, "cannot load plugin %s: %s", path, dlerror());
+  *(void **)&init = dlsym(dl, GPUJIT_PLUGIN_INIT);
+  if (!init)
+    return gj_err_set(err, "plugin %s has no %s function", path,
+                      GPUJIT_PLUGIN_INIT);
+  cp->p.abi = GPUJIT_PLUGIN_ABI;
+  if (init(&cp->p, msg, sizeof(msg)) != 0)
+    return gj_err_set(err, "plugin %s failed to initialize: %s", path,
+                      msg[0] ? msg : "(no message)");
+  if (cp->p.abi != GPUJIT_PLUGIN_ABI)
+    return gj_err_set(err, "plugin %s changed the ABI version", path);
+  if (!valid_name(cp->p.name))
+    return gj_err_set(err, "plugin %s: its name must be letters, digits "
+                      "and _", path);
+  if (!cp->p.version) cp->p.version = "";
+  if (cp->p.nbuffers < 0 || cp->p.nbuffers > GPUJIT_PLUGIN_MAXBUF)
+    return gj_err_set(err, "plugin %s: at most %d buffers", cp->p.name,
+                      GPUJIT_PLUGIN_MAXBUF);
+  for (i = 0; i < cp->p.nbuffers; i++) {
+    const gpujit_plugin_buffer *b = &cp->p.buffers[i];
+    gj_scalar s;
+    if (!valid_name(b->name) || !b->elem || gj_scalar_parse(b->elem, &s) ||
+        s == GJ_BOOL || b->per_item < 0 || b->fixed < 0 ||
+        b->per_item + b->fixed == 0)
+      return gj_err_set(err, "plugin %s: buffer %d is malformed (name, a "
+                        "numeric elem, per_item/fixed >= 0, not both 0)",
+                        cp->p.name, i + 1);
+  }
+  return 0;
+}
+
+void gj_cplugin_close(gj_cplugin *cp)
+{
+  if (cp->p.close) cp->p.close(cp->p.ud);
+  cp->p.close = NULL;
+}
+
+/* --- the plugins of one compile ------------------------------------------ */
+
+static const char *field_str(lua_State *L, int t, const char *k)
+{
+  const char *s;
+  lua_getfield(L, t, k);
+  s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  lua_pop(L, 1);   /* the string stays referenced by the table */
+  return s;
+}
+
+static int read_buffers(lua_State *L, int t, struct gj_plugref *r,
+                        gj_err *err)
+{
+  int i;
+  lua_getfield(L, t, "buffers");
+  r->nbuf = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+  if (r->nbuf > GPUJIT_PLUGIN_MAXBUF) {
+    lua_pop(L, 1);
+    return gj_err_set(err, "plugin %s: at most %d buffers", r->name,
+                      GPUJIT_PLUGIN_MAXBUF);
+  }
+  for (i = 0; i < r->nbuf; i++) {
+    const char *elem;
+    lua_rawgeti(L, -1, i + 1);
+    r->bufname[i] = lua_istable(L, -1) ? field_str(L, lua_gettop(L), "name")
+                                        : NULL;
+    elem = lua_istable(L, -1) ? field_str(L, lua_gettop(L), "elem") : NULL;
+    lua_pop(L, 1);
+    if (!r->bufname[i] || !elem || gj_scalar_parse(elem, &r->bufelem[i])) {
+      lua_pop(L, 1);
+      return gj_err_set(err, "plugin %s: buffer %d is malformed", r->name,
+                        i + 1);
+    }
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err)
+{
+  int i;
+  memset(ps, 0, sizeof(*ps));
+  ps->L = L;
+  ps->buf_base = -1;
+  if (!list || !lua_istable(L, list)) return 0;
+  ps->list = list;
+  ps->n = (int)lua_objlen(L, list);
+  if (ps->n > GJ_MAXPLUGINS)
+    return gj_err_set(err, "at most %d plugins apply to one kernel",
+                      GJ_MAXPLUGINS);
+  for (i = 0; i < ps->n; i++) {
+    struct gj_plugref *r = &ps->p[i];
+    int t;
+    lua_rawgeti(L, list, i + 1);
+    t = lua_gettop(L);
+    lua_getfield(L, t, "handle");
+    r->c = (gj_cplugin *)lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    r->name = field_str(L, t, "name");
+    r->identity = field_str(L, t, "identity");
+    if (!r->name || !r->identity) {
+      lua_pop(L, 1);
+      return gj_err_set(err, "plugin descriptor %d has no name or identity",
+                        i + 1);
+    }
+    if (read_buffers(L, t, r, err)) {
+      lua_pop(L, 1);
+      return -1;
+    }
+    ps->nbuf += r->nbuf;
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+void gj_plugset_buffers(const gj_plugset *ps, const char **names,
+                        gj_scalar *elems)
+{
+  int i, j, k = 0;
+  for (i = 0; i < ps->n; i++)
+    for (j = 0; j < ps->p[i].nbuf; j++, k++) {
+      names[k] = ps->p[i].bufname[j];
+      elems[k] = ps->p[i].bufelem[j];
+    }
+}
+
+void gj_plugset_key(const gj_plugset *ps, gj_cache_hasher *h)
+{
+  int i;
+  for (i = 0; i < ps->n; i++) {
+    gj_cache_key_str(h, ps->p[i].name);
+    gj_cache_key_str(h, ps->p[i].identity);
+  }
+}
+
+/* --- running hooks ------------------------------------------------------- */
+
+static void set_s(lua_State *L, const char *k, const char *v)
+{
+  lua_pushstring(L, v ? v : "");
+  lua_setfield(L, -2, k);
+}
+
+static void set_i(lua_State *L, const char *k, int v)
+{
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_list(lua_State *L, int n, const char *const *v)
+{
+  int i;
+  lua_createtable(L, n, 0);
+  for (i = 0; i < n && v; i++) {
+    if (!v[i]) continue;
+    lua_pushstring(L, v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* What a Lua hook gets as its second argument. */
+static void push_desc(lua_State *L, const gpujit_kernel_desc *kd)
+{
+  int i;
+  lua_createtable(L, 0, 16);
+  set_s(L, "name", kd->name);
+  set_s(L, "source", kd->source);
+  set_i(L, "line", kd->line);
+  set_s(L, "backend", kd->backend);
+  set_i(L, "device", kd->device);
+  push_list(L, kd->nparams, kd->types);
+  lua_setfield(L, -2, "types");
+  push_list(L, kd->nparams, kd->argnames);
+  lua_setfield(L, -2, "argnames");
+  lua_pushstring(L, kd->single ? "single" : "double");
+  lua_setfield(L, -2, "precision");
+  lua_pushboolean(L, kd->fastmath);
+  lua_setfield(L, -2, "fastmath");
+  lua_pushboolean(L, kd->boundscheck);
+  lua_setfield(L, -2, "boundscheck");
+  set_i(L, "buffer_param", kd->buffer_param);
+  if (kd->job) {
+    gj_job_push(L, kd->job);
+    lua_setfield(L, -2, "job");
+  }
+  if (kd->nfunctions) {
+    lua_createtable(L, kd->nfunctions, 0);
+    for (i = 0; i < kd->nfunctions; i++) {
+      const gpujit_fn_desc *f = &kd->functions[i];
+      lua_createtable(L, 0, 6);
+      set_s(L, "name", f->name);
+      set_s(L, "source", f->source);
+      set_i(L, "line", f->line);
+      push_list(L, f->nparams, f->param_types);
+      lua_setfield(L, -2, "params");
+      push_list(L, f->nret, f->ret_types);
+      lua_setfield(L, -2, "returns");
+      lua_pushboolean(L, f->uses_barrier);
+      lua_setfield(L, -2, "uses_barrier");
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "functions");
+  }
+}
+
+static int hook_error(const gpujit_kernel_desc *kd, const struct gj_plugref *r,
+                      gj_stage st, const char *msg, gj_err *err)
+{
+  char m[GJ_ERR_MSGMAX];   /* msg may be err's own */
+  snprintf(m, sizeof(m), "%s", msg && *msg ? msg : "(no message)");
+  return gj_err_set(err, "kernel %s: plugin %s, stage %s: %s", kd->name,
+                    r->name, stage_names[st], m);
+}
+
+/* Push Lua plugin i's hook for st; 0 when it has none (nothing pushed). */
+static int lua_hook(gj_plugset *ps, int i, gj_stage st)
+{
+  lua_State *L = ps->L;
+  lua_rawgeti(L, ps->list, i + 1);
+  lua_getfield(L, -1, stage_names[st]);
+  lua_remove(L, -2);
+  if (lua_isfunction(L, -1)) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* Call the hook pushed below its nargs arguments; on success the one
+** result is left on the stack. */
+static int lua_call_hook(gj_plugset *ps, int i, gj_stage st, int nargs,
+                         const gpujit_kernel_desc *kd, gj_err *err)
+{
+  lua_State *L = ps->L;
+  if (lua_pcall(L, nargs, 1, 0) != 0) {
+    int r = hook_error(kd, &ps->p[i], st, lua_tostring(L, -1), err);
+    lua_pop(L, 1);
+    return r;
+  }
+  return 0;
+}
+
+static void set_buffer_param(const gj_plugset *ps, int i,
+                             gpujit_kernel_desc *kd)
+{
+  int j, k = ps->buf_base;
+  for (j = 0; j < i; j++) k += 2 * ps->p[j].nbuf;
+  kd->buffer_param = ps->buf_base >= 0 && ps->p[i].nbuf ? k : -1;
+}
+
+int gj_plugset_job(gj_plugset *ps, gpujit_kernel_desc *kd, gj_job *job,
+                   gj_err *err)
+{
+  int i;
+  char msg[512];
+  for (i = 0; i < ps->n; i++) {
+    struct gj_plugref *r = &ps->p[i];
+    set_buffer_param(ps, i, kd);
+    kd->job = job;
+    if (r->c) {
+      msg[0] = '\0';
+      if (r->c->p.job && r->c->p.job(r->c->p.ud, kd, job, msg, sizeof(msg)))
+        return hook_error(kd, r, GJ_STAGE_JOB, msg, err);
+    } else {
+      lua_State *L = ps->L;
+      int t;
+      gj_job_push(L, job);
+      t = lua_gettop(L);
+      if (!lua_hook(ps, i, GJ_STAGE_JOB)) {
+        lua_pop(L, 1);
+        continue;
+      }
+      lua_pushvalue(L, t);
+      push_desc(L, kd);
+      if (lua_call_hook(ps, i, GJ_STAGE_JOB, 2, kd, err)) {
+        lua_pop(L, 1);
+        return -1;
+      }
+      /* the table it returned, or the one it was given, changed in place */
+      if (gj_job_apply(L, lua_istable(L, -1) ? -1 : t, job, "job", err)) {
+        lua_pop(L, 2);
+        return hook_error(kd, r, GJ_STAGE_JOB, err->msg, err);
+      }
+      lua_pop(L, 2);
+    }
+  }
+  return 0;
+}
+
+int gj_plugset_frontend(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err)
+{
+  int i;
+  char msg[512];
+  for (i = 0; i < ps->n; i++) {
+    struct gj_plugref *r = &ps->p[i];
+    set_buffer_param(ps, i, kd);
+    if (r->c) {
+      msg[0] = '\0';
+      if (r->c->p.frontend && r->c->p.frontend(r->c->p.ud, kd, msg,
+                                               sizeof(msg)))
+        return hook_error(kd, r, GJ_STAGE_FRONTEND, msg, err);
+    } else if (lua_hook(ps, i, GJ_STAGE_FRONTEND)) {
+      push_desc(ps->L, kd);
+      if (lua_call_hook(ps, i, GJ_STAGE_FRONTEND, 1, kd, err)) return -1;
+      lua_pop(ps->L, 1);
+    }
+  }
+  return 0;
+}
+
+/* IR text from a Lua hook into a module of m's context, replacing m. */
+static int reparse(LLVMModuleRef *m, const char *text, size_t len,
+                   gj_err *err)
+{
+  LLVMContextRef C = LLVMGetModuleContext(*m);
+  LLVMMemoryBufferRef buf =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy(text, len, "plugin");
+  LLVMModuleRef nm;
+  char *msg = NULL;
+  size_t idlen;
+  const char *id = LLVMGetModuleIdentifier(*m, &idlen);
+  if (LLVMParseIRInContext(C, buf, &nm, &msg)) {  /* takes buf */
+    gj_err_set(err, "the IR it returned does not parse: %s", msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  LLVMSetModuleIdentifier(nm, id, idlen);
+  LLVMDisposeModule(*m);
+  *m = nm;
+  return 0;
+}
+
+int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
+                      LLVMModuleRef *m, gj_err *err)
+{
+  int i;
+  char msg[512];
+  for (i = 0; i < ps->n; i++) {
+    struct gj_plugref *r = &ps->p[i];
+    set_buffer_param(ps, i, kd);
+    if (r->c) {
+      int (*h)(void *, const gpujit_kernel_desc *, LLVMModuleRef, char *,
+               size_t) = st == GJ_STAGE_IR ? r->c->p.ir : r->c->p.optimized;
+      msg[0] = '\0';
+      if (h && h(r->c->p.ud, kd, *m, msg, sizeof(msg)))
+        return hook_error(kd, r, st, msg, err);
+    } else if (lua_hook(ps, i, st)) {
+      lua_State *L = ps->L;
+      char *ir = LLVMPrintModuleToString(*m);
+      lua_pushstring(L, ir);
+      LLVMDisposeMessage(ir);
+      push_desc(L, kd);
+      if (lua_call_hook(ps, i, st, 2, kd, err)) return -1;
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t len;
+        const char *text = lua_tolstring(L, -1, &len);
+        if (reparse(m, text, len, err)) {
+          lua_pop(L, 1);
+          return hook_error(kd, r, st, err->msg, err);
+        }
+      } else if (!lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return hook_error(kd, r, st, "must return IR text or nil", err);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  return 0;
+}
+
+int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
+                      size_t cap, gj_err *err)
+{
+  int i;
+  char msg[512];
+  for (i = 0; i < ps->n; i++) {
+    struct gj_plugref *r = &ps->p[i];
+    set_buffer_param(ps, i, kd);
+    if (r->c) {
+      msg[0] = '\0';
+      if (r->c->p.optimize &&
+          r->c->p.optimize(r->c->p.ud, kd, passes, cap, msg, sizeof(msg)))
+        return hook_error(kd, r, GJ_STAGE_OPTIMIZE, msg, err);
+      passes[cap - 1] = '\0';
+    } else if (lua_hook(ps, i, GJ_STAGE_OPTIMIZE)) {
+      lua_State *L = ps->L;
+      lua_pushstring(L, passes);
+      push_desc(L, kd);
+      if (lua_call_hook(ps, i, GJ_STAGE_OPTIMIZE, 2, kd, err)) return -1;
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t len;
+        const char *s = lua_tolstring(L, -1, &len);
+        if (len >= cap) {
+          lua_pop(L, 1);
+          return hook_error(kd, r, GJ_STAGE_OPTIMIZE,
+                            "the pass pipeline it returned is too long", err);
+        }
+        memcpy(passes, s, len + 1);
+      } else if (!lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return hook_error(kd, r, GJ_STAGE_OPTIMIZE,
+                          "must return the pass pipeline text or nil", err);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  return 0;
+}
+
+int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
+                    size_t *len, gj_err *err)
+{
+  int i;
+  char msg[512];
+  for (i = 0; i < ps->n; i++) {
+    struct gj_plugref *r = &ps->p[i];
+    set_buffer_param(ps, i, kd);
+    if (r->c) {
+      msg[0] = '\0';
+      if (r->c->p.emit && r->c->p.emit(r->c->p.ud, kd, art, len, msg,
+                                       sizeof(msg)))
+        return hook_error(kd, r, GJ_STAGE_EMIT, msg, err);
+    } else if (lua_hook(ps, i, GJ_STAGE_EMIT)) {
+      lua_State *L = ps->L;
+      lua_pushlstring(L, *art, *len);
+      push_desc(L, kd);
+      if (lua_call_hook(ps, i, GJ_STAGE_EMIT, 2, kd, err)) return -1;
+      if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        char *c = malloc(n + 1);
+        if (!c) {
+          lua_pop(L, 1);
+          return gj_err_set(err, "out of memory");
+        }
+        memcpy(c, s, n);
+        c[n] = '\0';
+        free(*art);
+        *art = c;
+        *len = n;
+      } else if (!lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return hook_error(kd, r, GJ_STAGE_EMIT,
+                          "must return the artifact as a string or nil", err);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  return 0;
+}

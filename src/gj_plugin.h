@@ -1,0 +1,78 @@
+/*
+** Plugins in the pipeline (gpujit_plugin.h is the public side): loading C
+** plugins, and running the hooks of the plugins that apply to one compile,
+** C and Lua alike, at each stage.
+*/
+#ifndef GJ_PLUGIN_H
+#define GJ_PLUGIN_H
+
+#include <lua.h>
+
+#include "gj_cache.h"
+#include "gj_err.h"
+#include "gj_type.h"
+#include "gpujit_plugin.h"
+
+#define GJ_MAXPLUGINS 8
+
+/* A loaded C plugin (core.load_plugin). */
+typedef struct gj_cplugin {
+  gpujit_plugin p;
+  char path[512];
+  char identity[65];     /* hex BLAKE3 of the shared object */
+} gj_cplugin;
+
+int gj_cplugin_load(gj_cplugin *cp, const char *path, gj_err *err);
+void gj_cplugin_close(gj_cplugin *cp);
+
+typedef enum gj_stage {
+  GJ_STAGE_JOB, GJ_STAGE_FRONTEND, GJ_STAGE_IR, GJ_STAGE_OPTIMIZE,
+  GJ_STAGE_OPTIMIZED, GJ_STAGE_EMIT
+} gj_stage;
+
+/* The plugins that apply to one compile, in order.  Strings point into the
+** Lua list they were read from, which stays on the stack meanwhile. */
+typedef struct gj_plugset {
+  lua_State *L;
+  int list;              /* stack index of the Lua list; 0: no plugins */
+  int n;
+  struct gj_plugref {
+    gj_cplugin *c;       /* NULL: a Lua plugin (hooks in the list's entry) */
+    const char *name;
+    const char *identity;
+    int nbuf;
+    const char *bufname[GPUJIT_PLUGIN_MAXBUF];
+    gj_scalar bufelem[GPUJIT_PLUGIN_MAXBUF];
+  } p[GJ_MAXPLUGINS];
+  int nbuf;              /* buffers of all of them together */
+  int buf_base;          /* @gj_body's LLVM parameter index of the first
+                         ** buffer (set once codegen has run), else -1 */
+} gj_plugset;
+
+/* Read the list of plugin descriptors at stack index list (absolute; 0:
+** none) as core.compile's opts.plugins gives it (lua/gpujit/plugins.lua). */
+int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err);
+
+/* Each buffer, in order, as @gj_body's extra array parameters. */
+void gj_plugset_buffers(const gj_plugset *ps, const char **names,
+                        gj_scalar *elems);
+
+/* Hash every plugin's name, version and identity into h. */
+void gj_plugset_key(const gj_plugset *ps, gj_cache_hasher *h);
+
+/* The hooks of one stage, for every plugin in order.  kd is the kernel's
+** description (its buffer_param is set per plugin here).  Each returns 0,
+** or -1 with "kernel K: plugin P, stage S: <message>" in err. */
+int gj_plugset_job(gj_plugset *ps, gpujit_kernel_desc *kd, gj_job *job,
+                   gj_err *err);
+int gj_plugset_frontend(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err);
+/* ir and optimized: a Lua plugin may return new IR text, which replaces
+** *m (in m's context). */
+int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
+                      LLVMModuleRef *m, gj_err *err);
+int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
+                      size_t cap, gj_err *err);
+int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
+                    size_t *len, gj_err *err);
+
+#endif
