@@ -179,11 +179,11 @@ describe("count plugin", function()
 
       it("2D launch: items is the product, item(w) is linear id gid0 + gs0 * gid1", function()
         local w, h = 8, 5
-        local k = counted(bk, function(x, y, w)
+        local k = counted(bk, function(x, y, width)
           local gx, gy = gpu.global_id(0), gpu.global_id(1)
           local s = 0.0
           for _ = 1, gy do s = s + x[gx] end
-          y[gx + w * gy] = s
+          y[gx + width * gy] = s
         end, nil, { "float[]", "float[]", "int32_t" })
         k:launch({ global = { w, h } }, floats(w), floats(w * h), w)
         local r = k:report("count")

@@ -146,8 +146,8 @@ print(k:report("nancheck").message, gpu.cache.stats().hits)
           p:close()
         end
         os.execute("rm -rf '" .. dir .. "'")
-        local want = script:gsub("%p", "%%%0") .. ":5: NaN stored into argument 2 at index %d by work item %d "
-          .. "%(2 NaN stores in this launch%)\t"
+        local want = script:gsub("%p", "%%%0")
+          .. ":5: NaN stored into argument 2 at index %d by work item %d %(2 NaN stores in this launch%)\t"
         assert.is_truthy(outs[1]:match(want .. "0"), outs[1])
         assert.is_truthy(outs[2]:match(want .. "1"), outs[2])
       end)

@@ -185,25 +185,27 @@ static int count_report(void *ud, lua_State *L, const gpujit_launch_desc *l,
              (long long)(n * NCAT));
     return -1;
   }
+  int64_t total[NCAT] = { 0 }, lo[NCAT], hi[NCAT];
+  for (int c = 0; c < NCAT; c++) lo[c] = hi[c] = n ? v[c] : 0;
+  for (int64_t i = 0; i < n; i++)     /* one pass, item by item */
+    for (int c = 0; c < NCAT; c++) {
+      int64_t x = v[i * NCAT + c];
+      total[c] += x;
+      lo[c] = x < lo[c] ? x : lo[c];
+      hi[c] = x > hi[c] ? x : hi[c];
+    }
   lua_createtable(L, 0, NCAT + 2);
   lua_pushnumber(L, (lua_Number)n);
   lua_setfield(L, -2, "items");
   for (int c = 0; c < NCAT; c++) {
-    int64_t total = 0, lo = n ? v[c] : 0, hi = lo;
-    for (int64_t i = 0; i < n; i++) {
-      int64_t x = v[i * NCAT + c];
-      total += x;
-      lo = x < lo ? x : lo;
-      hi = x > hi ? x : hi;
-    }
     lua_createtable(L, 0, 4);
-    lua_pushnumber(L, (lua_Number)total);
+    lua_pushnumber(L, (lua_Number)total[c]);
     lua_setfield(L, -2, "total");
-    lua_pushnumber(L, (lua_Number)lo);
+    lua_pushnumber(L, (lua_Number)lo[c]);
     lua_setfield(L, -2, "min");
-    lua_pushnumber(L, (lua_Number)hi);
+    lua_pushnumber(L, (lua_Number)hi[c]);
     lua_setfield(L, -2, "max");
-    lua_pushnumber(L, n ? (lua_Number)total / (lua_Number)n : 0);
+    lua_pushnumber(L, n ? (lua_Number)total[c] / (lua_Number)n : 0);
     lua_setfield(L, -2, "mean");
     lua_setfield(L, -2, cat_name[c]);
   }
