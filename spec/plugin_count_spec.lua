@@ -57,6 +57,19 @@ describe("count plugin", function()
     assert.is_truthy(found.path:match("plugins/count%.so$"))
   end)
 
+  it("counts the same on every backend for a kernel without barriers", function()
+    local first, from
+    for _, bk in ipairs(H.compilers) do
+      local k = saxpy(bk)
+      k:launch(50, 2, floats(50), floats(50), 50)
+      local r = k:report("count")
+      local got = {}
+      for _, c in ipairs(CATS) do got[c] = r[c].total end
+      if first then assert.are.same(first, got, from .. " vs " .. bk) end
+      first, from = first or got, from or bk
+    end
+  end)
+
   for _, bk in ipairs(H.compilers) do
     describe("on " .. bk, function()
       it("saxpy: 2 loads, 1 store, 2 flops per item, every item the same", function()
