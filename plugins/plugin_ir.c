@@ -129,7 +129,8 @@ static unsigned attr_kind(const char *name)
   return LLVMGetEnumAttributeKindForName(name, strlen(name));
 }
 
-LLVMValueRef gj_pir_inline(LLVMModuleRef m, char *err, size_t errlen)
+LLVMValueRef gj_pir_inline(LLVMModuleRef m, const gpujit_kernel_desc *k,
+                           LLVMValueRef *buf, char *err, size_t errlen)
 {
   LLVMValueRef body = LLVMGetNamedFunction(m, "gj_body");
   unsigned ai = attr_kind("alwaysinline");
@@ -140,6 +141,12 @@ LLVMValueRef gj_pir_inline(LLVMModuleRef m, char *err, size_t errlen)
     snprintf(err, errlen, "the module has no @gj_body");
     return NULL;
   }
+  if (k->buffer_param < 0 ||
+      (unsigned)k->buffer_param >= LLVMCountParams(body)) {
+    snprintf(err, errlen, "@gj_body has no parameter for the plugin's buffer");
+    return NULL;
+  }
+  *buf = LLVMGetParam(body, (unsigned)k->buffer_param);
   /* always-inline deletes an alwaysinline internal function nobody calls:
   ** @gj_body has no caller until the backend adds the entry point */
   a = LLVMGetEnumAttributeAtIndex(body, LLVMAttributeFunctionIndex, ai);

@@ -12,8 +12,10 @@
 
 /* Inline every device function into @gj_body (they are alwaysinline), so
 ** that @gj_body alone is one work item.  @gj_body keeps its own attributes
-** and is never dropped.  Returns @gj_body, or NULL with a message in err. */
-LLVMValueRef gj_pir_inline(LLVMModuleRef m, char *err, size_t errlen);
+** and is never dropped.  Returns @gj_body, with *buf its parameter for the
+** plugin's first buffer, or NULL with a message in err. */
+LLVMValueRef gj_pir_inline(LLVMModuleRef m, const gpujit_kernel_desc *k,
+                           LLVMValueRef *buf, char *err, size_t errlen);
 
 /* The 1-based kernel argument whose array `ptr` points into (a `ptr
 ** addrspace(G)` parameter of @gj_body among the kernel's own, found through

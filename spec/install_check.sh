@@ -20,6 +20,12 @@ probe() {  # probe WHERE LUA_PATH LUA_CPATH
     assert(gpu.core, "gpujit.core not loaded: " .. tostring(gpu.core_error))
     local want = os.getenv("GJ_WANT_CORE")
     assert(gpu.core.path == want, "core from " .. gpu.core.path .. ", not " .. want)
+    -- the shipped plugins, found by name beside the installed core
+    for _, name in ipairs({ "count", "nancheck" }) do
+      local p = gpu.load_plugin(name)
+      local at = want:gsub("core%.so$", "plugins/" .. name .. ".so")
+      assert(p.path == at, name .. " from " .. p.path .. ", not " .. at)
+    end
     gpu.use("cpu")
     local k = gpu.kernel(function(a, n)
       local i = gpu.global_id(0)

@@ -86,7 +86,7 @@ static void flush(LLVMBuilderRef b, LLVMModuleRef m, LLVMValueRef body,
 static int count_ir(void *ud, const gpujit_kernel_desc *k, LLVMModuleRef m,
                     char *err, size_t errlen)
 {
-  LLVMValueRef body = gj_pir_inline(m, err, errlen), buf, ctr[NCAT];
+  LLVMValueRef buf, ctr[NCAT], body = gj_pir_inline(m, k, &buf, err, errlen);
   LLVMBuilderRef b;
   LLVMTypeRef i64 = LLVMInt64TypeInContext(LLVMGetModuleContext(m));
   LLVMBasicBlockRef *bbs;
@@ -94,12 +94,6 @@ static int count_ir(void *ud, const gpujit_kernel_desc *k, LLVMModuleRef m,
   unsigned nbb;
   (void)ud;
   if (!body) return -1;
-  if (k->buffer_param < 0 ||
-      (unsigned)k->buffer_param >= LLVMCountParams(body)) {
-    snprintf(err, errlen, "@gj_body has no parameter for the counts buffer");
-    return -1;
-  }
-  buf = LLVMGetParam(body, (unsigned)k->buffer_param);
   nbb = LLVMCountBasicBlocks(body);
   bbs = malloc(nbb * sizeof(*bbs));
   cnt = malloc(nbb * sizeof(*cnt));

@@ -222,18 +222,12 @@ static void check_store(LLVMBuilderRef b, LLVMModuleRef m, LLVMValueRef body,
 static int nc_ir(void *ud, const gpujit_kernel_desc *k, LLVMModuleRef m,
                  char *err, size_t errlen)
 {
-  LLVMValueRef body = gj_pir_inline(m, err, errlen), rec;
+  LLVMValueRef rec, body = gj_pir_inline(m, k, &rec, err, errlen);
   unsigned kind = LLVMGetMDKindIDInContext(LLVMGetModuleContext(m), "gj.loc", 6);
   site *sites = NULL;
   int n = 0, cap = 0;
   LLVMBuilderRef b;
   if (!body) return -1;
-  if (k->buffer_param < 0 ||
-      (unsigned)k->buffer_param >= LLVMCountParams(body)) {
-    snprintf(err, errlen, "@gj_body has no parameter for the record buffer");
-    return -1;
-  }
-  rec = LLVMGetParam(body, (unsigned)k->buffer_param);
   /* the stores to check, all found before any block is split */
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(body); bb;
        bb = LLVMGetNextBasicBlock(bb))
