@@ -340,7 +340,7 @@ local function compile_opts(K, tgt, one_based)
     precision = K.opts.precision or "double",
     fastmath = K.opts.fastmath and true or false,
     boundscheck = K.opts.boundscheck and true or false,
-    one_based = one_based, argnames = K.opts.boundscheck and K.pnames or nil,
+    one_based = one_based, argnames = K.pnames,
   }
   if env.compile_opts then
     for k, v in pairs(env.compile_opts(K, tgt)) do o[k] = v end
