@@ -4,7 +4,6 @@
 -- the cache key, and a C plugin built here.
 
 local H = require("spec.helpers")
-local ffi = require("ffi")
 local gpu = H.gpu
 
 local STAGES = { "job", "frontend", "ir", "optimize", "optimized", "emit" }
@@ -110,7 +109,8 @@ for _, bk in ipairs(H.compilers) do
 
     it("compose in registration order, each seeing what the one before returned", function()
       local got = {}
-      plugin({ name = "first", optimize = function(p) got[#got + 1] = "first:" .. p; return p .. ",instnamer" end })
+      plugin({ name = "first",
+        optimize = function(p) got[#got + 1] = "first:" .. p; return p .. ",instnamer" end })
       plugin({ name = "second", optimize = function(p) got[#got + 1] = "second:" .. p; return p end })
       local k = H.kernel(bk, saxpy, { plugins = { "second", "first" } })
       local y, x = H.array("float", { 0 }), H.array("float", { 1 })
@@ -151,7 +151,7 @@ for _, bk in ipairs(H.compilers) do
       assert.same({ sum = 21, items = 3, n = 9 }, k:report("mark"))
       assert.same({ 3, 4, 5, 5, 6 }, { y[0], y[1], y[2], y[3], y[4] })
       -- 2-D: items is the product; the hook marks the first dimension's ids
-      local k2 = H.kernel(bk, function(y) local i = gpu.global_id(0); y[i] = 1 end,
+      local k2 = H.kernel(bk, function(z) local i = gpu.global_id(0); z[i] = 1 end,
         { plugins = { "mark" } })
       k2:launch({ global = { 4, 3 } }, y)
       assert.equal(12, k2:report("mark").items)
@@ -255,6 +255,31 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
       local y, x = H.array("float", { 1 }), H.array("float", { 2 })
       k2:launch(1, y, x, 3)
       assert.equal(7, y[0])
+    end)
+
+    it("give the same job from C, gj_job_from_backend, as gpu.job for a plain kernel", function()
+      local ffi = require("ffi")
+      pcall(ffi.cdef, [[
+        typedef struct { char path[512]; char prefix[32]; } spec_gj_job_lib;
+        typedef struct {
+          char triple[64]; char datalayout[256]; char cpu[64]; char features[1024];
+          char target_id[256]; unsigned as_global, as_shared, as_local; int serial_groups;
+          const char *intrinsics_ir; int nlibs; spec_gj_job_lib libs[4]; char passes[1024];
+          int codegen_opt, reloc, code_model;
+        } spec_gj_job;
+        int gj_job_from_backend(void *ctx, const char *backend, int dev, spec_gj_job *job);
+        const char *gj_errmsg(void *ctx);
+      ]])
+      local lib = ffi.load(gpu.core.path)
+      local job = ffi.new("spec_gj_job")
+      assert.equal(0, lib.gj_job_from_backend(gpu.core.ctx, bk, 0, job))
+      local j = gpu.job(H.kernel(bk, saxpy), { "float[]", "float[]", "double" })
+      assert.equal(j.triple, ffi.string(job.triple))
+      assert.equal(j.passes, ffi.string(job.passes))
+      assert.equal(j.address_spaces.global, job.as_global)
+      assert.equal(#j.libraries, job.nlibs)
+      assert.equal(-1, lib.gj_job_from_backend(gpu.core.ctx, "nosuch", 0, job))
+      assert.equal("no backend 'nosuch'", ffi.string(lib.gj_errmsg(gpu.core.ctx)))
     end)
 
     it("are part of the cache key: another plugin version is another entry", function()
