@@ -401,6 +401,11 @@ static int cu_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   memset(j, 0, sizeof(*j));
   j->intrinsics_ir = st->has_libdevice ? gj_ptx_ir_libdevice : gj_ptx_ir_base;
   if (gj_ptx_job(j, sm, err) != 0) return -1;
+  if (st->has_libdevice) {   /* linked by the core when a __nv_ is called */
+    j->nlibs = 1;
+    snprintf(j->libs[0].path, sizeof(j->libs[0].path), "%s", st->libdevice);
+    snprintf(j->libs[0].prefix, sizeof(j->libs[0].prefix), "__nv_");
+  }
   {
     int version = 0;
     if (st->drv) st->drv->api.DriverGetVersion(&version);

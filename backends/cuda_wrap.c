@@ -1,6 +1,7 @@
 /*
 ** The cuda backend, part two: the code it generates.  `wrap` adds the
-** kernel entry point around @gj_body and links libdevice; `emit` gives the
+** kernel entry point around @gj_body (libdevice is in the job's libraries,
+** which the core links before); `emit` gives the
 ** PTX.  The intrinsics IR is the shared NVPTX one (src/gj_ptx.c).
 **
 ** The entry point's parameters mirror the argument block that the
@@ -167,9 +168,6 @@ int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   gj_ptx_mark_kernel(m, kernel);
   entry_body(m, kernel, body, sig, n - CU_HIDDEN_GLOBAL);
 
-  if (st->has_libdevice &&
-      gj_ptx_link_libdevice(m, st->libdevice, err) != 0)
-    return -1;
   /* Only the kernel is left once the optimizer has inlined the rest. */
   for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (f != kernel && !LLVMIsDeclaration(f))

@@ -1,5 +1,6 @@
 /*
-** The compile job as a Lua table and back (gj_joblua.h).
+** The compile job as a Lua table and back, and the kernel description
+** Lua plugins get (gj_joblua.h).
 **
 ** Only what a kernel may change without breaking its backend's conventions
 ** is writable: the CPU, its features, the pass pipeline, the code
@@ -224,4 +225,59 @@ int gj_job_apply(lua_State *L, int idx, gj_job *job, const char *who,
     return -1;
   *job = j;
   return 0;
+}
+
+static void push_list(lua_State *L, int n, const char *const *v)
+{
+  int i;
+  lua_createtable(L, n, 0);
+  for (i = 0; i < n && v; i++) {
+    if (!v[i]) continue;
+    lua_pushstring(L, v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+void gj_kernel_desc_push(lua_State *L, const gpujit_kernel_desc *kd)
+{
+  int i;
+  lua_createtable(L, 0, 16);
+  set_str(L, "name", kd->name);
+  set_str(L, "source", kd->source);
+  set_int(L, "line", kd->line);
+  set_str(L, "backend", kd->backend);
+  set_int(L, "device", kd->device);
+  push_list(L, kd->nparams, kd->types);
+  lua_setfield(L, -2, "types");
+  push_list(L, kd->nparams, kd->argnames);
+  lua_setfield(L, -2, "argnames");
+  lua_pushstring(L, kd->single ? "single" : "double");
+  lua_setfield(L, -2, "precision");
+  lua_pushboolean(L, kd->fastmath);
+  lua_setfield(L, -2, "fastmath");
+  lua_pushboolean(L, kd->boundscheck);
+  lua_setfield(L, -2, "boundscheck");
+  set_int(L, "buffer_param", kd->buffer_param);
+  if (kd->job) {
+    gj_job_push(L, kd->job);
+    lua_setfield(L, -2, "job");
+  }
+  if (kd->nfunctions) {
+    lua_createtable(L, kd->nfunctions, 0);
+    for (i = 0; i < kd->nfunctions; i++) {
+      const gpujit_fn_desc *f = &kd->functions[i];
+      lua_createtable(L, 0, 6);
+      set_str(L, "name", f->name);
+      set_str(L, "source", f->source);
+      set_int(L, "line", f->line);
+      push_list(L, f->nparams, f->param_types);
+      lua_setfield(L, -2, "params");
+      push_list(L, f->nret, f->ret_types);
+      lua_setfield(L, -2, "returns");
+      lua_pushboolean(L, f->uses_barrier);
+      lua_setfield(L, -2, "uses_barrier");
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "functions");
+  }
 }

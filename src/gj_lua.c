@@ -644,3 +644,16 @@ GJ_API int gj_sync(gj_ctx *c, int bk, int dev)
   if (gj_ctx_backend(c, bk, &c->err)) return -1;
   return gj_backends[bk]->sync(c->bst[bk], dev, &c->err);
 }
+
+GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,
+                               gj_job *job)
+{
+  int bk;
+  for (bk = 0; bk < gj_nbackends; bk++)
+    if (strcmp(gj_backends[bk]->name, backend) == 0) break;
+  if (bk == gj_nbackends)
+    return gj_err_set(&c->err, "no backend '%s'", backend);
+  if (gj_ctx_backend(c, bk, &c->err)) return -1;
+  memset(job, 0, sizeof(*job));
+  return gj_backends[bk]->job(c->bst[bk], dev, job, &c->err);
+}

@@ -202,74 +202,6 @@ void gj_plugset_key(const gj_plugset *ps, gj_cache_hasher *h)
 
 /* --- running hooks ------------------------------------------------------- */
 
-static void set_s(lua_State *L, const char *k, const char *v)
-{
-  lua_pushstring(L, v ? v : "");
-  lua_setfield(L, -2, k);
-}
-
-static void set_i(lua_State *L, const char *k, int v)
-{
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void push_list(lua_State *L, int n, const char *const *v)
-{
-  int i;
-  lua_createtable(L, n, 0);
-  for (i = 0; i < n && v; i++) {
-    if (!v[i]) continue;
-    lua_pushstring(L, v[i]);
-    lua_rawseti(L, -2, i + 1);
-  }
-}
-
-/* What a Lua hook gets as its second argument. */
-static void push_desc(lua_State *L, const gpujit_kernel_desc *kd)
-{
-  int i;
-  lua_createtable(L, 0, 16);
-  set_s(L, "name", kd->name);
-  set_s(L, "source", kd->source);
-  set_i(L, "line", kd->line);
-  set_s(L, "backend", kd->backend);
-  set_i(L, "device", kd->device);
-  push_list(L, kd->nparams, kd->types);
-  lua_setfield(L, -2, "types");
-  push_list(L, kd->nparams, kd->argnames);
-  lua_setfield(L, -2, "argnames");
-  lua_pushstring(L, kd->single ? "single" : "double");
-  lua_setfield(L, -2, "precision");
-  lua_pushboolean(L, kd->fastmath);
-  lua_setfield(L, -2, "fastmath");
-  lua_pushboolean(L, kd->boundscheck);
-  lua_setfield(L, -2, "boundscheck");
-  set_i(L, "buffer_param", kd->buffer_param);
-  if (kd->job) {
-    gj_job_push(L, kd->job);
-    lua_setfield(L, -2, "job");
-  }
-  if (kd->nfunctions) {
-    lua_createtable(L, kd->nfunctions, 0);
-    for (i = 0; i < kd->nfunctions; i++) {
-      const gpujit_fn_desc *f = &kd->functions[i];
-      lua_createtable(L, 0, 6);
-      set_s(L, "name", f->name);
-      set_s(L, "source", f->source);
-      set_i(L, "line", f->line);
-      push_list(L, f->nparams, f->param_types);
-      lua_setfield(L, -2, "params");
-      push_list(L, f->nret, f->ret_types);
-      lua_setfield(L, -2, "returns");
-      lua_pushboolean(L, f->uses_barrier);
-      lua_setfield(L, -2, "uses_barrier");
-      lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, "functions");
-  }
-}
-
 static int hook_error(const gpujit_kernel_desc *kd, const struct gj_plugref *r,
                       gj_stage st, const char *msg, gj_err *err)
 {
@@ -336,7 +268,7 @@ int gj_plugset_job(gj_plugset *ps, gpujit_kernel_desc *kd, gj_job *job,
         continue;
       }
       lua_pushvalue(L, t);
-      push_desc(L, kd);
+      gj_kernel_desc_push(L, kd);
       if (lua_call_hook(ps, i, GJ_STAGE_JOB, 2, kd, err)) {
         lua_pop(L, 1);
         return -1;
@@ -365,7 +297,7 @@ int gj_plugset_frontend(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err)
                                                sizeof(msg)))
         return hook_error(kd, r, GJ_STAGE_FRONTEND, msg, err);
     } else if (lua_hook(ps, i, GJ_STAGE_FRONTEND)) {
-      push_desc(ps->L, kd);
+      gj_kernel_desc_push(ps->L, kd);
       if (lua_call_hook(ps, i, GJ_STAGE_FRONTEND, 1, kd, err)) return -1;
       lua_pop(ps->L, 1);
     }
@@ -395,39 +327,61 @@ static int reparse(LLVMModuleRef *m, const char *text, size_t len,
   return 0;
 }
 
+/* Lua plugin i's hook for st, called with (text, desc).  1: it returned a
+** string, left on the stack and in *out and *outlen (the caller pops it); 0:
+** no hook, or it returned nil (nothing left); -1: it failed, or returned
+** something else (`want` says what it should). */
+static int lua_text(gj_plugset *ps, int i, gj_stage st,
+                    const gpujit_kernel_desc *kd, const char *in, size_t inlen,
+                    const char *want, const char **out, size_t *outlen,
+                    gj_err *err)
+{
+  lua_State *L = ps->L;
+  if (!lua_hook(ps, i, st)) return 0;
+  lua_pushlstring(L, in, inlen);
+  gj_kernel_desc_push(L, kd);
+  if (lua_call_hook(ps, i, st, 2, kd, err)) return -1;
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    *out = lua_tolstring(L, -1, outlen);
+    return 1;
+  }
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_pop(L, 1);
+  {
+    char m[128];
+    snprintf(m, sizeof(m), "must return %s or nil", want);
+    return hook_error(kd, &ps->p[i], st, m, err);
+  }
+}
+
 int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
                       LLVMModuleRef *m, gj_err *err)
 {
-  int i;
+  int i, r;
   char msg[512];
   for (i = 0; i < ps->n; i++) {
-    struct gj_plugref *r = &ps->p[i];
+    struct gj_plugref *p = &ps->p[i];
     set_buffer_param(ps, i, kd);
-    if (r->c) {
+    if (p->c) {
       int (*h)(void *, const gpujit_kernel_desc *, LLVMModuleRef, char *,
-               size_t) = st == GJ_STAGE_IR ? r->c->p.ir : r->c->p.optimized;
+               size_t) = st == GJ_STAGE_IR ? p->c->p.ir : p->c->p.optimized;
       msg[0] = '\0';
-      if (h && h(r->c->p.ud, kd, *m, msg, sizeof(msg)))
-        return hook_error(kd, r, st, msg, err);
-    } else if (lua_hook(ps, i, st)) {
-      lua_State *L = ps->L;
+      if (h && h(p->c->p.ud, kd, *m, msg, sizeof(msg)))
+        return hook_error(kd, p, st, msg, err);
+    } else {
+      const char *text;
+      size_t len;
       char *ir = LLVMPrintModuleToString(*m);
-      lua_pushstring(L, ir);
+      r = lua_text(ps, i, st, kd, ir, strlen(ir), "IR text", &text, &len, err);
       LLVMDisposeMessage(ir);
-      push_desc(L, kd);
-      if (lua_call_hook(ps, i, st, 2, kd, err)) return -1;
-      if (lua_type(L, -1) == LUA_TSTRING) {
-        size_t len;
-        const char *text = lua_tolstring(L, -1, &len);
-        if (reparse(m, text, len, err)) {
-          lua_pop(L, 1);
-          return hook_error(kd, r, st, err->msg, err);
-        }
-      } else if (!lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        return hook_error(kd, r, st, "must return IR text or nil", err);
-      }
-      lua_pop(L, 1);
+      if (r < 0) return -1;
+      if (r == 0) continue;
+      r = reparse(m, text, len, err);
+      lua_pop(ps->L, 1);
+      if (r) return hook_error(kd, p, st, err->msg, err);
     }
   }
   return 0;
@@ -436,37 +390,29 @@ int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
 int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
                       size_t cap, gj_err *err)
 {
-  int i;
+  int i, r;
   char msg[512];
   for (i = 0; i < ps->n; i++) {
-    struct gj_plugref *r = &ps->p[i];
+    struct gj_plugref *p = &ps->p[i];
     set_buffer_param(ps, i, kd);
-    if (r->c) {
+    if (p->c) {
       msg[0] = '\0';
-      if (r->c->p.optimize &&
-          r->c->p.optimize(r->c->p.ud, kd, passes, cap, msg, sizeof(msg)))
-        return hook_error(kd, r, GJ_STAGE_OPTIMIZE, msg, err);
+      if (p->c->p.optimize &&
+          p->c->p.optimize(p->c->p.ud, kd, passes, cap, msg, sizeof(msg)))
+        return hook_error(kd, p, GJ_STAGE_OPTIMIZE, msg, err);
       passes[cap - 1] = '\0';
-    } else if (lua_hook(ps, i, GJ_STAGE_OPTIMIZE)) {
-      lua_State *L = ps->L;
-      lua_pushstring(L, passes);
-      push_desc(L, kd);
-      if (lua_call_hook(ps, i, GJ_STAGE_OPTIMIZE, 2, kd, err)) return -1;
-      if (lua_type(L, -1) == LUA_TSTRING) {
-        size_t len;
-        const char *s = lua_tolstring(L, -1, &len);
-        if (len >= cap) {
-          lua_pop(L, 1);
-          return hook_error(kd, r, GJ_STAGE_OPTIMIZE,
-                            "the pass pipeline it returned is too long", err);
-        }
-        memcpy(passes, s, len + 1);
-      } else if (!lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        return hook_error(kd, r, GJ_STAGE_OPTIMIZE,
-                          "must return the pass pipeline text or nil", err);
-      }
-      lua_pop(L, 1);
+    } else {
+      const char *text;
+      size_t len;
+      r = lua_text(ps, i, GJ_STAGE_OPTIMIZE, kd, passes, strlen(passes),
+                   "the pass pipeline text", &text, &len, err);
+      if (r < 0) return -1;
+      if (r == 0) continue;
+      if (len < cap) memcpy(passes, text, len + 1);
+      lua_pop(ps->L, 1);
+      if (len >= cap)
+        return hook_error(kd, p, GJ_STAGE_OPTIMIZE,
+                          "the pass pipeline it returned is too long", err);
     }
   }
   return 0;
@@ -475,40 +421,34 @@ int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
 int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
                     size_t *len, gj_err *err)
 {
-  int i;
+  int i, r;
   char msg[512];
   for (i = 0; i < ps->n; i++) {
-    struct gj_plugref *r = &ps->p[i];
+    struct gj_plugref *p = &ps->p[i];
     set_buffer_param(ps, i, kd);
-    if (r->c) {
+    if (p->c) {
       msg[0] = '\0';
-      if (r->c->p.emit && r->c->p.emit(r->c->p.ud, kd, art, len, msg,
+      if (p->c->p.emit && p->c->p.emit(p->c->p.ud, kd, art, len, msg,
                                        sizeof(msg)))
-        return hook_error(kd, r, GJ_STAGE_EMIT, msg, err);
-    } else if (lua_hook(ps, i, GJ_STAGE_EMIT)) {
-      lua_State *L = ps->L;
-      lua_pushlstring(L, *art, *len);
-      push_desc(L, kd);
-      if (lua_call_hook(ps, i, GJ_STAGE_EMIT, 2, kd, err)) return -1;
-      if (lua_type(L, -1) == LUA_TSTRING) {
-        size_t n;
-        const char *s = lua_tolstring(L, -1, &n);
-        char *c = malloc(n + 1);
-        if (!c) {
-          lua_pop(L, 1);
-          return gj_err_set(err, "out of memory");
-        }
-        memcpy(c, s, n);
+        return hook_error(kd, p, GJ_STAGE_EMIT, msg, err);
+    } else {
+      const char *text;
+      size_t n;
+      char *c;
+      r = lua_text(ps, i, GJ_STAGE_EMIT, kd, *art, *len,
+                   "the artifact as a string", &text, &n, err);
+      if (r < 0) return -1;
+      if (r == 0) continue;
+      c = malloc(n + 1);     /* with a NUL: PTX is read as a C string */
+      if (c) {
+        memcpy(c, text, n);
         c[n] = '\0';
         free(*art);
         *art = c;
         *len = n;
-      } else if (!lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        return hook_error(kd, r, GJ_STAGE_EMIT,
-                          "must return the artifact as a string or nil", err);
       }
-      lua_pop(L, 1);
+      lua_pop(ps->L, 1);
+      if (!c) return gj_err_set(err, "out of memory");
     }
   }
   return 0;

@@ -25,7 +25,8 @@
 ** trunc).  Other gj.math.* stay declared: gj_ptx_check_math reports them. */
 extern const char gj_ptx_ir_base[];
 /* The same with every gj.math.* function, the rest as calls of libdevice's
-** __nv_* functions, which gj_ptx_link_libdevice links. */
+** __nv_* functions: the job then lists libdevice among its libraries, with
+** prefix "__nv_", and the core links it (gj_job.h). */
 extern const char gj_ptx_ir_libdevice[];
 
 /* Fill j's target fields for compute capability sm (e.g. 90; capped at
@@ -46,10 +47,5 @@ int gj_ptx_check_math(LLVMModuleRef m, const char *who, const char *why,
 ** under $CUDA_HOME, $CUDA_PATH, then /usr/local/cuda.  Its path into buf,
 ** 0; -1 when there is none (buf then says where it looked). */
 int gj_ptx_find_libdevice(char *buf, size_t n);
-
-/* Link the libdevice at path into m when m calls a __nv_* function (the
-** caller then makes every function but its kernel internal, so that only
-** what is used survives the optimizer). */
-int gj_ptx_link_libdevice(LLVMModuleRef m, const char *path, gj_err *err);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "gj_job.h"
 #include "gj_type.h"
 
 #if defined(__GNUC__)
@@ -56,5 +57,11 @@ GJ_API void gj_mem_free(gj_ctx *c, int bk, int dev, void *p);
 GJ_API int gj_mem_copy(gj_ctx *c, int bk, int dev, void *dst,
                        const void *src, uint64_t bytes, int dir);
 GJ_API int gj_sync(gj_ctx *c, int bk, int dev);
+
+/* The compile job backend `backend` ("cpu", "opencl", "cuda") proposes for
+** device dev, before any kernel's job option or plugin (gpu.job gives it
+** after those, for one kernel).  Returns 0, or -1 with gj_errmsg(). */
+GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,
+                               gj_job *job);
 
 #endif

@@ -340,7 +340,7 @@ local function compile_opts(K, tgt, one_based)
     precision = K.opts.precision or "double",
     fastmath = K.opts.fastmath and true or false,
     boundscheck = K.opts.boundscheck and true or false,
-    one_based = one_based, argnames = K.opts.boundscheck and K.pnames or nil,
+    one_based = one_based, argnames = K.pnames,
   }
   if env.compile_opts then
     for k, v in pairs(env.compile_opts(K, tgt)) do o[k] = v end
@@ -676,11 +676,13 @@ function methods.precompile(K, tl, device)
   return K
 end
 
-local function inspect(K, tl, what, device, fname)
-  tl = check_types(K, tl, fname)
+-- The target that inspect and gpu.job compile for: the given device (also
+-- one that compiles without launching), else the kernel's or the current
+-- one, else (sim) any compiling backend.
+local function compile_target(K, device, fname)
   local tgt
   if device ~= nil then
-    tgt = (env.resolve_compile or env.resolve)(device, fname, 3)
+    tgt = (env.resolve_compile or env.resolve)(device, fname, 4)
   else
     tgt = K.pin or env.state.cur
   end
@@ -690,6 +692,12 @@ local function inspect(K, tl, what, device, fname)
     if not tgt then raise(fname .. ": " .. (why or "no compiling backend")) end
   end
   if not env.core then no_core() end
+  return tgt
+end
+
+local function inspect(K, tl, what, device, fname)
+  tl = check_types(K, tl, fname)
+  local tgt = compile_target(K, device, fname)
   local ok, res = pcall(env.core.inspect, K.fn, tl, compile_opts(K, tgt), what)
   if not ok then error(res, 0) end
   return res
@@ -701,33 +709,22 @@ function methods.report(K, name)
   return K._reports[name]
 end
 
--- gpu.job(k, types [, device]): the compile job (a table) of k for types
--- on the current (or the given) target, after its job option and plugins.
-function D.job(K, tl, device)
-  tl = check_types(K, tl, "gpu.job")
-  local tgt
-  if device ~= nil then
-    tgt = (env.resolve_compile or env.resolve)(device, "gpu.job", 3)
-  else
-    tgt = K.pin or env.state.cur
-  end
-  if tgt == nil or tgt.sim then
-    local why
-    if env.inspect_target then tgt, why = env.inspect_target() else tgt = nil end
-    if not tgt then raise("gpu.job: " .. (why or "no compiling backend")) end
-  end
-  if not env.core then no_core() end
-  local ok, res = pcall(env.core.job, K.fn, tl, compile_opts(K, tgt))
-  if not ok then error(res, 0) end
-  return res
-end
-
 function methods.inspect_llvm(K, tl, device)
   return inspect(K, tl, "llvm", device, "inspect_llvm")
 end
 
 function methods.inspect_asm(K, tl, device)
   return inspect(K, tl, "asm", device, "inspect_asm")
+end
+
+-- gpu.job(k, types [, device]): the compile job (a table) of k for types
+-- on the current (or the given) target, after its job option and plugins.
+function D.job(K, tl, device)
+  tl = check_types(K, tl, "gpu.job")
+  local tgt = compile_target(K, device, "gpu.job")
+  local ok, res = pcall(env.core.job, K.fn, tl, compile_opts(K, tgt))
+  if not ok then error(res, 0) end
+  return res
 end
 
 D.methods = methods

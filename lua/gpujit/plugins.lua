@@ -90,7 +90,7 @@ function M.register(def)
   local p = { name = def.name, version = def.version or "", all = def.all and true or false,
               buffers = check_buffers(fname, def.buffers, 2), kind = "lua" }
   local fns = {}
-  for k, v in pairs(def) do
+  for k in pairs(def) do
     local known = k == "name" or k == "version" or k == "all" or k == "buffers"
     for _, s in ipairs(STAGES) do known = known or k == s end
     if k == "report" then known = true end
