@@ -53,9 +53,9 @@ describe("nancheck plugin", function()
           assert.are.equal(5, r.item)
           assert.are.equal(6, r.index)
           assert.are.equal(ct, r.type)
-          local name = r.argname and (" (" .. r.argname .. ")") or ""
-          assert.are.equal(string.format("%s:%d: NaN stored into argument 2%s at index 6 by work "
-            .. "item 5 (1 NaN store in this launch)", SOURCE, RATIO_LINE, name), r.message)
+          assert.are.equal("y", r.argname)
+          assert.are.equal(string.format("%s:%d: NaN stored into argument 2 (y) at index 6 by work "
+            .. "item 5 (1 NaN store in this launch)", SOURCE, RATIO_LINE), r.message)
         end)
       end
 
@@ -83,13 +83,17 @@ describe("nancheck plugin", function()
         assert.is_nil(k:report("nancheck"))
       end)
 
-      it("names the argument when the kernel's argument names are known", function()
+      H.it_with("boundscheck", bk)("works with boundscheck on; the bounds checks still fire", function()
         local n = 4
         local k = ratio(bk, "double", { boundscheck = true })
         k:launch(n, array("double", n), array("double", n + 1))
         local r = k:report("nancheck")
-        assert.are.equal("y", r.argname)
-        assert.is_truthy(r.message:match(": NaN stored into argument 2 %(y%) at index %d+ by work item"))
+        assert.are.equal(n, r.count)
+        assert.are.equal(RATIO_LINE, r.line)
+        assert.are.equal(r.item + 1, r.index)
+        local ok, err = pcall(k.launch, k, n, array("double", n), array("double", n))
+        assert.is_false(ok)
+        assert.is_truthy(tostring(err):match(":" .. RATIO_LINE .. ": index 4 is out of bounds"), err)
       end)
 
       it("a store in a device function reports the device function's line", function()
@@ -147,7 +151,8 @@ print(k:report("nancheck").message, gpu.cache.stats().hits)
         end
         os.execute("rm -rf '" .. dir .. "'")
         local want = script:gsub("%p", "%%%0")
-          .. ":5: NaN stored into argument 2 at index %d by work item %d %(2 NaN stores in this launch%)\t"
+          .. ":5: NaN stored into argument 2 %(y%) at index %d by work item %d "
+          .. "%(2 NaN stores in this launch%)\t"
         assert.is_truthy(outs[1]:match(want .. "0"), outs[1])
         assert.is_truthy(outs[2]:match(want .. "1"), outs[2])
       end)

@@ -32,16 +32,16 @@
 enum { R_COUNT, R_CLAIM, R_LINE, R_ARG, R_ITEM, R_INDEX, R_FILE, R_BITS, NREC };
 
 typedef struct name_ent {
-  uint64_t key;            /* file: its hash; kernel: hash of its name */
+  uint64_t key;            /* fnv1a(name) ^ kind (0: file, 1: kernel) */
   char *name;              /* the file name, or the kernel's name */
-  int nargs;               /* kernel: argnames[0 .. nargs-1] (may be NULL) */
-  char **argnames;
+  int nargs;               /* kernel: argnames[0 .. nargs-1], entries may */
+  char **argnames;         /* be NULL; a file: NULL */
 } name_ent;
 
 typedef struct nc_state {
   pthread_mutex_t mu;
   int n, cap;
-  name_ent *v;             /* files and kernels (argnames != NULL or nargs) */
+  name_ent *v;             /* files and kernels, filled by the ir hook */
 } nc_state;
 
 static uint64_t fnv1a(const char *s)
