@@ -642,6 +642,14 @@ function H.ls(glob)
   return out
 end
 
+-- A fresh, empty directory under /tmp; the caller removes it (os.execute rm -rf).
+function H.tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir -p '" .. d .. "'") == 0, "cannot make " .. d)
+  return d
+end
+
 -- The shell command that starts luajit with this process's module paths and
 -- the environment variables of the table env (may be nil).
 function H.luajit_cmd(env)

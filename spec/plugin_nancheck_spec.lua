@@ -127,9 +127,7 @@ describe("nancheck plugin", function()
       end)
 
       it("a cache hit in a new process still names the file", function()
-        local dir = os.tmpname()
-        os.remove(dir)
-        os.execute("mkdir -p '" .. dir .. "'")
+        local dir = H.tmpdir()
         local script = dir .. "/nan.lua"
         local f = assert(io.open(script, "w"))
         f:write(string.format([[
