@@ -63,7 +63,7 @@ EXAMPLES = mandelbrot blur nbody reduce matmul particles inspect
 EXAMPLE_BACKEND ?=
 MULTISTATE = $(BUILD)/multistate
 
-.PHONY: all deps bench-deps bench test run lint examples install install-embed uninstall \
+.PHONY: all deps bench-deps bench bench-cuda gpu-session test run lint examples install install-embed uninstall \
         install-check clean tsan check fuzz fuzz-frontend
 
 all: $(CORE) $(EMBED_LIB) $(PLUGIN_SOS)
@@ -224,6 +224,33 @@ bench: deps bench-deps
 	$(LUA_ENV) GJ_BENCH_REF=$(BENCH_REF) GJ_BENCH_CFLAGS="$(BENCH_CC) $(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
+
+# The cuda backend vs CUDA C (bench/cuda_vs_c.lua; bench/README.md).  The
+# reference kernels are built with nvcc where the toolkit is (a cubin for
+# CUDA_REF_ARCH and PTX for any newer GPU); without a driver or a device
+# the benchmark says why and exits 0.
+NVCC          ?= $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc /usr/local/cuda/bin/nvcc) \
+                   $(shell command -v nvcc 2>/dev/null))
+CUDA_REF_ARCH ?= sm_90
+CUDA_REF       = $(BUILD)/bench/cuda_ref.cubin $(BUILD)/bench/cuda_ref.ptx
+
+$(BUILD)/bench/cuda_ref.cubin: bench/cuda_ref.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -fmad=false -arch=$(CUDA_REF_ARCH) -cubin -o $@ $<
+
+$(BUILD)/bench/cuda_ref.ptx: bench/cuda_ref.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -fmad=false -arch=compute_80 -ptx -o $@ $<
+
+bench-cuda: all
+	@if [ -n "$(NVCC)" ]; then $(MAKE) $(CUDA_REF); \
+	 else echo "bench-cuda: no nvcc: using what $(BUILD)/bench holds"; fi
+	$(LUA_ENV) $(LUAJIT) bench/cuda_vs_c.lua $(BENCH_RUNS)
+
+# One command for a session on a machine with an NVIDIA GPU: the suite on
+# cuda, the benchmarks, and the report to paste under $(OUT) (default ./out).
+gpu-session:
+	sh spec/gpu_session.sh
 
 # Differential fuzzing (docs/fuzzing.md): N generated kernels from SEED on
 # the backends of GPUJIT_SPEC_BACKENDS against LuaJIT's interpreter; each

@@ -24,6 +24,22 @@
 ** programs and launches in cuda_run.c.  Device memory is cuMemAlloc'ed;
 ** each state remembers its live allocations and frees them when it closes.
 **
+** Sticky errors.  A kernel that faults (CUDA_ERROR_ILLEGAL_ADDRESS and the
+** others of is_sticky) leaves its context unusable: NVIDIA's documentation
+** says every later call returns the same error and the process must be
+** restarted.  The backend marks the device's primary context lost (for the
+** process: every state shares it), says so in the error, and from then on
+** fails at once in cu_enter with that reason instead of whatever the
+** driver would answer; the rest of gpujit (other devices, other backends)
+** keeps working.  It does not reset the context (cuDevicePrimaryCtxReset)
+** by itself: the context is shared with every other lua_State and with the
+** host program's own CUDA code, whose allocations a reset would destroy
+** under them; and a gpu.array holds a raw device pointer, so after a reset
+** an old array's finalizer could free a new allocation that got the same
+** address.  When the last state using the device closes, the context is
+** released, the mark cleared, and the next state retains a new context
+** (if the driver still refuses it, that is detected again).
+**
 ** Invariant: a gj_bstate belongs to one lua_State and is used by one thread
 ** at a time (launches are synchronous, API.md); only the driver table and
 ** the primary-context refcounts are process-wide.
@@ -50,6 +66,8 @@ static gj_err drv_why;           /* drv_state -1: why */
 static cu_driver drv;
 static CUcontext *prim_ctx;      /* per device, retained while refs > 0 */
 static int *prim_refs;
+static CUresult *prim_lost;      /* per device: the sticky error that made
+                                 ** its context unusable, 0 while usable */
 
 /* Names of the codes a driver may give before cuGetErrorName works (the
 ** stub library answers every call with CUDA_ERROR_STUB_LIBRARY). */
@@ -62,8 +80,22 @@ static const struct { CUresult code; const char *name; } known_errors[] = {
   { 222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" },
   { 700, "CUDA_ERROR_ILLEGAL_ADDRESS" },
   { 701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" },
+  { 702, "CUDA_ERROR_LAUNCH_TIMEOUT" },
+  { 714, "CUDA_ERROR_HARDWARE_STACK_ERROR" },
+  { 715, "CUDA_ERROR_ILLEGAL_INSTRUCTION" },
+  { 716, "CUDA_ERROR_MISALIGNED_ADDRESS" },
+  { 717, "CUDA_ERROR_INVALID_ADDRESS_SPACE" },
+  { 718, "CUDA_ERROR_INVALID_PC" },
   { 719, "CUDA_ERROR_LAUNCH_FAILED" }, { 999, "CUDA_ERROR_UNKNOWN" },
 };
+
+/* The sticky errors: a kernel's fault that the driver's documentation says
+** "leaves the process in an inconsistent state and any further CUDA work
+** will return the same error" (CUDA 12/13 driver API, CUresult). */
+static int is_sticky(CUresult r)
+{
+  return r == 700 || r == 702 || (r >= 714 && r <= 719);
+}
 
 int cu_fail(gj_err *err, const char *call, CUresult r)
 {
@@ -81,6 +113,33 @@ int cu_fail(gj_err *err, const char *call, CUresult r)
     return gj_err_set(err, "cuda: %s failed: %s (%s)", call, name, desc);
   if (name) return gj_err_set(err, "cuda: %s failed: %s", call, name);
   return gj_err_set(err, "cuda: %s failed: CUDA error %d", call, (int)r);
+}
+
+/* After a sticky error: why device dev's context is unusable. */
+static int lost_error(int dev, CUresult r, gj_err *err)
+{
+  gj_err why;
+  cu_fail(&why, "an earlier call", r);
+  return gj_err_set(err, "cuda: device %d's context is unusable after a "
+                    "sticky error (%s): its arrays and kernels are lost and "
+                    "the driver refuses further work in it until every "
+                    "lua_State using the device has closed; restart the "
+                    "process", dev, why.msg + 6);
+}
+
+int cu_fail_dev(int dev, gj_err *err, const char *call, CUresult r)
+{
+  size_t used;
+  cu_fail(err, call, r);
+  if (!is_sticky(r)) return -1;
+  pthread_mutex_lock(&drv_lock);
+  if (!prim_lost[dev]) prim_lost[dev] = r;
+  pthread_mutex_unlock(&drv_lock);
+  used = strlen(err->msg);
+  snprintf(err->msg + used, sizeof(err->msg) - used, "; a sticky error: "
+           "device %d's context is now unusable, its arrays and kernels are "
+           "lost (restart the process)", dev);
+  return -1;
 }
 
 static void describe(cu_device *d)
@@ -149,7 +208,8 @@ static int load_driver(gj_err *err)
   drv.devs = calloc((size_t)n, sizeof(cu_device));
   prim_ctx = calloc((size_t)n, sizeof(CUcontext));
   prim_refs = calloc((size_t)n, sizeof(int));
-  if (!drv.devs || !prim_ctx || !prim_refs)
+  prim_lost = calloc((size_t)n, sizeof(CUresult));
+  if (!drv.devs || !prim_ctx || !prim_refs || !prim_lost)
     return gj_err_set(err, "cuda: out of memory");
   for (i = 0; i < n; i++) {
     r = drv.api.DeviceGet(&drv.devs[i].id, i);
@@ -173,15 +233,18 @@ static const cu_driver *driver(gj_err *err)
 
 static int retain(int dev, CUcontext *out, gj_err *err)
 {
-  CUresult r = CUDA_SUCCESS;
+  CUresult r = CUDA_SUCCESS, lost;
   pthread_mutex_lock(&drv_lock);
-  if (prim_refs[dev] == 0)
+  lost = prim_lost[dev];
+  if (lost) r = lost;
+  else if (prim_refs[dev] == 0)
     r = drv.api.PrimaryCtxRetain(&prim_ctx[dev], drv.devs[dev].id);
   if (r == CUDA_SUCCESS) {
     prim_refs[dev]++;
     *out = prim_ctx[dev];
   }
   pthread_mutex_unlock(&drv_lock);
+  if (lost) return lost_error(dev, lost, err);
   return r == CUDA_SUCCESS ? 0 : cu_fail(err, "cuDevicePrimaryCtxRetain", r);
 }
 
@@ -189,8 +252,12 @@ static void release(int dev)
 {
   pthread_mutex_lock(&drv_lock);
   if (prim_refs[dev] > 0 && --prim_refs[dev] == 0) {
+    /* The last user is gone: the driver destroys the context, and the
+    ** next retain gets a new one (whether the driver then accepts work
+    ** after a sticky error is its decision: a new one is detected again). */
     drv.api.PrimaryCtxRelease(drv.devs[dev].id);
     prim_ctx[dev] = NULL;
+    prim_lost[dev] = 0;
   }
   pthread_mutex_unlock(&drv_lock);
 }
@@ -214,6 +281,10 @@ int cu_enter(gj_bstate *st, int dev, int *pushed, gj_err *err)
   *pushed = 0;
   if (cu_check_dev(st, dev, err) != 0) return -1;
   if (!st->ctx[dev] && retain(dev, &st->ctx[dev], err) != 0) return -1;
+  pthread_mutex_lock(&drv_lock);
+  r = prim_lost[dev];
+  pthread_mutex_unlock(&drv_lock);
+  if (r) return lost_error(dev, r, err);
   if (drv.api.CtxGetCurrent(&cur) == CUDA_SUCCESS && cur == st->ctx[dev])
     return 0;
   r = drv.api.CtxPushCurrent(st->ctx[dev]);
@@ -434,7 +505,7 @@ static void *cu_alloc(gj_bstate *st, int dev, size_t bytes, gj_err *err)
   if (r != CUDA_SUCCESS) {
     char call[64];
     snprintf(call, sizeof(call), "cuMemAlloc of %zu bytes", bytes);
-    cu_fail(err, call, r);
+    cu_fail_dev(dev, err, call, r);
     return NULL;
   }
   return (void *)(uintptr_t)p;
@@ -471,8 +542,8 @@ static int cu_copy(gj_bstate *st, int dev, void *dst, const void *src,
     r = drv.api.MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n);
   cu_leave(st, pushed);
   if (r == CUDA_SUCCESS) return 0;
-  return cu_fail(err, dir == GJ_COPY_TO_DEVICE ? "cuMemcpyHtoD"
-                                               : "cuMemcpyDtoH", r);
+  return cu_fail_dev(dev, err, dir == GJ_COPY_TO_DEVICE ? "cuMemcpyHtoD"
+                                                        : "cuMemcpyDtoH", r);
 }
 
 static int cu_sync(gj_bstate *st, int dev, gj_err *err)
@@ -482,7 +553,7 @@ static int cu_sync(gj_bstate *st, int dev, gj_err *err)
   if (cu_enter(st, dev, &pushed, err) != 0) return -1;
   r = drv.api.CtxSynchronize();
   cu_leave(st, pushed);
-  return r == CUDA_SUCCESS ? 0 : cu_fail(err, "cuCtxSynchronize", r);
+  return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuCtxSynchronize", r);
 }
 
 const gj_backend gj_backend_cuda = {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "../src/gj_ptx.h"
 
 /* -- The Driver API, declared here and loaded at run time ------------------
 ** gpujit builds without the CUDA toolkit: the few types, constants and
@@ -133,6 +134,12 @@ struct gj_bstate {
 
 /* err = "cuda: <call> failed: CUDA_ERROR_NAME (its description)"; -1. */
 int cu_fail(gj_err *err, const char *call, CUresult r);
+/* cu_fail for a call on device dev; a sticky error (a kernel's illegal
+** address, ...: the context refuses all further work) also marks the
+** device's primary context lost for the process, and err says so.  From
+** then on cu_enter fails at once with that reason, until every state that
+** uses the device has closed (cuda.c, "Sticky errors"). */
+int cu_fail_dev(int dev, gj_err *err, const char *call, CUresult r);
 /* Make device dev's primary context current on this thread (retaining it
 ** on first use): pushed when another (or none) was current, and then
 ** *pushed = 1 and cu_leave pops it, so the caller's context is kept. */
@@ -144,8 +151,12 @@ int cu_check_dev(gj_bstate *st, int dev, gj_err *err);
 
 /* -- cuda_wrap.c ------------------------------------------------------------ */
 
-/* Kernel arguments besides the user's: the real global size (3 x i64). */
+/* Kernel arguments besides the user's: the real global size (3 x i64),
+** then for a bounds-checked kernel the fault record's device address.  In
+** %wi they are in the same order (src/gj_ptx.h). */
 enum { CU_HIDDEN_GLOBAL = 3 };
+_Static_assert((int)GJ_PTX_WI_FAULT == (int)CU_HIDDEN_GLOBAL,
+               "the fault record follows the global size in %wi");
 
 int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
             LLVMValueRef body, const gj_sig *sig, gj_err *err);

@@ -8,7 +8,13 @@
 ** Arguments: the entry's parameters mirror the argument block (layout in
 ** cuda_wrap.c), so kernelParams is an array of pointers into the block,
 ** offsets computed once at load, then three pointers to the real global
-** size.
+** size, then (a bounds-checked kernel) one to the fault record's address.
+**
+** Fault records (backends/backend.h).  A program of a bounds-checked kernel
+** owns a device buffer of one gj_fault, allocated at load: each launch
+** writes the core's zeroed record into it before cuLaunchKernel and reads
+** it back after the kernel has finished.  A kernel without checks has no
+** buffer and no copies.
 */
 #include "cuda_int.h"
 
@@ -30,6 +36,8 @@ struct gj_program {
   int uses_barrier;
   int64_t max_group;       /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
   unsigned nparams;        /* the entry's, hidden ones included */
+  unsigned nuser;          /* the user's (arrays count twice) */
+  CUdeviceptr fault;       /* sig->faults: the fault record, else 0 */
   uint32_t *offsets;       /* of each user parameter in the block */
   void **params;           /* cuLaunchKernel's kernelParams */
   int64_t global[CU_HIDDEN_GLOBAL];
@@ -83,13 +91,14 @@ static int link_cubin(const cu_api *a, gj_program *p, const char *ptx,
 }
 
 /* kernelParams: offsets of the user's parameters, pointers to the hidden
-** ones. */
+** ones (the fault record's address is filled at load). */
 static int setup_params(gj_program *p, const gj_sig *sig, gj_err *err)
 {
   unsigned n = 0, i;
   int j;
   for (j = 0; j < sig->nparams; j++) n += sig->params[j].is_array ? 2 : 1;
-  p->nparams = n + CU_HIDDEN_GLOBAL;
+  p->nuser = n;
+  p->nparams = n + CU_HIDDEN_GLOBAL + (sig->faults ? 1u : 0u);
   p->offsets = calloc(n ? n : 1, sizeof(uint32_t));
   p->params = calloc(p->nparams, sizeof(void *));
   if (!p->offsets || !p->params) return gj_err_set(err, "cuda: out of memory");
@@ -98,6 +107,7 @@ static int setup_params(gj_program *p, const gj_sig *sig, gj_err *err)
     if (sig->params[j].is_array) p->offsets[i++] = sig->params[j].offset + 8;
   }
   for (i = 0; i < CU_HIDDEN_GLOBAL; i++) p->params[n + i] = &p->global[i];
+  if (sig->faults) p->params[n + CU_HIDDEN_GLOBAL] = &p->fault;
   return 0;
 }
 
@@ -134,7 +144,7 @@ static int load_program(gj_bstate *st, int dev, const char *art, size_t len,
   }
   if ((r = a->ModuleLoadData(&p->mod, p->cubin)) != CUDA_SUCCESS) {
     p->mod = NULL;
-    cu_fail(err, "cuModuleLoadData", r);
+    cu_fail_dev(dev, err, "cuModuleLoadData", r);
     goto done;
   }
   if ((r = a->ModuleGetFunction(&p->fn, p->mod, "gj_kernel")) !=
@@ -148,6 +158,12 @@ static int load_program(gj_bstate *st, int dev, const char *art, size_t len,
     goto done;
   }
   p->max_group = v;
+  if (sig->faults &&
+      (r = a->MemAlloc(&p->fault, sizeof(gj_fault))) != CUDA_SUCCESS) {
+    p->fault = 0;
+    cu_fail(err, "cuMemAlloc (fault record)", r);
+    goto done;
+  }
   rc = 0;
 done:
   cu_leave(st, pushed);
@@ -161,8 +177,9 @@ void cu_unload(gj_bstate *st, gj_program *p)
   int pushed;
   gj_err e;
   if (!p) return;
-  if (p->mod && cu_enter(st, p->dev, &pushed, &e) == 0) {
-    st->drv->api.ModuleUnload(p->mod);
+  if ((p->mod || p->fault) && cu_enter(st, p->dev, &pushed, &e) == 0) {
+    if (p->fault) st->drv->api.MemFree(p->fault);
+    if (p->mod) st->drv->api.ModuleUnload(p->mod);
     cu_leave(st, pushed);
   }
   free(p->cubin);
@@ -202,11 +219,11 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   const cu_device *d;
   gj_group_limits lim;
   int64_t group[3], grid[3], items;
-  unsigned i, nuser;
+  const cu_api *a;
+  unsigned i;
   CUresult r;
   char b1[96], b2[96], call[256];
   int pushed, k;
-  (void)fault;        /* wrap refuses bounds-checked kernels (cuda_wrap.c) */
   if (!p || !p->fn) return gj_err_set(err, "cuda: launch of no program");
   d = &st->drv->devs[p->dev];
   for (k = 0; k < 3; k++) lim.max_dim[k] = d->info.max_group_dim[k];
@@ -226,22 +243,33 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
                         gj_dims_str(b2, sizeof(b2), group, dm->ndim), k + 1,
                         (long long)d->max_grid[k]);
   }
-  nuser = p->nparams - CU_HIDDEN_GLOBAL;
-  for (i = 0; i < nuser; i++) p->params[i] = (char *)args + p->offsets[i];
+  for (i = 0; i < p->nuser; i++) p->params[i] = (char *)args + p->offsets[i];
   if (cu_enter(st, p->dev, &pushed, err) != 0) return -1;
-  r = st->drv->api.LaunchKernel(p->fn, (unsigned)grid[0], (unsigned)grid[1],
-                                (unsigned)grid[2], (unsigned)group[0],
-                                (unsigned)group[1], (unsigned)group[2], 0,
-                                NULL, p->params, NULL);
+  a = &st->drv->api;
+  r = CUDA_SUCCESS;
+  if (fault && p->fault) {
+    snprintf(call, sizeof(call), "cuMemcpyHtoD (fault record)");
+    r = a->MemcpyHtoD(p->fault, fault, sizeof(*fault));
+  }
   if (r == CUDA_SUCCESS) {
-    r = st->drv->api.CtxSynchronize();
+    r = a->LaunchKernel(p->fn, (unsigned)grid[0], (unsigned)grid[1],
+                        (unsigned)grid[2], (unsigned)group[0],
+                        (unsigned)group[1], (unsigned)group[2], 0, NULL,
+                        p->params, NULL);
+    if (r != CUDA_SUCCESS)
+      snprintf(call, sizeof(call), "cuLaunchKernel (global %s, group %s)",
+               gj_dims_str(b1, sizeof(b1), dm->global, dm->ndim),
+               gj_dims_str(b2, sizeof(b2), group, dm->ndim));
+  }
+  if (r == CUDA_SUCCESS) {
+    r = a->CtxSynchronize();
     snprintf(call, sizeof(call), "the kernel (cuCtxSynchronize after "
              "cuLaunchKernel)");
-  } else {
-    snprintf(call, sizeof(call), "cuLaunchKernel (global %s, group %s)",
-             gj_dims_str(b1, sizeof(b1), dm->global, dm->ndim),
-             gj_dims_str(b2, sizeof(b2), group, dm->ndim));
+  }
+  if (r == CUDA_SUCCESS && fault && p->fault) {
+    snprintf(call, sizeof(call), "cuMemcpyDtoH (fault record)");
+    r = a->MemcpyDtoH(fault, p->fault, sizeof(*fault));
   }
   cu_leave(st, pushed);
-  return r == CUDA_SUCCESS ? 0 : cu_fail(err, call, r);
+  return r == CUDA_SUCCESS ? 0 : cu_fail_dev(p->dev, err, call, r);
 }

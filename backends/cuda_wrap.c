@@ -9,7 +9,8 @@
 ** the block as they are:
 **
 **   define void @gj_kernel(ptr addrspace(1) %a.ptr, i64 %a.len, i32 %s,
-**                          i64 %gx, i64 %gy, i64 %gz)
+**                          i64 %gx, i64 %gy, i64 %gz
+**                          [, ptr addrspace(1) %fault])
 **
 ** for (a: float[], s: int32_t): an array is its device pointer and its
 ** length, a scalar its type (bool as i8, tested != 0).  %gx..%gz are the
@@ -18,7 +19,15 @@
 ** launched with a multiple of its group, the launcher checks, so it has no
 ** such test and skips no barrier).  %wi, the work-item state the core
 ** passes around, is an alloca of those three numbers, which
-** gj.global_size reads.
+** gj.global_size reads (src/gj_ptx.h).
+**
+** Bounds checks.  A kernel compiled with boundscheck (sig->faults) has one
+** more parameter, %fault: the device address of its program's fault record
+** (cuda_run.c), kept in %wi[GJ_PTX_WI_FAULT] where gj.fault_record reads
+** it.  A parameter rather than a module global read with
+** cuModuleGetGlobal: the same PTX entry shape serves opencl's NVIDIA path,
+** where no API gives a global's address, and a kernel without checks has
+** neither the parameter nor the copies around its launch.
 */
 #include "cuda_int.h"
 
@@ -52,7 +61,7 @@ static LLVMValueRef global_id(LLVMModuleRef m, LLVMBuilderRef b, int d)
 }
 
 /* The entry's parameter types, in the argument block's order, then the
-** hidden global size; returns how many. */
+** hidden global size and the fault record; returns how many. */
 static unsigned entry_params(LLVMContextRef c, const gj_job *job,
                              LLVMValueRef body, const gj_sig *sig,
                              LLVMTypeRef *out)
@@ -74,6 +83,7 @@ static unsigned entry_params(LLVMContextRef c, const gj_job *job,
     }
   }
   for (i = 0; i < CU_HIDDEN_GLOBAL; i++) out[n++] = i64;
+  if (sig->faults) out[n++] = LLVMPointerTypeInContext(c, job->as_global);
   return n;
 }
 
@@ -85,8 +95,9 @@ static void add_attr(LLVMValueRef f, const char *name)
                           LLVMCreateEnumAttribute(c, k, 0));
 }
 
-/* The entry's code: keep the real global size in %wi, return in the items
-** beyond it, call the body with the block's values. */
+/* The entry's code: keep the real global size (and the fault record) in
+** %wi, return in the items beyond the size, call the body with the block's
+** values. */
 static void entry_body(LLVMModuleRef m, LLVMValueRef kernel,
                        LLVMValueRef body, const gj_sig *sig, unsigned g0)
 {
@@ -97,18 +108,19 @@ static void entry_body(LLVMModuleRef m, LLVMValueRef kernel,
   LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(c, kernel, "run");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, kernel, "done");
   LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS], wi, ok = NULL;
-  unsigned a = 0, k = 1;
+  unsigned a = 0, k = 1, nwi = CU_HIDDEN_GLOBAL + (sig->faults ? 1u : 0u);
   int i;
   LLVMPositionBuilderAtEnd(b, entry);
-  wi = LLVMBuildAlloca(b, LLVMArrayType(i64, CU_HIDDEN_GLOBAL), "wi");
+  wi = LLVMBuildAlloca(b, LLVMArrayType(i64, nwi), "wi");
   LLVMSetAlignment(wi, 8);
-  for (i = 0; i < CU_HIDDEN_GLOBAL; i++) {
+  for (i = 0; i < (int)nwi; i++) {
     LLVMValueRef idx = LLVMConstInt(i64, (unsigned long long)i, 0);
     LLVMValueRef gi = LLVMGetParam(kernel, g0 + (unsigned)i);
+    if (i == GJ_PTX_WI_FAULT) gi = LLVMBuildPtrToInt(b, gi, i64, "");
     LLVMSetAlignment(LLVMBuildStore(b, gi,
                                     LLVMBuildInBoundsGEP2(b, i64, wi, &idx, 1,
                                                           "")), 8);
-    if (!sig->uses_barrier) {
+    if (i < CU_HIDDEN_GLOBAL && !sig->uses_barrier) {
       LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, global_id(m, b, i), gi,
                                       "");
       ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
@@ -141,7 +153,7 @@ int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
             LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
   LLVMContextRef c = LLVMGetModuleContext(m);
-  LLVMTypeRef ptypes[2 * GJ_MAXPARAMS + CU_HIDDEN_GLOBAL];
+  LLVMTypeRef ptypes[2 * GJ_MAXPARAMS + CU_HIDDEN_GLOBAL + 1];
   LLVMValueRef kernel, f;
   unsigned n;
   if (LLVMGetNamedFunction(m, "gj_kernel"))
@@ -149,11 +161,6 @@ int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   if (!body || LLVMIsDeclaration(body))
     return gj_err_set(err, "cuda: the kernel body is not defined");
   if (gj_body_check(body, job, sig, "cuda", err)) return -1;
-  /* PTX has no fault record yet (backends/backend.h, bounds checks):
-  ** refused, so that a launch never runs a check whose fault is lost. */
-  if (sig->faults)
-    return gj_err_set(err, "cuda: boundscheck = true is not supported on "
-                      "this backend yet");
   if (!st->has_libdevice &&
       gj_ptx_check_math(m, "cuda", st->libdevice, err) != 0)
     return -1;
@@ -166,7 +173,8 @@ int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   if (sig->uses_barrier) add_attr(kernel, "convergent");
   add_attr(body, "alwaysinline");
   gj_ptx_mark_kernel(m, kernel);
-  entry_body(m, kernel, body, sig, n - CU_HIDDEN_GLOBAL);
+  entry_body(m, kernel, body, sig,
+             n - CU_HIDDEN_GLOBAL - (sig->faults ? 1u : 0u));
 
   /* Only the kernel is left once the optimizer has inlined the rest. */
   for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))

@@ -50,6 +50,11 @@
 
 /* -- Intrinsics ---------------------------------------------------------- */
 
+/* On NVIDIA's platform the shared PTX intrinsics (src/gj_ptx.c) read the
+** fault record where add_entry keeps it. */
+_Static_assert((int)OCL_WI_FAULT == (int)GJ_PTX_WI_FAULT,
+               "the fault record's slot in %wi is the PTX intrinsics' one");
+
 /* gj.<id>(ptr %wi, i32 %d): the OpenCL builtin (0 or 1 for d > 2). */
 #define IR_CLID(name, builtin)                                           \
   "declare spir_func i64 @" builtin "(i32) #3\n"                         \
@@ -456,9 +461,6 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   if (ptx && gj_ptx_check_math(m, "opencl", "PTX would need NVIDIA's "
                                 "libdevice", err) != 0)
     return -1;
-  if (ptx && sig->faults)      /* the PTX intrinsics have no fault record */
-    return gj_err_set(err, "opencl: boundscheck = true is not supported on "
-                      "NVIDIA's OpenCL yet");
   c = LLVMGetModuleContext(m);
   i8 = LLVMInt8TypeInContext(c);
   i64 = LLVMInt64TypeInContext(c);

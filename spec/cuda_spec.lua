@@ -136,6 +136,35 @@ describe("cuda backend without a device", function()
     end
   end)
 
+  it("bounds-checked kernels: the fault record is one more parameter, claimed with atom.cas; "
+    .. "unchecked kernels have neither", function()
+    local f = function(y, x, n)
+      local i = gpu.global_id(0)
+      y[i] = x[i + n] * 2
+    end
+    local types = { "float[]", "float[]", "int32_t" }
+    local plain = gpu.kernel(f, { name = "plain", cache = false }):inspect_asm(types, "cuda")
+    local checked = gpu.kernel(f, { name = "checked", cache = false, boundscheck = true })
+      :inspect_asm(types, "cuda")
+    local function nparams(s) return select(2, s:gsub("%.param %.[%w]+ gj_kernel_param_%d+", "")) end
+    assert.are.equal(nparams(plain) + 1, nparams(checked))
+    -- the first fault wins: a compare-and-swap of the site from 0, then the other fields
+    assert.is_truthy(checked:find("atom.global.cas.b32", 1, true), checked)
+    assert.is_truthy(checked:find("st.global.u64", 1, true), checked)
+    assert.is_falsy(plain:find("atom.global", 1, true), plain)
+    local ptxas = find_ptxas()
+    if not ptxas then return pending("ptxas not found: the checked PTX was compiled, not assembled") end
+    local path = os.tmpname()
+    local fh = assert(io.open(path, "w"))
+    fh:write(checked)
+    fh:close()
+    local p = assert(io.popen(q(ptxas) .. " -arch=sm_80 " .. q(path) .. " -o /dev/null 2>&1; echo rc=$?"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(path)
+    assert.is_truthy(out:find("rc=0", 1, true), out)
+  end)
+
   it("without libdevice, simple math still compiles and the rest is a clear compile error", function()
     local code = "local gpu = require('gpujit')\n"
       .. "local ok = gpu.kernel(function(a) a[0] = math.sqrt(a[0]) + math.floor(a[1]) end)\n"
@@ -189,21 +218,26 @@ describe("cuda: the PTX of every kernel of the suite", function()
   -- GPUJIT_SPEC_PTX_DIR set (spec/helpers.lua), then assembles each PTX.
   it("compiles to PTX, and ptxas assembles it for its .target without errors", function()
     if os.getenv("GPUJIT_SPEC_PTX_DIR") then return pending("inside the PTX run itself") end
+    if os.getenv("GJ_SKIP_PTX_CHECK") then
+      return pending("GJ_SKIP_PTX_CHECK: a GPU session (spec/gpu_session.sh) leaves it to make test")
+    end
     local host = H.compilers[1] == "cuda" and (H.compilers[2] or "cpu") or (H.compilers[1] or "cpu")
     local dir = os.tmpname()
     os.remove(dir)
     assert(os.execute("mkdir -p " .. q(dir)) == 0)
     local t0 = os.time()
+    local busted = os.getenv("BUSTED") or "/usr/bin/busted"   -- spec/run.sh's
     local p = assert(io.popen("env GPUJIT_SPEC_PTX_DIR=" .. q(dir) .. " GPUJIT_SPEC_BACKENDS=" .. host
-      .. " " .. lua_env .. " luajit /usr/bin/busted --exclude-pattern=cuda_spec spec 2>&1"))
+      .. " " .. lua_env .. " luajit " .. q(busted) .. " --exclude-pattern=cuda_spec spec 2>&1"))
     local out = p:read("*a")
     p:close()
     assert.is_truthy(out:find("%d+ successes? / %d+ failures? / %d+ errors? / %d+ pending"),
       "the suite's run did not finish:\n" .. out:sub(-2000))
     local ls = assert(io.popen("ls " .. q(dir)))
-    local nptx, errs = 0, {}
+    local nptx, nbc, errs = 0, 0, {}
     for name in ls:lines() do
       if name:match("%.ptx$") then nptx = nptx + 1 end
+      if name:match("%-bc%.ptx$") then nbc = nbc + 1 end
       if name:match("%.err$") then
         local f = assert(io.open(dir .. "/" .. name))
         errs[#errs + 1] = f:read("*a")
@@ -222,11 +256,14 @@ describe("cuda: the PTX of every kernel of the suite", function()
       px:close()
     end
     os.execute("rm -rf " .. q(dir))
-    print(string.format("\n[cuda PTX check: %d distinct kernels from the %s run, %s, %d s]", nptx, host,
-      ptxas and "assembled by ptxas" or "no ptxas", os.time() - t0))
+    print(string.format("\n[cuda PTX check: %d distinct kernels (%d bounds-checked) from the %s run, "
+      .. "%s, %d s]",
+      nptx, nbc, host, ptxas and "assembled by ptxas" or "no ptxas", os.time() - t0))
     assert.are.same({}, errs)
     -- 106 distinct kernels from about 490 compiles when this was written
     assert.is_true(nptx >= 80, "only " .. nptx .. " kernels recorded")
+    -- boundscheck_spec's kernels (and the fuzzers' checked ones) are among them
+    assert.is_true(nbc >= 10, "only " .. nbc .. " bounds-checked kernels recorded")
     assert.are.equal("", failures)
     if not ptxas then
       pending("ptxas not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): the PTX was compiled, "
@@ -294,6 +331,44 @@ describe("cuda backend on a device", function()
     msg = H.error_of(function() k:launch({ global = 4096, group = 2048 }, ffi.new("double[1]")) end)
     assert.is_truthy(msg:find("exceeds the device maximum", 1, true), msg)
     H.sanity("cuda")
+  end)
+
+  it_gpu("bounds checks on the device: the fault comes back; each launch starts from a clean record",
+  function()
+    local line = H.line_of("--@cuda-past")
+    local k = H.kernel("cuda", function(dst, src, n)
+      local i = gpu.global_id(0)
+      dst[i] = src[i + n] --@cuda-past
+    end, { name = "cuda_bc", boundscheck = true })
+    local src, dst = ffi.new("float[64]"), ffi.new("float[64]")
+    for i = 0, 63 do src[i] = i end
+    local msg = H.error_of(k.launch, k, 64, dst, src, 63)
+    assert.is_truthy(msg:find(":" .. line .. ": index %d+ is out of bounds for argument 2 'src' %(length 64"),
+      msg)
+    k:launch(64, dst, src, 0)          -- in range: no stale fault from the launch before
+    for i = 0, 63 do assert.are.equal(i, dst[i]) end
+    msg = H.error_of(k.launch, k, 64, dst, src, 1)
+    assert.is_truthy(msg:find("index 64 is out of bounds", 1, true), msg)
+    H.sanity("cuda")
+  end)
+
+  it_gpu("a sticky error (an illegal address): a Lua error that says so, then the device refuses at once "
+    .. "with the reason, and the rest of gpujit keeps working", function()
+    -- in a child process: the context stays unusable for the rest of it
+    local out = run_lua("GPUJIT_BACKEND=cuda", [[
+      local gpu = require('gpujit')
+      local k = gpu.kernel(function(a) local i = gpu.global_id(0); a[i + 2 ^ 40] = 1 end,
+        { name = 'wild', backend = 'cuda', cache = false })
+      local ok, e1 = pcall(k.launch, k, 32, gpu.array('float', 32, 'cuda'))
+      local ok2, e2 = pcall(gpu.array, 'float', 4, 'cuda')
+      local o = require('ffi').new('double[4]')
+      gpu.kernel(function(x) x[gpu.global_id(0)] = 7 end, { backend = 'cpu' }):launch(4, o)
+      io.write(tostring(ok), '|', tostring(ok2), '|', o[3], '\n', e1, '\n', e2)]])
+    assert.is_truthy(out:find("^false|false|7\n"), out)
+    assert.is_truthy(out:find("CUDA_ERROR_ILLEGAL_ADDRESS", 1, true), out)
+    assert.is_truthy(out:find("a sticky error: device 0's context is now unusable", 1, true), out)
+    assert.is_truthy(out:find("device 0's context is unusable after a sticky error", 1, true), out)
+    assert.is_truthy(out:find("restart the process", 1, true), out)
   end)
 
   it_gpu("leaves the calling thread's current context as it was", function()

@@ -56,7 +56,8 @@ H.load_error = not loaded and tostring(gpu_or_err) or nil
 -- GPUJIT_SPEC_PTX_DIR set): every kernel the suite compiles on another
 -- backend is compiled to PTX for cuda as well (without a GPU, for the
 -- backend's offline target), and each distinct text is written once to that
--- directory as N.ptx, or N.err with the message when it does not compile.
+-- directory as N.ptx (N-bc.ptx for a bounds-checked kernel), or N.err with
+-- the message when it does not compile.
 local ptx_dir = os.getenv("GPUJIT_SPEC_PTX_DIR")
 if ptx_dir and loaded and H.gpu.core then
   local core = H.gpu.core
@@ -70,7 +71,6 @@ if ptx_dir and loaded and H.gpu.core then
       local o = {}
       for k, v in pairs(opts) do o[k] = v end
       o.bk, o.device = cuda_bk, 0
-      o.boundscheck = false   -- not on PTX yet (cuda_wrap.c refuses it): the kernel itself
       local ok, text = pcall(inspect, fn, tl, o, "asm")
       if not ok then
         text = "kernel " .. tostring(opts.name) .. " (" .. table.concat(tl, ", ") .. "): " .. tostring(text)
@@ -78,7 +78,8 @@ if ptx_dir and loaded and H.gpu.core then
       if not seen[text] then
         seen[text] = true
         count = count + 1
-        local f = assert(io.open(ptx_dir .. "/" .. count .. (ok and ".ptx" or ".err"), "w"))
+        local f = assert(io.open(ptx_dir .. "/" .. count .. (opts.boundscheck and "-bc" or "")
+          .. (ok and ".ptx" or ".err"), "w"))
         f:write(text)
         f:close()
       end
@@ -137,7 +138,7 @@ H.features = {
   },
   boundscheck = {
     reason = "boundscheck mode is not implemented on this backend",
-    has = { sim = true, cpu = true, opencl = true },
+    has = { sim = true, cpu = true, opencl = true, cuda = true },
   },
   -- Work items of a group that stop at different barriers: only backends
   -- that run a group's items themselves can see it (on a GPU it is undefined).

@@ -62,7 +62,8 @@
   PTX_M2(#fn, "float", "f32", "__nv_" #fn "f")                            \
   PTX_M2(#fn, "double", "f64", "__nv_" #fn)
 
-/* #0 ids, #1 math, #2 the barrier. */
+/* #0 ids, #1 math, #2 the barrier.  %wi as gj_ptx.h says (the fault
+** record's address at index 3, GJ_PTX_WI_FAULT). */
 #define PTX_BASE                                                          \
   PTX_SREG("local_id", "tid", 0)                                          \
   PTX_SREG("group_id", "ctaid", 0)                                        \
@@ -82,6 +83,11 @@
   "declare void @llvm.nvvm.barrier0() #2\n"                               \
   "define linkonce_odr void @gj.barrier(ptr %wi) #3 {\n"                  \
   "  call void @llvm.nvvm.barrier0()\n  ret void\n}\n"                    \
+  "define linkonce_odr ptr addrspace(1) @gj.fault_record(ptr %wi) #0 {\n" \
+  "  %p = getelementptr inbounds i64, ptr %wi, i64 3\n"                   \
+  "  %v = load i64, ptr %p, align 8\n"                                    \
+  "  %r = inttoptr i64 %v to ptr addrspace(1)\n"                          \
+  "  ret ptr addrspace(1) %r\n}\n"                                        \
   PTX_LLVM(sqrt) PTX_LLVM(floor) PTX_LLVM(ceil) PTX_LLVM(fabs)            \
   PTX_LLVM(trunc)
 

@@ -19,10 +19,16 @@
 #define GJ_PTX_MAX_SM 86
 #define GJ_PTX_ISA "+ptx75"
 
-/* Ids (tid/ntid/ctaid/nctaid), gj.global_size read from %wi (an array of
-** the three real global sizes, which the entry point keeps), gj.barrier as
-** barrier0, and the math that needs no library (sqrt floor ceil fabs
-** trunc).  Other gj.math.* stay declared: gj_ptx_check_math reports them. */
+/* %wi, the work-item state of a PTX entry point: an array of i64 that the
+** entry fills, the three real global sizes, then for a bounds-checked
+** kernel (sig->faults) the fault record's device address at index
+** GJ_PTX_WI_FAULT (the intrinsics IR below reads it there). */
+enum { GJ_PTX_WI_FAULT = 3 };
+
+/* Ids (tid/ntid/ctaid/nctaid), gj.global_size and gj.fault_record read
+** from %wi, gj.barrier as barrier0, and the math that needs no library
+** (sqrt floor ceil fabs trunc).  Other gj.math.* stay declared:
+** gj_ptx_check_math reports them. */
 extern const char gj_ptx_ir_base[];
 /* The same with every gj.math.* function, the rest as calls of libdevice's
 ** __nv_* functions: the job then lists libdevice among its libraries, with
