@@ -92,7 +92,7 @@ $(EMBED_LIB): $(OBJS)
 
 $(EMBED_HOST): examples/embed/host.c $(EMBED_HEADERS) $(EMBED_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -I$(LUA_INC) -Isrc $(LLVM_CFLAGS) -o $@ $< \
+	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -I$(LUA_INC) -Isrc -o $@ $< \
 	  -L$(BUILD) -lgpujit -Wl,-rpath,'$$ORIGIN/..' $(LUAJIT_LIBS) -lm $(LDFLAGS)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
