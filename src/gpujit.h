@@ -18,7 +18,6 @@
 
 #include <stdint.h>
 
-#include "gj_job.h"
 #include "gj_type.h"
 
 #if defined(__GNUC__)
@@ -32,6 +31,8 @@
 typedef struct lua_State lua_State;
 typedef struct gj_ctx gj_ctx;        /* one per lua_State */
 typedef struct gj_kernel gj_kernel;  /* one compiled overload, launchable */
+typedef struct gj_job gj_job;        /* the compile job: gj_job.h, which
+                                     ** needs LLVM's C headers */
 
 /* The Lua module `gpujit.core` (the compiler and the device layer). */
 GJ_API int luaopen_gpujit_core(lua_State *L);
