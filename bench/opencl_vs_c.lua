@@ -6,6 +6,11 @@
 --   make && LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="build/?.so;;" \
 --     luajit bench/opencl_vs_c.lua [runs]
 --
+-- With BENCH_LINES=1 it prints one "name value" line per figure instead
+-- (<kernel>_ms: gpujit's time, <kernel>_ratio), the form that
+-- bench/before_after.sh reads:
+--   BENCH_LINES=1 sh bench/before_after.sh <commit> bench/opencl_vs_c.lua 5
+--
 -- Both sides keep their data in device buffers (gpu.array on the gpujit
 -- side), launch with the same global and group sizes and wait for the
 -- kernel (gpujit launches are synchronous; the OpenCL C side calls
@@ -198,10 +203,15 @@ local function same(a, b, what)
   end
 end
 
+local LINES = os.getenv("BENCH_LINES") == "1"
 local results = {}
-local function report(name, tg, tc)
-  results[#results + 1] = string.format("%-28s %10.3f ms %10.3f ms %8.3f", name, tg * 1e3, tc * 1e3,
-    tg / tc)
+local function report(key, name, tg, tc)
+  if LINES then
+    results[#results + 1] = string.format("%s_ms %.3f\n%s_ratio %.3f", key, tg * 1e3, key, tg / tc)
+  else
+    results[#results + 1] = string.format("%-28s %10.3f ms %10.3f ms %8.3f", name, tg * 1e3, tc * 1e3,
+      tg / tc)
+  end
 end
 
 local single = { precision = "single", backend = "opencl" }
@@ -219,7 +229,7 @@ do
   local tg, tc = measure(function() k:launch(cfg, yg.dev, x.dev, a, ni) end,
     function() run_cl(kc, { n }, { 256 }) end, 5)
   same(yg, yc, "saxpy")
-  report("saxpy 16M floats", tg, tc)
+  report("saxpy", "saxpy 16M floats", tg, tc)
 end
 
 -- 3x3 convolution ---------------------------------------------------------
@@ -235,7 +245,7 @@ do
   local tg, tc = measure(function() k:launch(cfg, og.dev, inp.dev, w.dev, Wi, Hi) end,
     function() run_cl(kc, { W, Hh }, { 64, 4 }) end, 3)
   same(og, oc, "conv3")
-  report("conv 3x3 2048x2048", tg, tc)
+  report("conv", "conv 3x3 2048x2048", tg, tc)
 end
 
 -- mandelbrot ------------------------------------------------------------
@@ -250,7 +260,7 @@ do
   local tg, tc = measure(function() k:launch(cfg, og.dev, Wi, Hi, Mi) end,
     function() run_cl(kc, { W, Hh }, { 64, 4 }) end, 2)
   same(og, oc, "mandelbrot")
-  report("mandelbrot 1024x1024 x256", tg, tc)
+  report("mandelbrot", "mandelbrot 1024x1024 x256", tg, tc)
 end
 
 -- tiled matrix multiply ---------------------------------------------------
@@ -280,10 +290,12 @@ do
   local tg, tc = measure(function() k:launch(cfg, Cg.dev, A.dev, B.dev, Ni, Ni) end,
     function() run_cl(kc, { N, N }, { TILE, TILE }) end, 2)
   same(Cg, Cc, "matmul")
-  report("tiled matmul 512 (16x16)", tg, tc)
+  report("matmul", "tiled matmul 512 (16x16)", tg, tc)
 end
 
-print(string.format("gpujit (opencl backend) vs OpenCL C on %s, median of %d runs",
-  gpu.devices()[1].name, RUNS))
-print(string.format("%-28s %13s %13s %8s", "kernel", "gpujit", "OpenCL C", "ratio"))
+if not LINES then
+  print(string.format("gpujit (opencl backend) vs OpenCL C on %s, median of %d runs",
+    gpu.devices()[1].name, RUNS))
+  print(string.format("%-28s %13s %13s %8s", "kernel", "gpujit", "OpenCL C", "ratio"))
+end
 for _, l in ipairs(results) do print(l) end
