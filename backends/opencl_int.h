@@ -127,6 +127,12 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
 int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
              LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
 
+/* -- opencl_loops.c --------------------------------------------------------- */
+
+/* Marks every loop of m llvm.loop.unroll.disable, as clang marks the loops
+** of the OpenCL C it builds for PoCL (why: opencl_loops.c). */
+int ocl_loops_no_unroll(LLVMModuleRef m, gj_err *err);
+
 /* -- opencl_run.c ----------------------------------------------------------- */
 
 int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,

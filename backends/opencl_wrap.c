@@ -563,7 +563,9 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
     if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
     *len += !asm;
     return 0;
-  } else if (asm) {
+  }
+  if (ocl_loops_no_unroll(m, err) != 0) return -1;
+  if (asm) {
     /* SPIR has no assembly: its readable form is the LLVM IR itself. */
     char *ir = LLVMPrintModuleToString(m);
     n = strlen(ir);
