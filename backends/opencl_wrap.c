@@ -122,9 +122,9 @@
   IR_CLID("group_size", "_Z14get_local_sizej")                           \
   IR_CLID("num_groups", "_Z14get_num_groupsj")                           \
   IR_GSIZE IR_FAULT_RECORD                                               \
-  "declare spir_func void @_Z7barrierj(i32) #4\n"                        \
+  "declare spir_func void @" OCL_SPIR_BARRIER "(i32) #4\n"               \
   "define linkonce_odr void @gj.barrier(ptr %wi) #5 {\n"                 \
-  "  call spir_func void @_Z7barrierj(i32 3)\n  ret void\n}\n"           \
+  "  call spir_func void @" OCL_SPIR_BARRIER "(i32 3)\n  ret void\n}\n"  \
   IR_I1(sqrt) IR_I1(floor) IR_I1(ceil) IR_I1(fabs) IR_I1(trunc)          \
   IR_FMOD("float", "f32") IR_FMOD("double", "f64")
 

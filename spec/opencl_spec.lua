@@ -131,6 +131,47 @@ describe("opencl backend", function()
     end
   end)
 
+  it("marks the loops of a kernel with barriers unroll.disable (as clang does for PoCL), no others", function()
+    local T = 8
+    local tiled = H.kernel("opencl", function(C, A, B, n)
+      local tA, tB = gpu.shared("float", T * T), gpu.shared("float", T * T)
+      local tx, ty = gpu.local_id(0), gpu.local_id(1)
+      local col, row = gpu.global_id(0), gpu.global_id(1)
+      local acc = 0.0
+      for t = 0, n / T - 1 do
+        tA[ty * T + tx] = A[row * n + t * T + tx]
+        tB[ty * T + tx] = B[(t * T + ty) * n + col]
+        gpu.barrier()
+        for kk = 0, T - 1 do acc = acc + tA[ty * T + kk] * tB[kk * T + tx] end
+        gpu.barrier()
+      end
+      C[row * n + col] = acc
+    end, { name = "tiled", precision = "single" })
+    local sig = { "float[]", "float[]", "float[]", "int32_t" }
+    local ir = tiled:inspect_asm(sig, "opencl")
+    local _, latches = ir:gsub("\n  br [^\n]*, !llvm%.loop ", "")
+    assert.are.equal(2, latches, ir)
+    assert.is_truthy(ir:find('!{!"llvm.loop.unroll.disable"}', 1, true), ir)
+    local plain = H.kernel("opencl", function(o, n)
+      local i, s = gpu.global_id(0), 0
+      for k = 1, n do s = s + k * i end
+      o[i] = s
+    end, { name = "plainloop" })
+    assert.is_falsy(plain:inspect_asm({ "int32_t[]", "int32_t" }, "opencl"):find("llvm.loop", 1, true))
+    -- and the marked kernel computes what it should
+    local n = 32
+    local A, B, C = ffi.new("float[?]", n * n), ffi.new("float[?]", n * n), ffi.new("float[?]", n * n)
+    for i = 0, n * n - 1 do A[i], B[i] = i % 7 - 3, i % 5 - 2 end
+    tiled:launch({ global = { n, n }, group = { T, T } }, C, A, B, n)
+    for r = 0, n - 1 do
+      for c = 0, n - 1 do
+        local s = 0
+        for k = 0, n - 1 do s = s + A[r * n + k] * B[k * n + c] end
+        assert.are.equal(s, C[r * n + c])
+      end
+    end
+  end)
+
   it("maps a Lua table (its buffer minus one element) and writes back every element", function()
     local t, u = {}, {}
     for i = 1, 300 do t[i], u[i] = i, 1000 + i end
