@@ -10,13 +10,14 @@
 ** barriers LICM then hoisted every unrolled iteration's invariant address
 ** out of the loop around the barriers, and each became a value live across
 ** a barrier, which PoCL keeps per work item in a context array (stored
-** before the barrier, loaded after it: 34 such arrays in the 16x16 tiled
-** matrix multiply, against 15 for the same kernel in OpenCL C, and 1.14-1.27x
-** its time).  So gpujit marks the loops of kernels with barriers as clang
-** does for PoCL.  Kernels without barriers have no such context (PoCL
-** makes one work-item loop around the whole body) and keep their loops
-** unmarked: there unrolling pays (the 3x3 convolution's tap loops: 0.75x
-** OpenCL C's time unrolled, 0.94x not).
+** before the barrier, loaded after it: 43 such arrays, 34 of them
+** addresses, in the 16x16 tiled matrix multiply, against 15 for the same
+** kernel in OpenCL C and 12 with the metadata; 1.14-1.27x OpenCL C's time
+** before, about 0.5x after).  So gpujit marks the loops of kernels with
+** barriers as clang does for PoCL.  Kernels without barriers have no such
+** context (PoCL makes one work-item loop around the whole body) and keep
+** their loops unmarked: there unrolling pays (the 3x3 convolution's tap
+** loops: 0.75x OpenCL C's time unrolled, 0.94x not).
 **
 ** A loop is found by its retreating edges (to a block on the depth-first
 ** search's stack: in a reducible CFG, exactly the back edges); every
@@ -26,7 +27,6 @@
 #include "opencl_int.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include <llvm-c/DebugInfo.h>   /* LLVMTemporaryMDNode */
 
@@ -56,33 +56,41 @@ static unsigned bb_index(const loop_cfg *g, LLVMBasicBlockRef bb)
 }
 
 /* The loop ID `!{!self, <old operands but the first>, !{unroll.disable}}`
-** for a latch whose branch had `old` (or NULL). */
+** for a latch whose branch had `old` (or NULL); NULL when out of memory. */
 static LLVMMetadataRef loop_id(LLVMContextRef c, LLVMValueRef old)
 {
   static const char key[] = "llvm.loop.unroll.disable";
-  LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
-  LLVMMetadataRef ops[16], disable, id;
-  unsigned i, n = 1, nold = old ? LLVMGetMDNodeNumOperands(old) : 0;
-  LLVMValueRef oldops[16];
-  disable = LLVMMDStringInContext2(c, key, sizeof(key) - 1);
-  ops[0] = tmp;
-  if (nold > 16) nold = 0;             /* never seen: keep only ours */
-  if (nold) LLVMGetMDNodeOperands(old, oldops);
-  for (i = 1; i < nold && n < 15; i++)
-    ops[n++] = LLVMValueAsMetadata(oldops[i]);
-  ops[n++] = LLVMMDNodeInContext2(c, &disable, 1);
-  id = LLVMMDNodeInContext2(c, ops, n);
-  /* Replacing the first operand by the node itself makes it distinct. */
-  LLVMMetadataReplaceAllUsesWith(tmp, id);
+  unsigned i, nold = old ? LLVMGetMDNodeNumOperands(old) : 0, n = 1;
+  LLVMValueRef *oldops = malloc((nold + 1) * sizeof(*oldops));
+  LLVMMetadataRef *ops = malloc((nold + 2) * sizeof(*ops));
+  LLVMMetadataRef tmp, str, disable, id = NULL;
+  if (oldops && ops) {
+    tmp = LLVMTemporaryMDNode(c, NULL, 0);
+    str = LLVMMDStringInContext2(c, key, sizeof(key) - 1);
+    disable = LLVMMDNodeInContext2(c, &str, 1);    /* uniqued */
+    ops[0] = tmp;
+    if (nold) LLVMGetMDNodeOperands(old, oldops);
+    for (i = 1; i < nold; i++)
+      if (LLVMValueAsMetadata(oldops[i]) != disable)   /* marked before */
+        ops[n++] = LLVMValueAsMetadata(oldops[i]);
+    ops[n++] = disable;
+    id = LLVMMDNodeInContext2(c, ops, n);
+    /* The first operand replaced by the node itself makes it distinct. */
+    LLVMMetadataReplaceAllUsesWith(tmp, id);
+  }
+  free(oldops);
+  free(ops);
   return id;
 }
 
-static void mark_latch(LLVMContextRef c, loop_cfg *g, LLVMValueRef br,
-                       unsigned header, unsigned kind)
+static int mark_latch(LLVMContextRef c, loop_cfg *g, LLVMValueRef br,
+                      unsigned header, unsigned kind)
 {
   if (!g->id[header])
     g->id[header] = loop_id(c, LLVMGetMetadata(br, kind));
+  if (!g->id[header]) return -1;
   LLVMSetMetadata(br, kind, LLVMMetadataAsValue(c, g->id[header]));
+  return 0;
 }
 
 static int mark_function(LLVMContextRef c, LLVMValueRef fn, unsigned kind)
@@ -91,6 +99,7 @@ static int mark_function(LLVMContextRef c, LLVMValueRef fn, unsigned kind)
   dfs_frame *stack;
   LLVMBasicBlockRef bb;
   unsigned i, top = 0;
+  int rc = 0;
   g.n = LLVMCountBasicBlocks(fn);
   if (g.n == 0) return 0;
   g.bbs = malloc(g.n * sizeof(*g.bbs));
@@ -108,7 +117,7 @@ static int mark_function(LLVMContextRef c, LLVMValueRef fn, unsigned kind)
   stack[top].bb = bb_index(&g, LLVMGetEntryBasicBlock(fn));
   stack[top++].next = 0;
   g.state[stack[0].bb] = 1;
-  while (top) {
+  while (top && rc == 0) {
     dfs_frame *f = &stack[top - 1];
     LLVMValueRef term = LLVMGetBasicBlockTerminator(g.bbs[f->bb]);
     unsigned nsucc = term ? LLVMGetNumSuccessors(term) : 0, s;
@@ -119,7 +128,7 @@ static int mark_function(LLVMContextRef c, LLVMValueRef fn, unsigned kind)
     }
     s = bb_index(&g, LLVMGetSuccessor(term, f->next++));
     if (g.state[s] == 1 && LLVMIsABranchInst(term))
-      mark_latch(c, &g, term, s, kind);
+      rc = mark_latch(c, &g, term, s, kind);
     else if (g.state[s] == 0) {
       g.state[s] = 1;
       stack[top].bb = s;
@@ -127,7 +136,7 @@ static int mark_function(LLVMContextRef c, LLVMValueRef fn, unsigned kind)
     }
   }
   free(g.bbs); free(g.state); free(g.id); free(stack);
-  return 0;
+  return rc;
 }
 
 int ocl_loops_no_unroll(LLVMModuleRef m, gj_err *err)

@@ -131,45 +131,41 @@ describe("opencl backend", function()
     end
   end)
 
-  it("marks the loops of a kernel with barriers unroll.disable (as clang does for PoCL), no others", function()
-    local T = 8
-    local tiled = H.kernel("opencl", function(C, A, B, n)
-      local tA, tB = gpu.shared("float", T * T), gpu.shared("float", T * T)
-      local tx, ty = gpu.local_id(0), gpu.local_id(1)
-      local col, row = gpu.global_id(0), gpu.global_id(1)
-      local acc = 0.0
-      for t = 0, n / T - 1 do
-        tA[ty * T + tx] = A[row * n + t * T + tx]
-        tB[ty * T + tx] = B[(t * T + ty) * n + col]
+  it("marks the loops of kernels with barriers unroll.disable (as clang does for PoCL), no others", function()
+    -- two loops: one around the barriers, a 4-step one between them
+    local k = H.kernel("opencl", function(o, x, rounds)
+      local s = gpu.shared("int32_t", 64)
+      local lid, acc = gpu.local_id(0), 0
+      for r = 1, rounds do
+        s[lid] = x[gpu.global_id(0)] * r
         gpu.barrier()
-        for kk = 0, T - 1 do acc = acc + tA[ty * T + kk] * tB[kk * T + tx] end
+        for j = 0, 3 do acc = acc + s[(lid + j) % 64] end
         gpu.barrier()
       end
-      C[row * n + col] = acc
-    end, { name = "tiled", precision = "single" })
-    local sig = { "float[]", "float[]", "float[]", "int32_t" }
-    local ir = tiled:inspect_asm(sig, "opencl")
+      o[gpu.global_id(0)] = acc
+    end, { name = "rounds" })
+    local ir = k:inspect_asm({ "int32_t[]", "int32_t[]", "int32_t" }, "opencl")
     local _, latches = ir:gsub("\n  br [^\n]*, !llvm%.loop ", "")
     assert.are.equal(2, latches, ir)
     assert.is_truthy(ir:find('!{!"llvm.loop.unroll.disable"}', 1, true), ir)
-    local plain = H.kernel("opencl", function(o, n)
-      local i, s = gpu.global_id(0), 0
-      for k = 1, n do s = s + k * i end
-      o[i] = s
-    end, { name = "plainloop" })
-    assert.is_falsy(plain:inspect_asm({ "int32_t[]", "int32_t" }, "opencl"):find("llvm.loop", 1, true))
-    -- and the marked kernel computes what it should
-    local n = 32
-    local A, B, C = ffi.new("float[?]", n * n), ffi.new("float[?]", n * n), ffi.new("float[?]", n * n)
-    for i = 0, n * n - 1 do A[i], B[i] = i % 7 - 3, i % 5 - 2 end
-    tiled:launch({ global = { n, n }, group = { T, T } }, C, A, B, n)
-    for r = 0, n - 1 do
-      for c = 0, n - 1 do
-        local s = 0
-        for k = 0, n - 1 do s = s + A[r * n + k] * B[k * n + c] end
-        assert.are.equal(s, C[r * n + c])
+    local n, rounds = 128, 3
+    local o, x = ffi.new("int32_t[?]", n), ffi.new("int32_t[?]", n)
+    for i = 0, n - 1 do x[i] = i * 7 % 11 end
+    k:launch({ global = n, group = 64 }, o, x, rounds)
+    for i = 0, n - 1 do
+      local g, want = i - i % 64, 0
+      for r = 1, rounds do
+        for j = 0, 3 do want = want + x[g + (i % 64 + j) % 64] * r end
       end
+      assert.are.equal(want, o[i])
     end
+    local plain = H.kernel("opencl", function(out, m)
+      local i, sum = gpu.global_id(0), 0
+      for j = 1, m do sum = sum + j * i end
+      out[i] = sum
+    end, { name = "plainloop" })
+    local plain_ir = plain:inspect_asm({ "int32_t[]", "int32_t" }, "opencl")
+    assert.is_falsy(plain_ir:find("llvm.loop", 1, true), plain_ir)
   end)
 
   it("maps a Lua table (its buffer minus one element) and writes back every element", function()
