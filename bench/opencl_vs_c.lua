@@ -121,6 +121,20 @@ kernel void matmul(global float *C, global const float *A, global const float *B
   }
   C[row * N + col] = acc;
 }
+kernel void rounds(global float *o, global const float *x, int R) {
+  local float s[128];
+  int lid = get_local_id(0), gid = get_global_id(0);
+  float v = x[gid];
+  for (int r = 1; r <= R; r++) {
+    s[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float acc = 0.0f;
+    for (int j = 0; j <= 7; j++) acc += s[(lid + j) % 128] * (float)(j + 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    v = acc * 0.125f;
+  }
+  o[gid] = v;
+}
 ]]
 
 local srcs = ffi.new("const char *[1]", { SOURCE })
@@ -291,6 +305,35 @@ do
     function() run_cl(kc, { N, N }, { TILE, TILE }) end, 2)
   same(Cg, Cc, "matmul")
   report("matmul", "tiled matmul 512 (16x16)", tg, tc)
+end
+
+-- rounds of an 8-step stencil between barriers (not among the goal's
+-- kernels: the shape where unrolling the inner loop paid, docs/backends.md)
+do
+  local n, G, R = 2 ^ 20, 128, 8
+  local x = buffer("float", n, function(i) return i % 9 - 4 end)
+  local og, oc = buffer("float", n), buffer("float", n)
+  local k = gpu.kernel(function(o, xx, rounds)
+    local s = gpu.shared("float", 128)
+    local lid, gid = gpu.local_id(0), gpu.global_id(0)
+    local v = xx[gid]
+    for _ = 1, rounds do
+      s[lid] = v
+      gpu.barrier()
+      local acc = 0.0
+      for j = 0, 7 do acc = acc + s[(lid + j) % 128] * (j + 1) end
+      gpu.barrier()
+      v = acc * 0.125
+    end
+    o[gid] = v
+  end, single)
+  local Ri = ffi.new("int32_t", R)
+  local kc = clkernel("rounds", { oc, x, ffi.new("int[1]", R) })
+  local cfg = { global = n, group = G }
+  local tg, tc = measure(function() k:launch(cfg, og.dev, x.dev, Ri) end,
+    function() run_cl(kc, { n }, { G }) end, 2)
+  same(og, oc, "rounds")
+  report("rounds", "stencil rounds 1M (barriers)", tg, tc)
 end
 
 if not LINES then

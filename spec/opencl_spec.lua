@@ -168,6 +168,26 @@ describe("opencl backend", function()
     assert.is_falsy(plain_ir:find("llvm.loop", 1, true), plain_ir)
   end)
 
+  it("knows ids are non-negative: % of id arithmetic has no sign fix-up, and % stays floored", function()
+    local k = H.kernel("opencl", function(o, m)
+      local lid, s = gpu.local_id(0), 0
+      for j = 0, m do s = s + (lid + j) % 64 end
+      o[gpu.global_id(0)] = s * 1000 + (lid - 5) % 64
+    end, { name = "idmod" })
+    local ir = k:inspect_asm({ "int32_t[]", "int32_t" }, "opencl")
+    -- (lid + j) % 64 is a mask; (lid - 5) % 64 keeps its srem and fix-up
+    assert.is_truthy(ir:find("%.urem = and i64 %%%d+, 63"), ir)
+    assert.is_truthy(ir:find("srem i64 %%%d+, 64"), ir)
+    local n, m = 256, 70
+    local o = ffi.new("int32_t[?]", n)
+    k:launch({ global = n, group = 128 }, o, m)
+    for i = 0, n - 1 do
+      local lid, s = i % 128, 0
+      for j = 0, m do s = s + (lid + j) % 64 end
+      assert.are.equal(s * 1000 + (lid - 5) % 64, o[i])
+    end
+  end)
+
   it("maps a Lua table (its buffer minus one element) and writes back every element", function()
     local t, u = {}, {}
     for i = 1, 300 do t[i], u[i] = i, 1000 + i end
@@ -208,7 +228,9 @@ describe("opencl backend", function()
   it("refuses an address that is no live allocation: freed, or outside any buffer", function()
     local e = gpu.to_device({ 1, 2, 3, 4 }, "double", "opencl")
     local k = H.kernel("opencl", function(a) a[gpu.global_id(0)] = 7 end, { name = "badptr" })
-    local far = alias_of(e, ffi.cast("double *", e.ptr) + 2 ^ 37)  -- another allocation's window
+    -- the window of slot id + 2^16 (slots are 2^40 bytes apart): no live
+    -- allocation there (the next slot may hold an earlier spec's buffer)
+    local far = alias_of(e, ffi.cast("double *", e.ptr) + 2 ^ 37 * 2 ^ 16)
     local msg = H.error_of(function() k:launch(4, far) end)
     assert.is_truthy(msg:find("not the address of a live device allocation", 1, true), msg)
     far.ptr = nil
