@@ -371,9 +371,10 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
     ** O3 and vectorization across work items), so this only inlines and
     ** cleans up, plus indvars, which turns `%` of indices the ids' !range
     ** proves non-negative into masks and remainders without the floored
-    ** modulo's sign fix-up (opencl_wrap.c).  No vectorizer: without a target the SLP vectorizer turns
-    ** scalar code (the entry's bounds test) into short vectors, which PoCL's
-    ** work-item loop vectorizer then fails on (saxpy ran 1.9x slower). */
+    ** modulo's sign fix-up (opencl_wrap.c).  No vectorizer: without a
+    ** target the SLP vectorizer turns scalar code (the entry's bounds test)
+    ** into short vectors, which PoCL's work-item loop vectorizer then fails
+    ** on (saxpy ran 1.9x slower). */
     snprintf(j->triple, sizeof(j->triple), "%s",
              d->addr_bits == 32 ? "spir-unknown-unknown"
                                 : "spir64-unknown-unknown");
