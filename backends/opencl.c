@@ -369,9 +369,12 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   case OCL_SPIR:
     /* The device's compiler optimizes again for its own target (PoCL:
     ** O3 and vectorization across work items), so this only inlines and
-    ** cleans up.  No vectorizer: without a target the SLP vectorizer turns
-    ** scalar code (the entry's bounds test) into short vectors, which PoCL's
-    ** work-item loop vectorizer then fails on (saxpy ran 1.9x slower). */
+    ** cleans up, plus indvars, which turns `%` of indices the ids' !range
+    ** proves non-negative into masks and remainders without the floored
+    ** modulo's sign fix-up (opencl_wrap.c).  No vectorizer: without a
+    ** target the SLP vectorizer turns scalar code (the entry's bounds test)
+    ** into short vectors, which PoCL's work-item loop vectorizer then fails
+    ** on (saxpy ran 1.9x slower). */
     snprintf(j->triple, sizeof(j->triple), "%s",
              d->addr_bits == 32 ? "spir-unknown-unknown"
                                 : "spir64-unknown-unknown");
@@ -383,7 +386,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
                                     : ocl_spir_intrinsics_ir;
     snprintf(j->passes, sizeof(j->passes), "always-inline,function(sroa,"
              "early-cse<memssa>,instcombine,simplifycfg,gvn,sccp,instcombine,"
-             "simplifycfg,adce),globaldce");
+             "simplifycfg,loop(indvars),instcombine,adce),globaldce");
     return 0;
   case OCL_PTX:
     j->intrinsics_ir = gj_ptx_ir_base;

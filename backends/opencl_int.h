@@ -127,6 +127,16 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
 int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
              LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
 
+/* -- opencl_loops.c --------------------------------------------------------- */
+
+/* The SPIR name of OpenCL C's barrier(flags), which gj.barrier calls. */
+#define OCL_SPIR_BARRIER "_Z7barrierj"
+
+/* In a SPIR module with barriers, marks every loop llvm.loop.unroll.disable,
+** as clang marks the loops of the OpenCL C it builds for PoCL (why:
+** opencl_loops.c). */
+int ocl_loops_no_unroll(LLVMModuleRef m, gj_err *err);
+
 /* -- opencl_run.c ----------------------------------------------------------- */
 
 int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,

@@ -251,7 +251,11 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   if (!p || !p->entry[0].kernel)
     return gj_err_set(err, "opencl: launch of no program");
   d = &st->devs[p->dev];
-  for (i = 0; i < 3; i++) lim.max_dim[i] = d->info.max_group_dim[i];
+  /* Below 2^31 per dimension, which the !range of local ids assumes
+  ** (opencl_wrap.c); devices report far less. */
+  for (i = 0; i < 3; i++)
+    lim.max_dim[i] = d->info.max_group_dim[i] < INT32_MAX
+                         ? d->info.max_group_dim[i] : INT32_MAX;
   lim.max_group = (int64_t)p->max_group;
   lim.default_group = OCL_DEFAULT_GROUP;
   if (gj_dims_group(dm, p->sig.uses_barrier, &lim, group, &items, err) != 0)

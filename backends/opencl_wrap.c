@@ -55,11 +55,17 @@
 _Static_assert((int)OCL_WI_FAULT == (int)GJ_PTX_WI_FAULT,
                "the fault record's slot in %wi is the PTX intrinsics' one");
 
-/* gj.<id>(ptr %wi, i32 %d): the OpenCL builtin (0 or 1 for d > 2). */
-#define IR_CLID(name, builtin)                                           \
+/* gj.<id>(ptr %wi, i32 %d): the OpenCL builtin (0 or 1 for d > 2), with
+** the ids' ranges as !range: non-negative, sizes at least 1, local ids
+** below 2^31 - 1 (the launch keeps group dimensions below 2^31).  With
+** them the pipeline's indvars proves index arithmetic non-negative and
+** drops the sign fix-up of Lua's floored % (a test and a select per use,
+** which PoCL's work-item loops pay for every work item). */
+#define IR_CLID(name, builtin, range)                                    \
   "declare spir_func i64 @" builtin "(i32) #3\n"                         \
   "define linkonce_odr i64 @gj." name "(ptr %wi, i32 %d) #0 {\n"         \
-  "  %r = call spir_func i64 @" builtin "(i32 %d)\n  ret i64 %r\n}\n"
+  "  %r = call spir_func i64 @" builtin "(i32 %d), !range " range "\n"   \
+  "  ret i64 %r\n}\n"
 
 /* gj.global_size: the real global size, from %wi (an array of 3 i64). */
 #define IR_GSIZE                                                         \
@@ -121,15 +127,15 @@ _Static_assert((int)OCL_WI_FAULT == (int)GJ_PTX_WI_FAULT,
   " %y) #1 {\n  %r = frem " T " %x, %y\n  ret " T " %r\n}\n"
 
 #define IR_SPIR_COMMON                                                   \
-  IR_CLID("global_id", "_Z13get_global_idj")                             \
-  IR_CLID("local_id", "_Z12get_local_idj")                               \
-  IR_CLID("group_id", "_Z12get_group_idj")                               \
-  IR_CLID("group_size", "_Z14get_local_sizej")                           \
-  IR_CLID("num_groups", "_Z14get_num_groupsj")                           \
+  IR_CLID("global_id", "_Z13get_global_idj", "!100")                     \
+  IR_CLID("local_id", "_Z12get_local_idj", "!101")                       \
+  IR_CLID("group_id", "_Z12get_group_idj", "!100")                       \
+  IR_CLID("group_size", "_Z14get_local_sizej", "!102")                   \
+  IR_CLID("num_groups", "_Z14get_num_groupsj", "!102")                   \
   IR_GSIZE IR_FAULT_RECORD                                               \
-  "declare spir_func void @_Z7barrierj(i32) #4\n"                        \
+  "declare spir_func void @" OCL_SPIR_BARRIER "(i32) #4\n"               \
   "define linkonce_odr void @gj.barrier(ptr %wi) #5 {\n"                 \
-  "  call spir_func void @_Z7barrierj(i32 3)\n  ret void\n}\n"           \
+  "  call spir_func void @" OCL_SPIR_BARRIER "(i32 3)\n  ret void\n}\n"  \
   IR_I1(sqrt) IR_I1(floor) IR_I1(ceil) IR_I1(fabs) IR_I1(trunc)          \
   IR_FMOD("float", "f32") IR_FMOD("double", "f64")
 
@@ -142,7 +148,10 @@ _Static_assert((int)OCL_WI_FAULT == (int)GJ_PTX_WI_FAULT,
   "attributes #2 = { nounwind willreturn readnone }\n"                   \
   "attributes #3 = { nounwind willreturn readnone }\n"                   \
   "attributes #4 = { convergent nounwind }\n"                            \
-  "attributes #5 = { alwaysinline convergent nounwind }\n"
+  "attributes #5 = { alwaysinline convergent nounwind }\n"               \
+  "!100 = !{i64 0, i64 9223372036854775807}\n"                           \
+  "!101 = !{i64 0, i64 2147483647}\n"                                    \
+  "!102 = !{i64 1, i64 9223372036854775807}\n"
 
 const char ocl_spir_intrinsics_ir[] =
   IR_SPIR_COMMON
@@ -565,7 +574,9 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
     if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
     *len += !asm;
     return 0;
-  } else if (asm) {
+  }
+  if (ocl_loops_no_unroll(m, err) != 0) return -1;
+  if (asm) {
     /* SPIR has no assembly: its readable form is the LLVM IR itself. */
     char *ir = LLVMPrintModuleToString(m);
     n = strlen(ir);

@@ -131,6 +131,63 @@ describe("opencl backend", function()
     end
   end)
 
+  it("marks the loops of kernels with barriers unroll.disable (as clang does for PoCL), no others", function()
+    -- two loops: one around the barriers, a 4-step one between them
+    local k = H.kernel("opencl", function(o, x, rounds)
+      local s = gpu.shared("int32_t", 64)
+      local lid, acc = gpu.local_id(0), 0
+      for r = 1, rounds do
+        s[lid] = x[gpu.global_id(0)] * r
+        gpu.barrier()
+        for j = 0, 3 do acc = acc + s[(lid + j) % 64] end
+        gpu.barrier()
+      end
+      o[gpu.global_id(0)] = acc
+    end, { name = "rounds" })
+    local ir = k:inspect_asm({ "int32_t[]", "int32_t[]", "int32_t" }, "opencl")
+    local _, latches = ir:gsub("\n  br [^\n]*, !llvm%.loop ", "")
+    assert.are.equal(2, latches, ir)
+    assert.is_truthy(ir:find('!{!"llvm.loop.unroll.disable"}', 1, true), ir)
+    local n, rounds = 128, 3
+    local o, x = ffi.new("int32_t[?]", n), ffi.new("int32_t[?]", n)
+    for i = 0, n - 1 do x[i] = i * 7 % 11 end
+    k:launch({ global = n, group = 64 }, o, x, rounds)
+    for i = 0, n - 1 do
+      local g, want = i - i % 64, 0
+      for r = 1, rounds do
+        for j = 0, 3 do want = want + x[g + (i % 64 + j) % 64] * r end
+      end
+      assert.are.equal(want, o[i])
+    end
+    local plain = H.kernel("opencl", function(out, m)
+      local i, sum = gpu.global_id(0), 0
+      for j = 1, m do sum = sum + j * i end
+      out[i] = sum
+    end, { name = "plainloop" })
+    local plain_ir = plain:inspect_asm({ "int32_t[]", "int32_t" }, "opencl")
+    assert.is_falsy(plain_ir:find("llvm.loop", 1, true), plain_ir)
+  end)
+
+  it("knows ids are non-negative: % of id arithmetic has no sign fix-up, and % stays floored", function()
+    local k = H.kernel("opencl", function(o, m)
+      local lid, s = gpu.local_id(0), 0
+      for j = 0, m do s = s + (lid + j) % 64 end
+      o[gpu.global_id(0)] = s * 1000 + (lid - 5) % 64
+    end, { name = "idmod" })
+    local ir = k:inspect_asm({ "int32_t[]", "int32_t" }, "opencl")
+    -- (lid + j) % 64 is a mask; (lid - 5) % 64 keeps its srem and fix-up
+    assert.is_truthy(ir:find("%.urem = and i64 %%%d+, 63"), ir)
+    assert.is_truthy(ir:find("srem i64 %%%d+, 64"), ir)
+    local n, m = 256, 70
+    local o = ffi.new("int32_t[?]", n)
+    k:launch({ global = n, group = 128 }, o, m)
+    for i = 0, n - 1 do
+      local lid, s = i % 128, 0
+      for j = 0, m do s = s + (lid + j) % 64 end
+      assert.are.equal(s * 1000 + (lid - 5) % 64, o[i])
+    end
+  end)
+
   it("maps a Lua table (its buffer minus one element) and writes back every element", function()
     local t, u = {}, {}
     for i = 1, 300 do t[i], u[i] = i, 1000 + i end
@@ -171,7 +228,9 @@ describe("opencl backend", function()
   it("refuses an address that is no live allocation: freed, or outside any buffer", function()
     local e = gpu.to_device({ 1, 2, 3, 4 }, "double", "opencl")
     local k = H.kernel("opencl", function(a) a[gpu.global_id(0)] = 7 end, { name = "badptr" })
-    local far = alias_of(e, ffi.cast("double *", e.ptr) + 2 ^ 37)  -- another allocation's window
+    -- the window of slot id + 2^16 (slots are 2^40 bytes apart): no live
+    -- allocation there (the next slot may hold an earlier spec's buffer)
+    local far = alias_of(e, ffi.cast("double *", e.ptr) + 2 ^ 37 * 2 ^ 16)
     local msg = H.error_of(function() k:launch(4, far) end)
     assert.is_truthy(msg:find("not the address of a live device allocation", 1, true), msg)
     far.ptr = nil
