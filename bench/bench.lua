@@ -36,8 +36,6 @@ void ref_conv3(float *out, const float *in, const float *w, int W, int H);
 void ref_nbody(float *ax, float *ay, float *az, const float *px, const float *py,
                const float *pz, const float *m, int n, float eps);
 void ref_matmul(float *C, const float *A, const float *B, int N);
-typedef struct { long tv_sec; long tv_nsec; } gj_bench_ts;
-int clock_gettime(int clk, gj_bench_ts *ts);
 ]]
 local ok, R = pcall(ffi.load, REF)
 if not ok then
@@ -52,11 +50,8 @@ end
 R.ref_init(THREADS)
 assert(R.ref_threads() == THREADS, "OpenMP does not run the requested number of threads")
 
-local ts = ffi.new("gj_bench_ts")
-local function now()
-  ffi.C.clock_gettime(1, ts)   -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local T = dofile((arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "") .. "timing.lua")
+local now, median = T.now, T.median
 
 local function loadavg()
   local f = io.open("/proc/loadavg")
@@ -68,12 +63,6 @@ end
 
 local LOAD0 = loadavg()
 
-local function median(t)
-  local c = {}
-  for i = 1, #t do c[i] = t[i] end
-  table.sort(c)
-  return c[math.floor((#c + 1) / 2)]
-end
 
 -- Results --------------------------------------------------------------------
 

@@ -59,10 +59,7 @@ local function run(bk, dir, env)
   return tonumber(first), tonumber(second), tonumber(hits), tonumber(compiles), tonumber(cpu)
 end
 
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
+local median = dofile((arg and arg[0] or "bench/cache.lua"):gsub("[^/]*$", "") .. "timing.lua").median
 
 -- PoCL keeps a kernel cache of its own (~/.cache/pocl), on by default:
 -- the opencl backend is measured as users get it, and with that cache off,

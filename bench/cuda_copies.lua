@@ -32,8 +32,6 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
 void *memcpy(void *d, const void *s, size_t n);
 ]]
-pcall(ffi.cdef, "int clock_gettime(int clk, struct timespec *ts);")
-pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
 
 local okl, CU = pcall(ffi.load, "libcuda.so.1")
 if not okl then cannot_run("no NVIDIA driver (libcuda.so.1)") end
@@ -50,22 +48,8 @@ local ctx = ffi.new("CUcontext[1]")
 check(CU.cuDevicePrimaryCtxRetain(ctx, 0), "cuDevicePrimaryCtxRetain")
 check(CU.cuCtxSetCurrent(ctx[0]), "cuCtxSetCurrent")
 
-local ts = ffi.new("struct timespec")
-local function now()
-  ffi.C.clock_gettime(1, ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
-local function median_time(f, runs)
-  f()
-  local t = {}
-  for r = 1, runs do
-    local t0 = now()
-    f()
-    t[r] = now() - t0
-  end
-  table.sort(t)
-  return t[math.floor((runs + 1) / 2)]
-end
+local median_time = dofile((arg and arg[0] or "bench/cuda_copies.lua"):gsub("[^/]*$", "")
+  .. "timing.lua").time
 
 local touch = gpu.kernel(function(a) local i = gpu.global_id(0); a[i] = a[i] + 1 end,
   { backend = "cuda", precision = "single" })

@@ -22,6 +22,7 @@ local ffi = require("ffi")
 
 local RUNS = tonumber(arg and arg[1]) or 7
 local here = (arg and arg[0] or "bench/cuda_vs_c.lua"):gsub("[^/]*$", "")
+local T = dofile(here .. "timing.lua")
 
 local function cannot_run(why)
   print("cuda benchmark: cannot run: " .. why)
@@ -57,8 +58,6 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n);
 CUresult cuGetErrorName(CUresult r, const char **s);
 ]]
-pcall(ffi.cdef, "int clock_gettime(int clk, struct timespec *ts);")
-pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
 
 local okl, CU = pcall(ffi.load, "libcuda.so.1")
 if not okl then cannot_run("no NVIDIA driver (libcuda.so.1: " .. tostring(CU) .. ")") end
@@ -128,29 +127,9 @@ local function cufunc(name)
   return f[0]
 end
 
-local ts = ffi.new("struct timespec")
-local function now()
-  ffi.C.clock_gettime(1, ts)                 -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
-
 -- Runs each side `reps` times per sample; samples alternate.
 local function measure(fg, fc, reps)
-  fg(); fc()                                  -- compile, first-run costs
-  local tg, tc = {}, {}
-  for r = 1, RUNS do
-    local t0 = now()
-    for _ = 1, reps do fg() end
-    tg[r] = (now() - t0) / reps
-    t0 = now()
-    for _ = 1, reps do fc() end
-    tc[r] = (now() - t0) / reps
-  end
-  return median(tg), median(tc)
+  return T.measure(fg, fc, reps, RUNS)
 end
 
 -- A buffer on both sides with the same contents: gpujit's gpu.array and a

@@ -9,25 +9,11 @@ local ffi = require("ffi")
 
 local rounds = tonumber(arg and arg[1]) or 15
 
--- Wall-clock time: os.clock() would add up the CPU time of every pool thread.
-ffi.cdef("typedef struct { long tv_sec; long tv_nsec; } gj_bench_ts;"
-  .. "int clock_gettime(int clk, gj_bench_ts *ts);")
-local ts = ffi.new("gj_bench_ts")
-local function now()
-  ffi.C.clock_gettime(1, ts)   -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local T = dofile((arg and arg[0] or "bench/nobarrier.lua"):gsub("[^/]*$", "") .. "timing.lua")
 
+-- Milliseconds per call of f: the median of `rounds` (bench/timing.lua).
 local function median(f)
-  f()
-  local t = {}
-  for r = 1, rounds do
-    local c = now()
-    f()
-    t[r] = now() - c
-  end
-  table.sort(t)
-  return t[math.floor((rounds + 1) / 2)] * 1e3
+  return T.time(f, rounds) * 1e3
 end
 
 local cases = {}

@@ -18,7 +18,9 @@
 -- float kernels use precision = "single", the arithmetic OpenCL C does.
 local ffi = require("ffi")
 local gpu = require("gpujit")
-local K = dofile((arg and arg[0] or "bench/opencl_vs_c.lua"):gsub("[^/]*$", "") .. "kernels.lua")
+local here = (arg and arg[0] or "bench/opencl_vs_c.lua"):gsub("[^/]*$", "")
+local K = dofile(here .. "kernels.lua")
+local T = dofile(here .. "timing.lua")
 
 local RUNS = tonumber(arg and arg[1]) or 7
 
@@ -178,32 +180,9 @@ local function run_cl(k, global, group)
   check(CL.clFinish(queue), "clFinish")
 end
 
-pcall(ffi.cdef, "int clock_gettime(int clk, struct timespec *ts);")
-pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
-local ts = ffi.new("struct timespec")
-local function now()
-  ffi.C.clock_gettime(1, ts)                 -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
-
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
-
--- Runs each side `reps` times per sample, samples alternate.
+-- Runs each side `reps` times per sample; samples alternate.
 local function measure(fg, fc, reps)
-  fg(); fc()                                  -- compile, first-run costs
-  local tg, tc = {}, {}
-  for r = 1, RUNS do
-    local t0 = now()
-    for _ = 1, reps do fg() end
-    tg[r] = (now() - t0) / reps
-    t0 = now()
-    for _ = 1, reps do fc() end
-    tc[r] = (now() - t0) / reps
-  end
-  return median(tg), median(tc)
+  return T.measure(fg, fc, reps, RUNS)
 end
 
 local function same(a, b, what)

@@ -1,0 +1,56 @@
+-- Timing shared by the benchmarks (bench/README.md):
+--   local T = dofile((arg and arg[0] or "bench/x.lua"):gsub("[^/]*$", "") .. "timing.lua")
+-- loaded beside the script that uses it, so bench/before_after.sh can run a
+-- script of the working tree in an older commit's tree.
+local ffi = require("ffi")
+
+local T = {}
+
+-- Wall-clock time (CLOCK_MONOTONIC): os.clock() would add up the CPU time
+-- of every pool thread.
+pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } gj_bench_ts;"
+  .. "int clock_gettime(int clk, gj_bench_ts *ts);")
+local ts = ffi.new("gj_bench_ts")
+function T.now()
+  ffi.C.clock_gettime(1, ts)
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+local now = T.now
+
+-- The median of a list of numbers (the list is left as it is).
+function T.median(t)
+  local c = {}
+  for i = 1, #t do c[i] = t[i] end
+  table.sort(c)
+  return c[math.floor((#c + 1) / 2)]
+end
+
+-- Seconds per call of f: one call to warm up, then the median of `runs`.
+function T.time(f, runs)
+  f()
+  local t = {}
+  for r = 1, runs do
+    local t0 = now()
+    f()
+    t[r] = now() - t0
+  end
+  return T.median(t)
+end
+
+-- Seconds per call of fg and of fc, each run `reps` times per sample,
+-- samples alternating between the two sides; medians of `runs` samples.
+function T.measure(fg, fc, reps, runs)
+  fg(); fc()                                  -- compile, first-run costs
+  local tg, tc = {}, {}
+  for r = 1, runs do
+    local t0 = now()
+    for _ = 1, reps do fg() end
+    tg[r] = (now() - t0) / reps
+    t0 = now()
+    for _ = 1, reps do fc() end
+    tc[r] = (now() - t0) / reps
+  end
+  return T.median(tg), T.median(tc)
+end
+
+return T
