@@ -135,6 +135,17 @@ typedef struct gj_backend {
                     const gj_sig *sig, gj_program **out, gj_err *err);
 } gj_backend;
 
+/* Parse buf (LLVM IR text or bitcode; taken) in m's context and link it
+** into m, with m's target and data layout (a library's own would only make
+** the linker warn).  `what` names it in messages: "cannot parse <what>: ..."
+** and "cannot link <what>".  0, or -1 with err.  The core links the job's
+** intrinsics and libraries with it; a wrap may link more. */
+int gj_link_ir(LLVMModuleRef m, LLVMMemoryBufferRef buf, const char *what,
+               gj_err *err);
+
+/* The job's intrinsics IR (job->intrinsics_ir) into m, by gj_link_ir. */
+int gj_link_intrinsics(LLVMModuleRef m, const gj_job *job, gj_err *err);
+
 /* For wrap: is body (@gj_body) shaped as sig says, by the conventions above
 ** (arrays in job->as_global)?  0, or -1 with err naming backend bk. */
 int gj_body_check(LLVMValueRef body, const gj_job *job, const gj_sig *sig,

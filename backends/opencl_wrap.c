@@ -41,8 +41,6 @@
 #include <string.h>
 
 #include <llvm-c/BitWriter.h>
-#include <llvm-c/IRReader.h>
-#include <llvm-c/Linker.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../src/gj_ptx.h"
@@ -280,26 +278,10 @@ static int link_global_id(LLVMContextRef c, LLVMModuleRef m,
 {
   LLVMTypeRef ps[2] = { LLVMPointerTypeInContext(c, 0),
                         LLVMInt32TypeInContext(c) };
-  LLVMMemoryBufferRef buf;
-  LLVMModuleRef im;
-  char *msg = NULL;
   if (LLVMGetNamedFunction(m, "gj.global_id")) return 0;
   LLVMAddFunction(m, "gj.global_id",
                   LLVMFunctionType(LLVMInt64TypeInContext(c), ps, 2, 0));
-  buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-      job->intrinsics_ir, strlen(job->intrinsics_ir), "gj_intrinsics");
-  if (LLVMParseIRInContext(c, buf, &im, &msg)) {
-    gj_err_set(err, "internal error: opencl: intrinsics do not parse: %s",
-               msg ? msg : "?");
-    LLVMDisposeMessage(msg);
-    return -1;
-  }
-  LLVMSetTarget(im, LLVMGetTarget(m));
-  LLVMSetDataLayout(im, LLVMGetDataLayoutStr(m));
-  if (LLVMLinkModules2(m, im))     /* disposes im */
-    return gj_err_set(err, "internal error: opencl: cannot link "
-                      "gj.global_id");
-  return 0;
+  return gj_link_intrinsics(m, job, err);
 }
 
 /* After inlining every gj.libm.<fn>.<sfx> call is in an entry point: in

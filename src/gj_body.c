@@ -1,9 +1,47 @@
 /*
-** The @gj_body convention (backends/backend.h), checked once for every
-** backend's wrap: a wrapper that loads arguments by the signature must find
-** the body it calls shaped by the same signature.
+** What every backend's wrap shares (backends/backend.h): the @gj_body
+** convention, checked once (a wrapper that loads arguments by the signature
+** must find the body it calls shaped by the same signature), and linking
+** IR into the module.
 */
+#include <string.h>
+
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Linker.h>
+
 #include "../backends/backend.h"
+
+int gj_link_ir(LLVMModuleRef m, LLVMMemoryBufferRef buf, const char *what,
+               gj_err *err)
+{
+  LLVMModuleRef im;
+  char *msg = NULL;
+  if (LLVMParseIRInContext(LLVMGetModuleContext(m), buf, &im, &msg)) {
+    gj_err_set(err, "cannot parse %s: %s", what, msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  LLVMSetTarget(im, LLVMGetTarget(m));
+  LLVMSetDataLayout(im, LLVMGetDataLayoutStr(m));
+  if (LLVMLinkModules2(m, im))     /* disposes im */
+    return gj_err_set(err, "cannot link %s", what);
+  return 0;
+}
+
+/* The definitions are linkonce_odr in the target's text (the linker does
+** not bind a declaration to an internal definition); the backend's wrap
+** makes them internal, and once inlined they disappear.  The linker takes
+** only the definitions m refers to. */
+int gj_link_intrinsics(LLVMModuleRef m, const gj_job *job, gj_err *err)
+{
+  if (!job->intrinsics_ir) return 0;
+  if (gj_link_ir(m, LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                        job->intrinsics_ir, strlen(job->intrinsics_ir),
+                        "gj_intrinsics"),
+                 "the target's intrinsics", err))
+    return gj_err_prefix(err, "internal error: ");
+  return 0;
+}
 
 /* Does LLVM type t hold a scalar of kind s? */
 static int holds_scalar(LLVMTypeRef t, gj_scalar s)

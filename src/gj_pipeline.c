@@ -21,8 +21,6 @@
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/IRReader.h>
-#include <llvm-c/Linker.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>   /* LLVM_VERSION_STRING */
 
@@ -58,33 +56,6 @@ static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
   return 0;
 }
 
-/* Link the target's definitions of the gj.* intrinsics into m.  They are
-** linkonce_odr in the target's text (the linker does not bind a declaration
-** to an internal definition); the backend's wrap makes them internal, and
-** once inlined they disappear. */
-static int link_intrinsics(LLVMContextRef C, LLVMModuleRef m, const gj_job *job,
-                           gj_err *err)
-{
-  LLVMMemoryBufferRef buf;
-  LLVMModuleRef im;
-  char *msg = NULL;
-  if (!job->intrinsics_ir) return 0;
-  buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(job->intrinsics_ir,
-                                                  strlen(job->intrinsics_ir),
-                                                  "gj_intrinsics");
-  if (LLVMParseIRInContext(C, buf, &im, &msg)) {
-    gj_err_set(err, "internal error: target intrinsics do not parse: %s",
-               msg ? msg : "?");
-    LLVMDisposeMessage(msg);
-    return -1;
-  }
-  LLVMSetTarget(im, LLVMGetTarget(m));
-  LLVMSetDataLayout(im, LLVMGetDataLayoutStr(m));
-  if (LLVMLinkModules2(m, im))
-    return gj_err_set(err, "internal error: cannot link target intrinsics");
-  return 0;
-}
-
 /* Does m call a declared function whose name starts with prefix? */
 static int calls_prefix(LLVMModuleRef m, const char *prefix)
 {
@@ -105,33 +76,22 @@ static int calls_prefix(LLVMModuleRef m, const char *prefix)
 ** entry point exists nothing in m is external, so whatever is external
 ** afterwards came from a library: it is made internal, and what the kernel
 ** does not call is dropped by the optimizer. */
-static int link_libraries(LLVMContextRef C, LLVMModuleRef m, const gj_job *job,
-                          gj_err *err)
+static int link_libraries(LLVMModuleRef m, const gj_job *job, gj_err *err)
 {
   int i, linked = 0;
   for (i = 0; i < job->nlibs; i++) {
     const gj_job_lib *lib = &job->libs[i];
     LLVMMemoryBufferRef buf;
-    LLVMModuleRef lm;
-    char *msg = NULL;
+    char *msg = NULL, what[sizeof(lib->path) + 16];
     if (!calls_prefix(m, lib->prefix)) continue;
     if (LLVMCreateMemoryBufferWithContentsOfFile(lib->path, &buf, &msg)) {
       gj_err_set(err, "cannot read library %s: %s", lib->path, msg ? msg : "?");
       LLVMDisposeMessage(msg);
       return -1;
     }
-    if (LLVMParseIRInContext(C, buf, &lm, &msg)) {   /* takes buf */
-      gj_err_set(err, "library %s is not LLVM IR or bitcode this LLVM reads: "
-                 "%s", lib->path, msg ? msg : "?");
-      LLVMDisposeMessage(msg);
-      return -1;
-    }
-    /* take the module's target: a library's own (libdevice says
-    ** nvptx64-nvidia-gpulibs) would only make the linker warn */
-    LLVMSetTarget(lm, LLVMGetTarget(m));
-    LLVMSetDataLayout(lm, LLVMGetDataLayoutStr(m));
-    if (LLVMLinkModules2(m, lm))     /* disposes lm */
-      return gj_err_set(err, "cannot link library %s", lib->path);
+    /* with the module's target: libdevice says nvptx64-nvidia-gpulibs */
+    snprintf(what, sizeof(what), "library %s", lib->path);
+    if (gj_link_ir(m, buf, what, err)) return -1;
     linked = 1;
   }
   if (linked) {
@@ -523,7 +483,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   }
 
   /* 5. target intrinsics and libraries, 6. the target's entry point */
-  if (link_intrinsics(C, m, &job, err) || link_libraries(C, m, &job, err))
+  if (gj_link_intrinsics(m, &job, err) || link_libraries(m, &job, err))
     goto done;
   body = LLVMGetNamedFunction(m, "gj_body");
   if (be->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) {
