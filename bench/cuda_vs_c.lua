@@ -180,7 +180,7 @@ local function report(name, tg, tc, same)
 end
 
 local single = { precision = "single", backend = "cuda" }
-local TILE = 16
+local TILE = K.TILE
 local saxpy_time, saxpy_bytes
 
 -- saxpy ----------------------------------------------------------------
@@ -234,21 +234,7 @@ do
   local A = buffer("float", N * N, function(i) return (i % 17) - 8 end)
   local B = buffer("float", N * N, function(i) return (i % 13) - 6 end)
   local Cg, Cc = buffer("float", N * N), buffer("float", N * N)
-  local k = gpu.kernel(function(C, Am, Bm, Nn, Kk)
-    local tA = gpu.shared("float", TILE * TILE)
-    local tB = gpu.shared("float", TILE * TILE)
-    local tx, ty = gpu.local_id(0), gpu.local_id(1)
-    local col, row = gpu.global_id(0), gpu.global_id(1)
-    local acc = 0.0
-    for t = 0, Kk / TILE - 1 do
-      tA[ty * TILE + tx] = Am[row * Kk + t * TILE + tx]
-      tB[ty * TILE + tx] = Bm[(t * TILE + ty) * Nn + col]
-      gpu.barrier()
-      for kk = 0, TILE - 1 do acc = acc + tA[ty * TILE + kk] * tB[kk * TILE + tx] end
-      gpu.barrier()
-    end
-    C[row * Nn + col] = acc
-  end, single)
+  local k = gpu.kernel(K.matmul_tiled, single)
   local Ni = ffi.new("int32_t", N)
   local pa = params({ Cc, A, B, ffi.new("int[1]", N), ffi.new("int[1]", N) })
   local f = cufunc("matmul")

@@ -1,4 +1,5 @@
--- The gpujit kernels the benchmarks share (bench/bench.lua, bench/opencl_vs_c.lua):
+-- The gpujit kernels the benchmarks share (bench/bench.lua, bench/opencl_vs_c.lua,
+-- bench/cuda_vs_c.lua):
 -- plain Lua functions for gpu.kernel, written as a GPU programmer would, one
 -- work item each.  bench/ref.c holds the same kernels in C.
 --   local K = dofile("bench/kernels.lua")
@@ -69,6 +70,26 @@ function K.matmul(C, Am, Bm, Nn)
     for kk = 0, Nn - 1 do acc = acc + Am[row * Nn + kk] * Bm[kk * Nn + col] end
     C[row * Nn + col] = acc
   end
+end
+
+-- C = A B (Nn x Kk times Kk x Nn) in TILE x TILE tiles of shared memory:
+-- launched with groups of TILE x TILE, sizes multiples of TILE.
+K.TILE = 16
+local TILE = K.TILE
+function K.matmul_tiled(C, Am, Bm, Nn, Kk)
+  local tA = gpu.shared("float", TILE * TILE)
+  local tB = gpu.shared("float", TILE * TILE)
+  local tx, ty = gpu.local_id(0), gpu.local_id(1)
+  local col, row = gpu.global_id(0), gpu.global_id(1)
+  local acc = 0.0
+  for t = 0, Kk / TILE - 1 do
+    tA[ty * TILE + tx] = Am[row * Kk + t * TILE + tx]
+    tB[ty * TILE + tx] = Bm[(t * TILE + ty) * Nn + col]
+    gpu.barrier()
+    for kk = 0, TILE - 1 do acc = acc + tA[ty * TILE + kk] * tB[kk * TILE + tx] end
+    gpu.barrier()
+  end
+  C[row * Nn + col] = acc
 end
 
 return K

@@ -73,7 +73,7 @@ check(err[0], "clCreateContext")
 local queue = CL.clCreateCommandQueue(ctx, dev[0], 0, err)
 check(err[0], "clCreateCommandQueue")
 
-local TILE = 16
+local TILE = K.TILE
 -- FP_CONTRACT OFF: no fused multiply-adds, as gpujit (LuaJIT's arithmetic)
 -- computes, so both sides produce the same bits.
 local SOURCE = [[
@@ -262,21 +262,7 @@ do
   local A = buffer("float", N * N, function(i) return (i % 17) - 8 end)
   local B = buffer("float", N * N, function(i) return (i % 13) - 6 end)
   local Cg, Cc = buffer("float", N * N), buffer("float", N * N)
-  local k = gpu.kernel(function(C, Am, Bm, Nn, Kk)
-    local tA = gpu.shared("float", TILE * TILE)
-    local tB = gpu.shared("float", TILE * TILE)
-    local tx, ty = gpu.local_id(0), gpu.local_id(1)
-    local col, row = gpu.global_id(0), gpu.global_id(1)
-    local acc = 0.0
-    for t = 0, Kk / TILE - 1 do
-      tA[ty * TILE + tx] = Am[row * Kk + t * TILE + tx]
-      tB[ty * TILE + tx] = Bm[(t * TILE + ty) * Nn + col]
-      gpu.barrier()
-      for kk = 0, TILE - 1 do acc = acc + tA[ty * TILE + kk] * tB[kk * TILE + tx] end
-      gpu.barrier()
-    end
-    C[row * Nn + col] = acc
-  end, single)
+  local k = gpu.kernel(K.matmul_tiled, single)
   local Ni = ffi.new("int32_t", N)
   local kc = clkernel("matmul", { Cc, A, B, ffi.new("int[1]", N), ffi.new("int[1]", N) })
   local cfg = { global = { N, N }, group = { TILE, TILE } }
