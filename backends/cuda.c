@@ -370,23 +370,6 @@ static void cu_close(gj_bstate *st);
 
 /* libdevice's identity for the cache key: the hash of its bytes (a toolkit
 ** update that changes it must not reuse code linked with the old one). */
-static void hash_libdevice(gj_bstate *st)
-{
-  llvm_blake3_hasher h;
-  gj_cache_key sum;
-  uint8_t buf[65536];
-  size_t n;
-  FILE *f = fopen(st->libdevice, "rb");
-  snprintf(st->libdevice_hash, sizeof(st->libdevice_hash), "unreadable");
-  if (!f) return;
-  llvm_blake3_hasher_init(&h);
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-    llvm_blake3_hasher_update(&h, buf, n);
-  fclose(f);
-  llvm_blake3_hasher_finalize(&h, sum.b, sizeof(sum.b));
-  gj_cache_key_hex(&sum, st->libdevice_hash);
-}
-
 static int cu_open(gj_bstate **out, gj_err *err)
 {
   gj_bstate *st = calloc(1, sizeof(*st));
@@ -400,7 +383,9 @@ static int cu_open(gj_bstate **out, gj_err *err)
   }
   st->has_libdevice = gj_ptx_find_libdevice(st->libdevice,
                                             sizeof(st->libdevice)) == 0;
-  if (st->has_libdevice) hash_libdevice(st);
+  if (st->has_libdevice &&
+      gj_cache_file_hex(st->libdevice, st->libdevice_hash) != 0)
+    snprintf(st->libdevice_hash, sizeof(st->libdevice_hash), "unreadable");
   st->drv = driver(&why);
   if (!st->drv) {
     /* Offline: compiles, runs nothing; err says why. */

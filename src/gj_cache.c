@@ -65,6 +65,28 @@ void gj_cache_key_end(gj_cache_hasher *h, gj_cache_key *key)
   llvm_blake3_hasher_finalize(&h->b, key->b, GJ_CACHE_KEYLEN);
 }
 
+int gj_cache_key_file(gj_cache_hasher *h, const char *path)
+{
+  char buf[65536];
+  size_t n;
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) gj_cache_key_add(h, buf, n);
+  fclose(f);
+  return 0;
+}
+
+int gj_cache_file_hex(const char *path, char *hex)
+{
+  gj_cache_hasher h;
+  gj_cache_key key;
+  gj_cache_key_begin(&h);
+  if (gj_cache_key_file(&h, path)) return -1;
+  gj_cache_key_end(&h, &key);
+  gj_cache_key_hex(&key, hex);
+  return 0;
+}
+
 void gj_cache_key_hex(const gj_cache_key *key, char *buf)
 {
   static const char hex[] = "0123456789abcdef";

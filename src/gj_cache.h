@@ -49,6 +49,12 @@ void gj_cache_key_begin(gj_cache_hasher *h);
 void gj_cache_key_add(gj_cache_hasher *h, const void *p, size_t n);
 void gj_cache_key_str(gj_cache_hasher *h, const char *s);
 void gj_cache_key_end(gj_cache_hasher *h, gj_cache_key *key);
+/* A file's contents as fields (a library, a plugin): 0, or -1 when it
+** cannot be read (nothing added). */
+int gj_cache_key_file(gj_cache_hasher *h, const char *path);
+/* The hash of a file's contents alone, as hex (at least 65 bytes): what
+** names a library or plugin build in a key.  0, or -1 when unreadable. */
+int gj_cache_file_hex(const char *path, char *hex);
 
 /* "<64 hex digits>" into buf (at least 65 bytes). */
 void gj_cache_key_hex(const gj_cache_key *key, char *buf);

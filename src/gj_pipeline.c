@@ -106,19 +106,18 @@ static int link_libraries(LLVMModuleRef m, const gj_job *job, gj_err *err)
   return 0;
 }
 
-/* A library's contents, for the key: a rebuilt library is another key. */
-static void key_libraries(const gj_job *job, gj_cache_hasher *h)
+/* The libraries the module calls, path and contents, for the key: a
+** rebuilt library is another key; one the kernel does not call changes
+** nothing and costs no read. */
+static void key_libraries(const gj_job *job, LLVMModuleRef m,
+                          gj_cache_hasher *h)
 {
   int i;
   for (i = 0; i < job->nlibs; i++) {
-    char buf[65536];
-    size_t n;
-    FILE *f = fopen(job->libs[i].path, "rb");
+    if (!calls_prefix(m, job->libs[i].prefix)) continue;
     gj_cache_key_str(h, job->libs[i].path);
     gj_cache_key_str(h, job->libs[i].prefix);
-    if (!f) continue;      /* linking it will fail, if it is needed */
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) gj_cache_key_add(h, buf, n);
-    fclose(f);
+    gj_cache_key_file(h, job->libs[i].path);   /* unreadable: linking fails */
   }
 }
 
@@ -170,7 +169,7 @@ static void content_key(const gj_backend *be, const gj_job *job,
   v[8] = o->fastmath;
   gj_cache_key_add(&h, v, sizeof(v));
   for (j = 0; j < o->nparams; j++) gj_cache_key_str(&h, o->types[j]);
-  key_libraries(job, &h);
+  key_libraries(job, m, &h);
   gj_plugset_key(ps, &h);
   /* The module's name is where the kernel was defined (a file name): not
   ** part of what it computes, and left out so that the same code defined

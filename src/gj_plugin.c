@@ -35,24 +35,6 @@ static int valid_name(const char *s)
   return 1;
 }
 
-/* The plugin's identity: the hash of its file, so that a rebuilt plugin
-** never finds what the old one left in the compile cache. */
-static int hash_file(const char *path, char *hex, gj_err *err)
-{
-  gj_cache_hasher h;
-  gj_cache_key key;
-  char buf[65536];
-  size_t n;
-  FILE *f = fopen(path, "rb");
-  if (!f) return gj_err_set(err, "cannot read plugin %s", path);
-  gj_cache_key_begin(&h);
-  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) gj_cache_key_add(&h, buf, n);
-  fclose(f);
-  gj_cache_key_end(&h, &key);
-  gj_cache_key_hex(&key, hex);
-  return 0;
-}
-
 int gj_cplugin_load(gj_cplugin *cp, const char *path, gj_err *err)
 {
   void *dl;
@@ -63,7 +45,10 @@ int gj_cplugin_load(gj_cplugin *cp, const char *path, gj_err *err)
   if (strlen(path) >= sizeof(cp->path))
     return gj_err_set(err, "plugin path too long: %s", path);
   snprintf(cp->path, sizeof(cp->path), "%s", path);
-  if (hash_file(path, cp->identity, err)) return -1;
+  /* the identity: a rebuilt plugin never finds what the old one left in
+  ** the compile cache */
+  if (gj_cache_file_hex(path, cp->identity))
+    return gj_err_set(err, "cannot read plugin %s", path);
   /* Never closed: a plugin may have registered things with LLVM that
   ** must outlive it (see gj_cplugin_close). */
   dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
