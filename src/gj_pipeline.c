@@ -413,7 +413,8 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   gj_plugset ps;
   gpujit_kernel_desc kd;
   const char *xnames[GJ_MAXPARAMS];
-  char xbuf[GJ_MAXPARAMS][80], src[256];
+  gj_bufname xbuf[GJ_MAXPARAMS];
+  char src[256];
   gj_scalar xelems[GJ_MAXPARAMS];
   LLVMContextRef C = NULL;
   LLVMModuleRef m = NULL;
@@ -424,7 +425,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   gj_cache_key key;
   int use_cache = o->cache_dir && o->want_kernel && !o->want_llvm &&
                   !o->want_asm;
-  int rc = -1, j;
+  int rc = -1;
 
   memset(out, 0, sizeof(*out));
   memset(&cs, 0, sizeof(cs));
@@ -451,13 +452,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   cgo.fastmath = o->fastmath;
   cgo.sites = o->boundscheck ? &sites : NULL;
   cgo.argnames = o->argnames;
-  gj_plugset_buffers(&ps, xnames, xelems);
-  for (j = 0; j < ps.nbuf; j++) {   /* %<plugin>.<buffer> */
-    int i, k = j;
-    for (i = 0; k >= ps.p[i].nbuf; i++) k -= ps.p[i].nbuf;
-    snprintf(xbuf[j], sizeof(xbuf[j]), "%s.%s", ps.p[i].name, xnames[j]);
-    xnames[j] = xbuf[j];
-  }
+  gj_plugset_buffers(&ps, xbuf, xnames, xelems);
   cgo.nextra = ps.nbuf;
   cgo.extra_names = xnames;
   cgo.extra_elems = xelems;

@@ -165,13 +165,15 @@ int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err)
   return 0;
 }
 
-void gj_plugset_buffers(const gj_plugset *ps, const char **names,
-                        gj_scalar *elems)
+void gj_plugset_buffers(const gj_plugset *ps, gj_bufname *text,
+                        const char **names, gj_scalar *elems)
 {
   int i, j, k = 0;
   for (i = 0; i < ps->n; i++)
     for (j = 0; j < ps->p[i].nbuf; j++, k++) {
-      names[k] = ps->p[i].bufname[j];
+      snprintf(text[k], sizeof(text[k]), "%s.%s", ps->p[i].name,
+               ps->p[i].bufname[j]);
+      names[k] = text[k];
       elems[k] = ps->p[i].bufelem[j];
     }
 }

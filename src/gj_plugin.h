@@ -53,9 +53,12 @@ typedef struct gj_plugset {
 ** none) as core.compile's opts.plugins gives it (lua/gpujit/plugins.lua). */
 int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err);
 
-/* Each buffer, in order, as @gj_body's extra array parameters. */
-void gj_plugset_buffers(const gj_plugset *ps, const char **names,
-                        gj_scalar *elems);
+/* Each buffer, in order, as @gj_body's extra array parameters: its name
+** "<plugin>.<buffer>" (written into text[k], pointed to by names[k]) and
+** element type. */
+typedef char gj_bufname[80];
+void gj_plugset_buffers(const gj_plugset *ps, gj_bufname *text,
+                        const char **names, gj_scalar *elems);
 
 /* Hash every plugin's name, version and identity into h. */
 void gj_plugset_key(const gj_plugset *ps, gj_cache_hasher *h);
