@@ -20,7 +20,8 @@ INCDIR      ?= $(PREFIX)/include/gpujit
 # Debian packages the project needs, each checked before installing.
 DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
             pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo \
-            luarocks cppcheck zlib1g pkg-config valgrind
+            luarocks cppcheck zlib1g pkg-config valgrind \
+            llvm-spirv-15 spirv-tools
 # What `make bench` needs on top: clang-15 with OpenMP for the C
 # references, gnuplot for the plot (bench/README.md).
 BENCH_PKGS = clang-15 libomp-15-dev gnuplot-nox

@@ -71,6 +71,10 @@ typedef struct gj_device_info {
   int64_t max_group;       /* work items in one group, all dims together */
   int64_t max_group_dim[3];
   char arch[16];           /* GPUs: the architecture, e.g. "sm_90"; or "" */
+  char format[16];         /* the program format: the job's (gj_job.h), or
+                           ** "" where the device can take none */
+  int host_math;           /* math.* calls the host's libm: results are
+                           ** bit-identical to LuaJIT's */
 } gj_device_info;
 
 

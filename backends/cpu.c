@@ -134,6 +134,8 @@ static void cpu_fill_info(gj_bstate *st)
   char vendor[128];
   long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
   memset(d, 0, sizeof(*d));
+  snprintf(d->format, sizeof(d->format), "object");
+  d->host_math = 1;
   if (cpuinfo_field("model name", d->name, sizeof(d->name)) != 0) {
     char *host = LLVMGetHostCPUName();
     snprintf(d->name, sizeof(d->name), "%s", host ? host : "cpu");
@@ -231,6 +233,7 @@ static int cpu_make_job(gj_bstate *st, gj_err *err)
     return gj_err_set(err, "cpu: the host's target description is too long");
   j->as_global = j->as_shared = j->as_local = 0;
   j->serial_groups = 1;
+  snprintf(j->format, sizeof(j->format), "object");
   j->intrinsics_ir = cpu_intrinsics_ir;
   snprintf(j->passes, sizeof(j->passes), "default<O3>");
   j->codegen_opt = LLVMCodeGenLevelAggressive;

@@ -175,6 +175,7 @@ static void describe(cu_device *d)
                         d->id);
   d->sm = maj * 10 + min;
   snprintf(i->arch, sizeof(i->arch), "sm_%d", d->sm);
+  snprintf(i->format, sizeof(i->format), "ptx");
 }
 
 /* Load libcuda.so.1 and list the devices; under drv_lock, once. */

@@ -17,7 +17,11 @@
 **   target: the pipeline optimizes without a target machine and the
 **   bitcode is the artifact.
 ** - PTX text as the program binary where the platform is NVIDIA's.
-** - Anything else (SPIR-V only) gets "not supported yet" from `job`.
+** - SPIR-V where the device lists an IL version and not cl_khr_spir: the
+**   SPIR module translated by llvm-spirv (opencl_spirv.c), built with
+**   clCreateProgramWithIL.
+** - GPUJIT_OPENCL_FORMAT overrides the choice (choose_format).  A device
+**   with none of them gets the reason from `job`.
 ** The code the backend generates (intrinsics, entry point, emit) is in
 ** opencl_wrap.c; programs and launches are in opencl_run.c.
 **
@@ -154,6 +158,59 @@ static int has_word(const char *list, const char *word)
   return 0;
 }
 
+static const char *const format_names[] = { "spir", "spirv", "ptx", "" };
+
+/* The newest SPIR-V 1.x in a CL_DEVICE_IL_VERSION ("SPIR-V_1.0 SPIR-V_1.2"),
+** -1 when it names none. */
+static int spirv_minor(const char *il)
+{
+  const char *p = il;
+  int best = -1;
+  while ((p = strstr(p, "SPIR-V_1.")) != NULL) {
+    int v = atoi(p + 9);
+    if (v > best) best = v;
+    p += 9;
+  }
+  return best;
+}
+
+/* The program format for a device (the top of this file): NVIDIA's takes
+** PTX; others SPIR where they list cl_khr_spir (it needs no external tool,
+** and on PoCL's CPU devices math stays bit-identical to the host's libm,
+** opencl_wrap.c), else SPIR-V where they list an IL version.
+** GPUJIT_OPENCL_FORMAT=spir|spirv|ptx asks for one; spirv on a device that
+** takes only SPIR is translated back for it (spirv_via_spir). */
+static void choose_format(ocl_device *d, int nvidia, int spir, const char *il)
+{
+  const char *want = getenv("GPUJIT_OPENCL_FORMAT");
+  int minor = spirv_minor(il);
+  d->format = OCL_NONE;
+  if (!want || !*want) {
+    d->format = nvidia ? OCL_PTX : spir ? OCL_SPIR :
+                minor >= 0 ? OCL_SPIRV : OCL_NONE;
+    if (d->format == OCL_NONE)
+      snprintf(d->why, sizeof(d->why), "it takes neither SPIR, SPIR-V nor "
+               "PTX");
+  } else if (strcmp(want, "spirv") == 0) {
+    if (minor >= 0 || spir) d->format = OCL_SPIRV;
+    d->spirv_via_spir = minor < 0;
+    if (minor < 0) minor = 0;
+    if (d->format == OCL_NONE)
+      snprintf(d->why, sizeof(d->why), "GPUJIT_OPENCL_FORMAT=spirv, and it "
+               "lists no SPIR-V version (CL_DEVICE_IL_VERSION)");
+  } else if (strcmp(want, "spir") == 0 || strcmp(want, "ptx") == 0) {
+    int ptx = want[0] == 'p';
+    if (ptx ? nvidia : spir) d->format = ptx ? OCL_PTX : OCL_SPIR;
+    else
+      snprintf(d->why, sizeof(d->why), "GPUJIT_OPENCL_FORMAT=%s, and it %s",
+               want, ptx ? "is not NVIDIA's" : "does not list cl_khr_spir");
+  } else {
+    snprintf(d->why, sizeof(d->why), "GPUJIT_OPENCL_FORMAT=%.40s is not spir, "
+             "spirv or ptx", want);
+  }
+  d->spirv_minor = minor;
+}
+
 static void describe(gj_bstate *st, ocl_device *d)
 {
   gj_device_info *i = &d->info;
@@ -198,25 +255,20 @@ static void describe(gj_bstate *st, ocl_device *d)
   il[0] = '\0';
   dev_str(st, id, CL_DEVICE_IL_VERSION, il, sizeof(il));
   if (strstr(pname, "NVIDIA")) {
-    d->format = OCL_PTX;
     st->cl.GetDeviceInfo(id, 0x4000 /* COMPUTE_CAPABILITY_MAJOR_NV */,
                          sizeof(ccmaj), &ccmaj, NULL);
     st->cl.GetDeviceInfo(id, 0x4001 /* COMPUTE_CAPABILITY_MINOR_NV */,
                          sizeof(ccmin), &ccmin, NULL);
     d->sm = (int)(ccmaj * 10 + ccmin);
-  } else if (has_word(ext, "cl_khr_spir")) {
-    d->format = OCL_SPIR;
-  } else {
-    d->format = OCL_NONE;
-    snprintf(d->why, sizeof(d->why), "%s", il[0] ?
-             "the device takes SPIR-V, and gpujit has no SPIR-V emitter "
-             "yet (LLVM 15 has no SPIR-V backend)" :
-             "the device takes neither SPIR, SPIR-V nor PTX");
   }
+  choose_format(d, strstr(pname, "NVIDIA") != NULL,
+                has_word(ext, "cl_khr_spir"), il);
+  snprintf(i->format, sizeof(i->format), "%s", format_names[d->format]);
   /* PoCL's CPU devices run kernels on threads of this process and link
   ** them against its libraries. */
   d->host_libm = d->format == OCL_SPIR && (type & CL_DEVICE_TYPE_CPU) &&
                  strstr(pname, "Portable Computing Language") != NULL;
+  i->host_math = d->host_libm;
 }
 
 static int list_devices(gj_bstate *st, gj_err *err)
@@ -286,6 +338,8 @@ static int ocl_open(gj_bstate **out, gj_err *err)
   }
   OCL_FUNCS(OCL_LOAD)
 #undef OCL_LOAD
+  st->CreateProgramWithIL = (__typeof__(clCreateProgramWithIL) *)dlsym(
+    st->lib, "clCreateProgramWithIL");
   pthread_mutex_lock(&ocl_discovery_mu);
   rc = list_devices(st, err);
   pthread_mutex_unlock(&ocl_discovery_mu);
@@ -367,6 +421,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   j->code_model = LLVMCodeModelDefault;
   switch (d->format) {
   case OCL_SPIR:
+  case OCL_SPIRV:
     /* The device's compiler optimizes again for its own target (PoCL:
     ** O3 and vectorization across work items), so this only inlines and
     ** cleans up, plus indvars, which turns `%` of indices the ids' !range
@@ -386,7 +441,20 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
                                     : ocl_spir_intrinsics_ir;
     snprintf(j->passes, sizeof(j->passes), "always-inline,function(sroa,"
              "early-cse<memssa>,instcombine,simplifycfg,gvn,sccp,instcombine,"
-             "simplifycfg,loop(indvars),instcombine,adce),globaldce");
+             "simplifycfg,%sinstcombine,adce),globaldce",
+             d->format == OCL_SPIR ? "loop(indvars)," : "");
+    snprintf(j->format, sizeof(j->format), "%s", format_names[d->format]);
+    if (d->format == OCL_SPIR) return 0;
+    /* SPIR-V: no indvars, whose closed forms of loop sums compute in
+    ** integers of odd widths (i65), which SPIR-V has not; the translator's
+    ** options in features (opencl_spirv.c), and the translator itself in
+    ** the key. */
+    if (ocl_spirv_tool(st, err) != 0)
+      return gj_err_prefix(err, "device %d (%s): ", dev, d->info.name);
+    snprintf(j->features, sizeof(j->features), "--spirv-max-version=1.%d",
+             d->spirv_minor);
+    snprintf(j->target_id, sizeof(j->target_id), "%.200s|llvm-spirv %s%s",
+             d->target_id, st->spirv_id, d->spirv_via_spir ? "|via SPIR" : "");
     return 0;
   case OCL_PTX:
     j->intrinsics_ir = gj_ptx_ir_base;
@@ -394,7 +462,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   case OCL_NONE:
     break;
   }
-  return gj_err_set(err, "opencl: device %d (%s) is not supported yet: %s",
+  return gj_err_set(err, "opencl: device %d (%s) is not supported: %s",
                     dev, d->info.name, d->why);
 }
 

@@ -41,8 +41,9 @@ typedef struct ocl_api {
 
 typedef enum ocl_format {
   OCL_SPIR,          /* SPIR 1.2 LLVM bitcode (cl_khr_spir), e.g. PoCL */
+  OCL_SPIRV,         /* SPIR-V through clCreateProgramWithIL */
   OCL_PTX,           /* PTX text as the program binary (NVIDIA's OpenCL) */
-  OCL_NONE           /* only SPIR-V or OpenCL C: not supported yet */
+  OCL_NONE           /* none of them (OpenCL C only): unsupported */
 } ocl_format;
 
 /* Indices of the host libm functions a kernel on an in-process device
@@ -66,6 +67,11 @@ typedef struct ocl_device {
   ** LuaJIT's (opencl_wrap.c). */
   int host_libm;
   int sm;                  /* OCL_PTX: compute capability, e.g. 86 */
+  int spirv_minor;         /* OCL_SPIRV: the newest SPIR-V 1.x it takes */
+  /* OCL_SPIRV chosen by GPUJIT_OPENCL_FORMAT for a device that takes SPIR
+  ** and not SPIR-V: the translator turns the SPIR-V back into SPIR for it
+  ** (opencl_spirv.c), which is how the SPIR-V path is tested on PoCL. */
+  int spirv_via_spir;
   char target_id[256];     /* the job's: platform, device, driver versions */
   cl_context ctx;          /* made on first use, with queue */
   cl_command_queue queue;
@@ -87,6 +93,14 @@ struct gj_bstate {
   ocl_buf *bufs;           /* by id; slot 0 is never used */
   uint32_t nbufs, capbufs, free_head;
   void *const *libm;       /* the host libm table (LIBM_* order) */
+  /* clCreateProgramWithIL (OpenCL 2.1): NULL where the loader lacks it. */
+  __typeof__(clCreateProgramWithIL) *CreateProgramWithIL;
+  /* The SPIR-V translator, found on first use (opencl_spirv.c): 0 not
+  ** looked for yet, 1 found, -1 missing (spirv_why says why). */
+  int spirv_state;
+  char spirv_tool[512];
+  char spirv_id[24];       /* the start of its BLAKE3, for the cache key */
+  char spirv_why[640];
 };
 
 /* Kernel arguments a program has besides the user's: the real global size
@@ -136,6 +150,19 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
 ** as clang marks the loops of the OpenCL C it builds for PoCL (why:
 ** opencl_loops.c). */
 int ocl_loops_no_unroll(LLVMModuleRef m, gj_err *err);
+
+/* -- opencl_spirv.c -------------------------------------------------------- */
+
+/* The SPIR-V translator (llvm-spirv-15; GPUJIT_LLVM_SPIRV overrides), found
+** and hashed once per state.  0, or -1 with err saying how to get it. */
+int ocl_spirv_tool(gj_bstate *st, gj_err *err);
+/* A SPIR module, optimized, into SPIR-V (asm: its disassembly).  opts: the
+** job's features, translator options separated by spaces. */
+int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
+                   char **out, size_t *len, gj_err *err);
+/* SPIR-V back into SPIR 1.2 bitcode (spirv_via_spir devices). */
+int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
+                      size_t *bclen, gj_err *err);
 
 /* -- opencl_run.c ----------------------------------------------------------- */
 

@@ -106,10 +106,14 @@ static int make_entry(gj_bstate *st, gj_program *p, const char *name,
   return 0;
 }
 
-/* Build bin (SPIR bitcode when spir, else the device's own binary, as
-** CL_PROGRAM_BINARIES gave it) into a program with its kernel object. */
+/* What load_binary is given: the device's own binary (PTX, or what
+** CL_PROGRAM_BINARIES gave), SPIR bitcode, or SPIR-V. */
+enum { LOAD_BINARY, LOAD_SPIR, LOAD_IL };
+
+/* Make a program of art (what says which kind it is), build it and make
+** its kernel objects. */
 static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
-                       int spir, const gj_sig *sig, gj_program **out,
+                       int what, const gj_sig *sig, gj_program **out,
                        gj_err *err)
 {
   ocl_device *d;
@@ -125,15 +129,25 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
   if (!p) return gj_err_set(err, "opencl: out of memory");
   p->dev = dev;
   p->sig = *sig;
-  p->prog = st->cl.CreateProgramWithBinary(d->ctx, 1, &d->id, &len, &bin,
-                                           &status, &rc);
-  if (!p->prog || rc != CL_SUCCESS) {
-    ocl_fail(err, "clCreateProgramWithBinary",
-             rc != CL_SUCCESS ? rc : status);
+  if (what == LOAD_IL) {
+    if (!st->CreateProgramWithIL) {
+      gj_err_set(err, "opencl: the OpenCL loader has no clCreateProgramWithIL "
+                 "(OpenCL 2.1), which SPIR-V needs");
+      goto fail;
+    }
+    p->prog = st->CreateProgramWithIL(d->ctx, art, len, &rc);
+  } else {
+    p->prog = st->cl.CreateProgramWithBinary(d->ctx, 1, &d->id, &len, &bin,
+                                             &status, &rc);
+  }
+  if (!p->prog || rc != CL_SUCCESS || status != CL_SUCCESS) {
+    ocl_fail(err, what == LOAD_IL ? "clCreateProgramWithIL" :
+             "clCreateProgramWithBinary", rc != CL_SUCCESS ? rc : status);
     goto fail;
   }
   rc = st->cl.BuildProgram(p->prog, 1, &d->id,
-                           spir ? "-x spir -spir-std=1.2" : "", NULL, NULL);
+                           what == LOAD_SPIR ? "-x spir -spir-std=1.2" : "",
+                           NULL, NULL);
   if (rc != CL_SUCCESS) {
     ocl_fail(err, "clBuildProgram", rc);
     add_build_log(st, p->prog, d->id, err);
@@ -163,15 +177,27 @@ fail:
 int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
              const gj_sig *sig, gj_program **out, gj_err *err)
 {
+  ocl_device *d;
+  char *bc;
+  size_t bclen;
+  int rc;
   if (ocl_ready(st, dev, err) != 0) return -1;
-  return load_binary(st, dev, art, len, st->devs[dev].format == OCL_SPIR,
-                     sig, out, err);
+  d = &st->devs[dev];
+  if (d->format != OCL_SPIRV)
+    return load_binary(st, dev, art, len, LOAD_BINARY + (d->format == OCL_SPIR),
+                       sig, out, err);
+  if (!d->spirv_via_spir)
+    return load_binary(st, dev, art, len, LOAD_IL, sig, out, err);
+  if (ocl_spirv_to_spir(st, art, len, &bc, &bclen, err) != 0) return -1;
+  rc = load_binary(st, dev, bc, bclen, LOAD_SPIR, sig, out, err);
+  free(bc);
+  return rc;
 }
 
 int ocl_cache_load(gj_bstate *st, int dev, const char *bin, size_t len,
                    const gj_sig *sig, gj_program **out, gj_err *err)
 {
-  return load_binary(st, dev, bin, len, 0, sig, out, err);
+  return load_binary(st, dev, bin, len, LOAD_BINARY, sig, out, err);
 }
 
 void ocl_unload(gj_bstate *st, gj_program *p)

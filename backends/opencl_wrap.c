@@ -547,7 +547,6 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
 {
   LLVMMemoryBufferRef buf = NULL;
   size_t n;
-  (void)st;
   *out = NULL;
   *len = 0;
   if (strncmp(job->triple, "nvptx", 5) == 0) {
@@ -557,6 +556,8 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
     *len += !asm;
     return 0;
   }
+  if (strcmp(job->format, "spirv") == 0)
+    return ocl_spirv_emit(st, m, job->features, asm, out, len, err);
   if (ocl_loops_no_unroll(m, err) != 0) return -1;
   if (asm) {
     /* SPIR has no assembly: its readable form is the LLVM IR itself. */

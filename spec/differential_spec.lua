@@ -3,7 +3,9 @@
 -- LuaJIT), each on its own copy of the arguments, and every array argument
 -- must end up the same: bitwise for integers and doubles (math.* that both
 -- take from libm included), within a few ulps where a kernel computes in
--- float (sim computes in double and rounds when it stores).
+-- float (sim computes in double and rounds when it stores).  On a device
+-- without host_math (math.* from its own library) a case that calls one
+-- allows its inexact_dulps.
 --
 -- Part 1 runs every examples/*.lua script with a gpujit whose kernels compare
 -- their first launch with sim.  Part 2 is a set of varied kernels.
@@ -276,6 +278,10 @@ local cases = {
   },
   {
     name = "blackscholes",
+    -- without host_math: exp and log within OpenCL's 3 ulps, and the call
+    -- price's cancellation (s * N(d1) - disc * N(d2)) magnifies them (up to
+    -- 120 ulps seen on PoCL's builtins through SPIR-V)
+    inexact_dulps = 1024,
     fn = function(call, put, s, k, t, r, v)
       local i = gpu.global_id(0)
       local sq = v * math.sqrt(t[i])
@@ -326,6 +332,7 @@ local cases = {
   },
   {
     name = "softmax rows",
+    inexact_dulps = 16,      -- without host_math: OpenCL's exp (3 ulps), summed
     fn = function(out, x, cols)
       local r = gpu.global_id(0)
       local base = r * cols
@@ -510,7 +517,8 @@ for _, bk in ipairs(H.backends) do
       test(c.name, function()
         local args = c.args()
         H.differential(bk, c.fn, c.cfg, args, {
-          name = c.name:gsub("[^%w]+", "_"), ulps = c.ulps, dulps = c.dulps,
+          name = c.name:gsub("[^%w]+", "_"), ulps = c.ulps,
+          dulps = H.host_math(bk) and c.dulps or c.inexact_dulps or c.dulps,
         })
       end)
     end

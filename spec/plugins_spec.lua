@@ -265,7 +265,7 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
           char triple[64]; char datalayout[256]; char cpu[64]; char features[1024];
           char target_id[256]; unsigned as_global, as_shared, as_local; int serial_groups;
           const char *intrinsics_ir; int nlibs; spec_gj_job_lib libs[4]; char passes[1024];
-          int codegen_opt, reloc, code_model;
+          int codegen_opt, reloc, code_model; char format[16];
         } spec_gj_job;
         int gj_job_from_backend(void *ctx, const char *backend, int dev, spec_gj_job *job);
         const char *gj_errmsg(void *ctx);
@@ -276,6 +276,7 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
       local j = gpu.job(H.kernel(bk, saxpy), { "float[]", "float[]", "double" })
       assert.equal(j.triple, ffi.string(job.triple))
       assert.equal(j.passes, ffi.string(job.passes))
+      assert.equal(j.format, ffi.string(job.format))
       assert.equal(j.address_spaces.global, job.as_global)
       assert.equal(#j.libraries, job.nlibs)
       assert.equal(-1, lib.gj_job_from_backend(gpu.core.ctx, "nosuch", 0, job))

@@ -45,6 +45,10 @@ typedef struct gj_job {
   LLVMCodeGenOptLevel codegen_opt;
   LLVMRelocMode reloc;
   LLVMCodeModel code_model;
+  /* What `emit` makes: "object" (cpu), "ptx", "spir" (SPIR 1.2 bitcode) or
+  ** "spirv" (the SPIR bitcode translated by llvm-spirv).  Read-only: the
+  ** device decides it (opencl: GPUJIT_OPENCL_FORMAT, docs/backends.md). */
+  char format[16];
 } gj_job;
 
 #endif

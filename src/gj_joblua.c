@@ -39,6 +39,7 @@ void gj_job_push(lua_State *L, const gj_job *job)
   set_str(L, "cpu", job->cpu);
   set_str(L, "features", job->features);
   set_str(L, "target_id", job->target_id);
+  set_str(L, "format", job->format);
   lua_createtable(L, 0, 3);
   set_int(L, "global", job->as_global);
   set_int(L, "shared", job->as_shared);
@@ -220,6 +221,7 @@ int gj_job_apply(lua_State *L, int idx, gj_job *job, const char *who,
   if (same_str(L, idx, "triple", job->triple, who, err) ||
       same_str(L, idx, "datalayout", job->datalayout, who, err) ||
       same_str(L, idx, "target_id", job->target_id, who, err) ||
+      same_str(L, idx, "format", job->format, who, err) ||
       same_str(L, idx, "intrinsics", job->intrinsics_ir, who, err) ||
       same_layout(L, idx, job, who, err))
     return -1;

@@ -163,6 +163,12 @@ static int core_devices(lua_State *L)
         lua_pushstring(L, di.arch);
         lua_setfield(L, -2, "arch");
       }
+      lua_pushboolean(L, di.host_math);
+      lua_setfield(L, -2, "host_math");
+      if (di.format[0]) {
+        lua_pushstring(L, di.format);
+        lua_setfield(L, -2, "format");
+      }
       lua_rawseti(L, -2, ++n);
     }
   }

@@ -156,6 +156,7 @@ static void content_key(const gj_backend *be, const gj_job *job,
   gj_cache_key_str(&h, job->cpu);
   gj_cache_key_str(&h, job->features);
   gj_cache_key_str(&h, job->target_id);
+  gj_cache_key_str(&h, job->format);
   gj_cache_key_str(&h, job->passes);
   gj_cache_key_str(&h, job->intrinsics_ir);
   v[0] = (int32_t)job->as_global;

@@ -118,6 +118,7 @@ int gj_ptx_job(gj_job *j, int sm, gj_err *err)
   if (sm > GJ_PTX_MAX_SM) sm = GJ_PTX_MAX_SM;
   snprintf(j->triple, sizeof(j->triple), "nvptx64-nvidia-cuda");
   snprintf(j->cpu, sizeof(j->cpu), "sm_%d", sm);
+  snprintf(j->format, sizeof(j->format), "ptx");
   snprintf(j->features, sizeof(j->features), "%s", GJ_PTX_ISA);
   j->as_global = 1;
   j->as_shared = 3;

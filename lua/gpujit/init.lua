@@ -68,7 +68,7 @@ gpu.core_error = core_error
 local sim_entry = {
   backend = "sim", name = "sim", vendor = "gpujit", type = "sim", index = 0, bk = -1,
   memory = 0, compute_units = 1, max_group = 1024, max_group_dim = { 1024, 1024, 1024 },
-  host_shared = true,
+  host_shared = true, host_math = true,
 }
 local sim_target = {
   backend = "sim", bk = -1, dev = 0, sim = true, shared = true, entry = sim_entry, label = "sim",
