@@ -354,7 +354,7 @@ static int validate(const char *spv, size_t len, gj_err *err)
     return gj_err_set(err, "opencl: the translator's SPIR-V is %zu bytes, "
                       "not a module", len);
   /* word 1 is the version, 0x00MMmm00, in the magic's byte order */
-  snprintf(env, sizeof(env), "spv1.%u", b[0] == 0x03 ? b[5] : b[6]);
+  snprintf(env, sizeof(env), "spv1.%d", (int)(b[0] == 0x03 ? b[5] : b[6]));
   args[0] = "--target-env";
   args[1] = env;
   args[2] = NULL;

@@ -298,7 +298,8 @@ for _, bk in ipairs(H.backends) do
         H.map(bk, function(a) return a ^ 2 end, {
           name = "fpow", out = "double", ins = { { "float", { 1.1, 3, 0.1 } } },
           -- in double ulps: 1, or the float ulps math_ulps allows (2^29 each)
-          expect = function(a) return f32(a ^ 2) end, ulps = math.max(1, select(2, H.math_ulps(bk, 0, 0)) * 2 ^ 29),
+          expect = function(a) return f32(a ^ 2) end,
+          ulps = math.max(1, select(2, H.math_ulps(bk, 0, 0)) * 2 ^ 29),
         })
       end)
 
