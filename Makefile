@@ -128,6 +128,7 @@ test: deps
 	$(MAKE) all $(MULTISTATE)
 	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/run.sh
 	$(LUA_ENV) $(MULTISTATE) 4 3 $(GPUJIT_SPEC_BACKENDS)
+	$(LUA_ENV) GPUJIT_OPENCL_FORMAT=spirv $(MULTISTATE) 4 2 opencl
 	$(MAKE) examples
 	$(MAKE) examples EXAMPLE_BACKEND=opencl
 	$(MAKE) install-check

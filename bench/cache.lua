@@ -13,6 +13,7 @@
 -- a warm process side by side.  "(cpu ms)" is the cold process's CPU time
 -- over the same span (all its threads), which a loaded machine inflates less.
 -- Goals (issue 6): disk >= 20x faster than cold; cold < 50 ms on the cpu backend.
+-- "opencl SPIR-V" (GPUJIT_OPENCL_FORMAT=spirv) shows what the translator adds.
 local CHILD = [[
 local ffi = require("ffi")
 ffi.cdef("typedef struct { long s, ns; } bench_ts; int clock_gettime(int, bench_ts *);")
@@ -72,6 +73,10 @@ for _, b in ipairs(gpu.backends()) do
     if b.name == "opencl" then
       configs[#configs + 1] = { bk = b.name, label = "opencl, POCL_KERNEL_CACHE=0",
         env = "POCL_KERNEL_CACHE=0" }
+      -- SPIR-V: the translator and spirv-val per cold compile, and on PoCL
+      -- the translation back to SPIR (docs/backends.md)
+      configs[#configs + 1] = { bk = b.name, label = "opencl SPIR-V, no PoCL cache",
+        env = "POCL_KERNEL_CACHE=0 GPUJIT_OPENCL_FORMAT=spirv" }
     end
   end
 end
