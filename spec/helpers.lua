@@ -155,15 +155,18 @@ function H.it_with(feature, bk)
   return function(name) env.pending(name .. " [" .. f.reason .. "]") end
 end
 
--- Does backend bk's math.* call the host's libm, bit for bit with LuaJIT
--- (the device's host_math)?
-function H.host_math(bk)
+-- Is flag (a boolean field of gpu.devices() entries) true for backend bk's
+-- first device?  sim has every such property.
+local function device_flag(bk, flag)
   if bk == "sim" then return true end
   for _, d in ipairs(H.gpu.devices()) do
-    if d.backend == bk then return d.host_math == true end
+    if d.backend == bk then return d[flag] == true end
   end
   return false
 end
+
+-- Does backend bk's math.* call the host's libm, bit for bit with LuaJIT?
+function H.host_math(bk) return device_flag(bk, "host_math") end
 
 -- Tolerances (double, float ulps) for transcendental math on backend bk,
 -- given the ones for backends that call the host's libm (bit for bit with
@@ -179,10 +182,12 @@ function H.math_ulps(bk, dulps, fulps)
 end
 
 -- Does backend bk's device address host memory (FFI pointers work there)?
-function H.host_shared(bk)
-  if bk == "sim" then return true end
-  for _, d in ipairs(H.gpu.devices()) do
-    if d.backend == bk then return d.host_shared == true end
+function H.host_shared(bk) return device_flag(bk, "host_shared") end
+
+-- Is backend bk in GPUJIT_SPEC_BACKENDS?
+function H.testing(bk)
+  for _, b in ipairs(H.backends) do
+    if b == bk then return true end
   end
   return false
 end

@@ -6,12 +6,7 @@ local H = require("spec.helpers")
 local ffi = H.ffi
 local gpu = H.gpu
 
-local function has(list, name)
-  for _, v in ipairs(list) do if v == name then return true end end
-  return false
-end
-
-if not has(H.backends, "opencl") then return end
+if not H.testing("opencl") then return end
 
 local function opencl_devices()
   local out = {}
@@ -144,7 +139,7 @@ describe("opencl backend", function()
     end
   end)
 
-  it_spir("marks the loops of kernels with barriers unroll.disable (as clang does for PoCL), no others", function()
+  it_spir("marks the loops of barrier kernels unroll.disable (as clang does for PoCL), no others", function()
     -- two loops: one around the barriers, a 4-step one between them
     local k = H.kernel("opencl", function(o, x, rounds)
       local s = gpu.shared("int32_t", 64)

@@ -6,12 +6,7 @@
 local H = require("spec.helpers")
 local gpu = H.gpu
 
-local function has(list, name)
-  for _, v in ipairs(list) do if v == name then return true end end
-  return false
-end
-
-if not has(H.backends, "opencl") then return end
+if not H.testing("opencl") then return end
 
 local q = function(v) return "'" .. tostring(v):gsub("'", "'\\''") .. "'" end
 
@@ -31,9 +26,13 @@ end
 
 local SPIRV = { GPUJIT_OPENCL_FORMAT = "spirv" }
 
--- Run code on opencl with env; returns its output, asserting it exited 0.
+-- Run code on opencl with env (default SPIRV); returns its output,
+-- asserting it exited 0.  GPUJIT_OPENCL_FORMAT is "" (each device's own
+-- format) unless env sets it: this file also runs inside the SPIR-V run.
 local function child(code, env)
-  local ok, out = H.run_isolated("opencl", code, env or SPIRV)
+  local e = { GPUJIT_OPENCL_FORMAT = "" }
+  for k, v in pairs(env or SPIRV) do e[k] = v end
+  local ok, out = H.run_isolated("opencl", code, e)
   assert(ok, out)
   return out
 end
