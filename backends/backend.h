@@ -137,6 +137,23 @@ typedef struct gj_backend {
                     gj_err *err);
   int (*cache_load)(gj_bstate *st, int dev, const char *bin, size_t len,
                     const gj_sig *sig, gj_program **out, gj_err *err);
+  /* Optional, all three or none: host memory as a launch's array argument,
+  ** for devices that share the host's memory but address it through their
+  ** own handles (OpenCL's CL_DEVICE_HOST_UNIFIED_MEMORY; CUDA's
+  ** cuMemHostRegister would fit too).  NULL, or host_shares(dev) 0: the
+  ** launcher stages FFI arrays and tables through alloc and copy.
+  ** host_register gives a device address, usable in the argument block
+  ** like one from alloc, for the `bytes` (0 allowed) of host memory at
+  ** `host`; written: a launch may write them.  The launcher registers just
+  ** before a launch and releases right after it, also when the launch
+  ** failed.  The same (host, bytes) registered again before its release
+  ** gives the same address and counts one more release.  host_release
+  ** leaves what launches wrote in the host memory (when it was registered
+  ** written) and frees the registration even when it returns -1. */
+  int (*host_shares)(gj_bstate *st, int dev);
+  void *(*host_register)(gj_bstate *st, int dev, void *host, size_t bytes,
+                         int written, gj_err *err);
+  int (*host_release)(gj_bstate *st, int dev, void *addr, gj_err *err);
 } gj_backend;
 
 /* Parse buf (LLVM IR text or bitcode; taken) in m's context and link it

@@ -657,5 +657,6 @@ const gj_backend gj_backend_cpu = {
   cpu_open, cpu_close, cpu_ndevices, cpu_device_info, cpu_job,
   cpu_wrap, cpu_emit, cpu_load, cpu_unload, cpu_launch_run,
   cpu_alloc, cpu_free, cpu_copy, cpu_sync,
-  NULL, NULL      /* the cache keeps the object file that load takes */
+  NULL, NULL,     /* the cache keeps the object file that load takes */
+  NULL, NULL, NULL   /* host memory is device memory (host_shared) */
 };

@@ -547,5 +547,6 @@ const gj_backend gj_backend_cuda = {
   cu_open, cu_close, cu_ndevices, cu_device_info, cu_job,
   cu_wrap, cu_emit, cu_load, cu_unload, cu_launch,
   cu_alloc, cu_free, cu_copy, cu_sync,
-  cu_cache_save, cu_cache_load
+  cu_cache_save, cu_cache_load,
+  NULL, NULL, NULL   /* host arrays are staged (cuMemHostRegister: later) */
 };

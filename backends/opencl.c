@@ -33,6 +33,8 @@
 ** 2^39 bytes of it maps back to (cl_mem, byte offset), which is how launch
 ** and copy find their buffers.  Slot 0 is never used, so no valid address
 ** is near NULL; an address that maps to no live allocation is an error.
+** A registration of host memory for a launch (opencl_host.c) is a slot
+** too, so launch maps its address like an allocation's.
 **
 ** Invariant: a gj_bstate belongs to one lua_State and is used by one thread
 ** at a time (launches are synchronous, API.md), so it needs no lock.
@@ -366,6 +368,7 @@ static void ocl_close(gj_bstate *st)
     if (st->devs[d].ctx) st->cl.ReleaseContext(st->devs[d].ctx);
   }
   free(st->bufs);
+  free(st->regs);
   free(st->devs);
   free((void *)st->libm);
   /* The library stays loaded: ICDs (PoCL included) keep threads and
@@ -496,7 +499,8 @@ int ocl_map(gj_bstate *st, int dev, const void *p, cl_mem *mem,
   return 0;
 }
 
-static void *ocl_alloc(gj_bstate *st, int dev, size_t bytes, gj_err *err)
+void *ocl_buf_add(gj_bstate *st, int dev, cl_mem_flags flags, void *host,
+                  size_t bytes, gj_err *err)
 {
   ocl_device *d;
   cl_mem mem;
@@ -525,8 +529,7 @@ static void *ocl_alloc(gj_bstate *st, int dev, size_t bytes, gj_err *err)
     st->bufs = n;
     st->capbufs = cap;
   }
-  mem = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1,
-                            NULL, &rc);
+  mem = st->cl.CreateBuffer(d->ctx, flags, bytes ? bytes : 1, host, &rc);
   if (!mem) {
     char b[32];
     gj_err_set(err, "opencl: clCreateBuffer of %zu bytes: %s", bytes,
@@ -539,26 +542,42 @@ static void *ocl_alloc(gj_bstate *st, int dev, size_t bytes, gj_err *err)
   } else {
     id = st->nbufs++;
   }
+  memset(&st->bufs[id], 0, sizeof(st->bufs[id]));
   st->bufs[id].mem = mem;
   st->bufs[id].size = bytes;
   st->bufs[id].dev = dev;
-  st->bufs[id].next_free = 0;
   return ocl_addr(id);
+}
+
+ocl_buf *ocl_buf_at(gj_bstate *st, int dev, const void *p)
+{
+  uint64_t id = (uint64_t)(uintptr_t)p >> ADDR_SHIFT;
+  ocl_buf *b;
+  if (id == 0 || id >= st->nbufs || p != ocl_addr((uint32_t)id)) return NULL;
+  b = &st->bufs[id];
+  return b->mem && b->dev == dev ? b : NULL;
+}
+
+void ocl_buf_drop(gj_bstate *st, ocl_buf *b)
+{
+  st->cl.ReleaseMemObject(b->mem);
+  b->mem = NULL;
+  b->next_free = st->free_head;
+  st->free_head = (uint32_t)(b - st->bufs);
+}
+
+static void *ocl_alloc(gj_bstate *st, int dev, size_t bytes, gj_err *err)
+{
+  return ocl_buf_add(st, dev, CL_MEM_READ_WRITE, NULL, bytes, err);
 }
 
 static void ocl_free(gj_bstate *st, int dev, void *ptr)
 {
-  uint64_t id = (uint64_t)(uintptr_t)ptr >> ADDR_SHIFT;
-  ocl_buf *b;
   /* Only an address that alloc returned frees anything: free cannot
-  ** report an error, so anything else is ignored. */
-  if (id == 0 || id >= st->nbufs || ptr != ocl_addr((uint32_t)id)) return;
-  b = &st->bufs[id];
-  if (!b->mem || b->dev != dev) return;
-  st->cl.ReleaseMemObject(b->mem);
-  b->mem = NULL;
-  b->next_free = st->free_head;
-  st->free_head = (uint32_t)id;
+  ** report an error, so anything else is ignored (a registration of host
+  ** memory included: host_release releases it). */
+  ocl_buf *b = ocl_buf_at(st, dev, ptr);
+  if (b && !b->reg) ocl_buf_drop(st, b);
 }
 
 static int ocl_copy(gj_bstate *st, int dev, void *dst, const void *src,
@@ -602,5 +621,6 @@ const gj_backend gj_backend_opencl = {
   ocl_open, ocl_close, ocl_ndevices, ocl_device_info, ocl_job,
   ocl_wrap, ocl_emit, ocl_load, ocl_unload, ocl_launch,
   ocl_alloc, ocl_free, ocl_copy, ocl_sync,
-  ocl_cache_save, ocl_cache_load
+  ocl_cache_save, ocl_cache_load,
+  ocl_host_shares, ocl_host_register, ocl_host_release
 };

@@ -29,7 +29,8 @@
   X(BuildProgram) X(GetProgramBuildInfo) X(GetProgramInfo)               \
   X(ReleaseProgram) X(CreateKernel) X(ReleaseKernel) X(SetKernelArg)     \
   X(GetKernelInfo) X(GetKernelWorkGroupInfo) X(EnqueueNDRangeKernel)     \
-  X(Finish)
+  X(Finish)                                                              \
+  X(EnqueueMapBuffer) X(EnqueueUnmapMemObject)
 
 typedef struct ocl_api {
 #define OCL_FIELD(n) __typeof__(cl##n) *n;
@@ -73,16 +74,26 @@ typedef struct ocl_device {
   ** (opencl_spirv.c), which is how the SPIR-V path is tested on PoCL. */
   int spirv_via_spir;
   char target_id[256];     /* the job's: platform, device, driver versions */
+  /* CL_DEVICE_HOST_UNIFIED_MEMORY, asked on first use (opencl_host.c):
+  ** 0 not asked yet, 1 no, 2 yes. */
+  int host_unified;
   cl_context ctx;          /* made on first use, with queue */
   cl_command_queue queue;
 } ocl_device;
 
-/* One allocation: its fake device address is ocl_addr(id) (opencl.c). */
+/* One allocation, or one registration of host memory (opencl_host.c):
+** its fake device address is ocl_addr(id) (opencl.c). */
 typedef struct ocl_buf {
   cl_mem mem;              /* NULL: the slot is free */
   size_t size;
   int dev;
   uint32_t next_free;      /* free slots form a list through this */
+  /* Registrations only (reg != 0): the host memory (NULL for 0 bytes),
+  ** how many registrations share the buffer, and whether a launch may
+  ** write it (host_release then maps it to make the writes visible). */
+  int reg, written;
+  void *host;
+  uint32_t refs;
 } ocl_buf;
 
 struct gj_bstate {
@@ -92,6 +103,8 @@ struct gj_bstate {
   int ndevs;
   ocl_buf *bufs;           /* by id; slot 0 is never used */
   uint32_t nbufs, capbufs, free_head;
+  void **regs;             /* addresses of the live registrations */
+  uint32_t nregs, capregs;
   void *const *libm;       /* the host libm table (LIBM_* order) */
   /* clCreateProgramWithIL (OpenCL 2.1): NULL where the loader lacks it. */
   __typeof__(clCreateProgramWithIL) *CreateProgramWithIL;
@@ -130,6 +143,24 @@ int ocl_ready(gj_bstate *st, int dev, gj_err *err);
 ** allocation of device dev. */
 int ocl_map(gj_bstate *st, int dev, const void *p, cl_mem *mem,
             int64_t *off, size_t *size, gj_err *err);
+
+/* A new buffer of `bytes` (at least 1) on device dev, made with
+** clCreateBuffer(flags, host), in a free slot: its address, or NULL with
+** err. */
+void *ocl_buf_add(gj_bstate *st, int dev, cl_mem_flags flags, void *host,
+                  size_t bytes, gj_err *err);
+/* The slot whose address is exactly p (what ocl_buf_add returned), of
+** device dev, live; or NULL. */
+ocl_buf *ocl_buf_at(gj_bstate *st, int dev, const void *p);
+/* Release b's buffer and free its slot. */
+void ocl_buf_drop(gj_bstate *st, ocl_buf *b);
+
+/* -- opencl_host.c ---------------------------------------------------------- */
+
+int ocl_host_shares(gj_bstate *st, int dev);
+void *ocl_host_register(gj_bstate *st, int dev, void *host, size_t bytes,
+                        int written, gj_err *err);
+int ocl_host_release(gj_bstate *st, int dev, void *addr, gj_err *err);
 
 /* -- opencl_wrap.c ---------------------------------------------------------- */
 

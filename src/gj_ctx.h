@@ -20,6 +20,8 @@ struct gj_ctx {
   gj_err berr[GJ_MAXBACKENDS];   /* why a backend failed to open */
   gj_err err;          /* last error of an FFI-path call */
   gj_cache_stats cache;
+  /* gj_mem_host_register calls that succeeded, and those not released. */
+  int64_t host_regs, host_live;
 };
 
 /* Open backend bk on first use.  0, or -1 with ctx->berr[bk] copied to err. */

@@ -159,6 +159,11 @@ static int core_devices(lua_State *L)
         lua_rawseti(L, -2, k + 1);
       }
       lua_setfield(L, -2, "max_group_dim");
+      if (gj_backends[i]->host_shares &&
+          gj_backends[i]->host_shares(c->ctx.bst[i], d)) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "host_register");
+      }
       if (di.arch[0]) {
         lua_pushstring(L, di.arch);
         lua_setfield(L, -2, "arch");
@@ -426,6 +431,19 @@ static int core_plugin_report(lua_State *L)
   return 1;
 }
 
+/* core.host_stats(): { registered, live }, this state's registrations of
+** host memory for launches (gj_mem_host_register). */
+static int core_host_stats(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  lua_createtable(L, 0, 2);
+  lua_pushnumber(L, (lua_Number)c->ctx.host_regs);
+  lua_setfield(L, -2, "registered");
+  lua_pushnumber(L, (lua_Number)c->ctx.host_live);
+  lua_setfield(L, -2, "live");
+  return 1;
+}
+
 /* --- the disk cache (gpu.cache) ----------------------------------------- */
 
 static void set_count(lua_State *L, const char *k, uint64_t v)
@@ -560,6 +578,7 @@ static const luaL_Reg core_funcs[] = {
   { "load_plugin", core_load_plugin },
   { "plugin_report", core_plugin_report },
   { "cache_stats", core_cache_stats },
+  { "host_stats", core_host_stats },
   { "cache_clear", core_cache_clear },
   { "cache_export", core_cache_export },
   { "cache_import", core_cache_import },
@@ -649,6 +668,36 @@ GJ_API int gj_sync(gj_ctx *c, int bk, int dev)
 {
   if (gj_ctx_backend(c, bk, &c->err)) return -1;
   return gj_backends[bk]->sync(c->bst[bk], dev, &c->err);
+}
+
+GJ_API void *gj_mem_host_register(gj_ctx *c, int bk, int dev, void *host,
+                                  uint64_t bytes, int written)
+{
+  void *p;
+  if (gj_ctx_backend(c, bk, &c->err)) return NULL;
+  if (!gj_backends[bk]->host_register) {
+    gj_err_set(&c->err, "%s: host memory cannot be registered",
+               gj_backends[bk]->name);
+    return NULL;
+  }
+  p = gj_backends[bk]->host_register(c->bst[bk], dev, host, (size_t)bytes,
+                                     written, &c->err);
+  if (p) {
+    c->host_regs++;
+    c->host_live++;
+  }
+  return p;
+}
+
+GJ_API int gj_mem_host_release(gj_ctx *c, int bk, int dev, void *p, int quiet)
+{
+  gj_err e;
+  if (gj_ctx_backend(c, bk, &c->err) || !gj_backends[bk]->host_release)
+    return -1;
+  c->host_live--;
+  if (gj_backends[bk]->host_release(c->bst[bk], dev, p, &e) == 0) return 0;
+  if (!quiet) c->err = e;
+  return -1;
 }
 
 GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,

@@ -58,6 +58,14 @@ GJ_API void gj_mem_free(gj_ctx *c, int bk, int dev, void *p);
 GJ_API int gj_mem_copy(gj_ctx *c, int bk, int dev, void *dst,
                        const void *src, uint64_t bytes, int dir);
 GJ_API int gj_sync(gj_ctx *c, int bk, int dev);
+/* FFI: host memory as a launch's array argument, on devices whose devices()
+** entry has host_register (backend.h): a device address for the bytes at
+** host until gj_mem_host_release, or NULL with gj_errmsg().  The release
+** frees it even when it fails (-1); quiet: leave gj_errmsg() as it is. */
+GJ_API void *gj_mem_host_register(gj_ctx *c, int bk, int dev, void *host,
+                                  uint64_t bytes, int written);
+GJ_API int gj_mem_host_release(gj_ctx *c, int bk, int dev, void *p,
+                               int quiet);
 
 /* The compile job backend `backend` ("cpu", "opencl", "cuda") proposes for
 ** device dev, before any kernel's job option or plugin (gpu.job gives it

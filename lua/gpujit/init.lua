@@ -41,6 +41,8 @@ if core then
     "void gj_mem_free(void *ctx, int bk, int dev, void *p);",
     "int gj_mem_copy(void *ctx, int bk, int dev, void *dst, const void *src, uint64_t bytes, int dir);",
     "int gj_sync(void *ctx, int bk, int dev);",
+    "void *gj_mem_host_register(void *ctx, int bk, int dev, void *host, uint64_t bytes, int written);",
+    "int gj_mem_host_release(void *ctx, int bk, int dev, void *p, int quiet);",
   }) do
     pcall(ffi.cdef, decl)
   end
@@ -61,7 +63,8 @@ gpu.core_error = core_error
 -- Backends, devices and targets.
 --
 -- A target is one device the dispatcher compiles for and launches on:
--- { backend, bk, dev, sim, shared (addresses host memory), entry (its
+-- { backend, bk, dev, sim, shared (addresses host memory), hostreg (takes
+-- host arrays registered for a launch, gj_mem_host_register), entry (its
 -- gpu.devices() entry), label ("cpu:0") }.  Targets are made once, so the
 -- dispatcher compares them by identity.
 
@@ -113,7 +116,8 @@ if core then
       entry.host_shared = shared
       local t = {
         backend = entry.backend, bk = entry.bk, dev = entry.index, sim = false,
-        shared = shared, entry = entry, label = entry.backend .. ":" .. entry.index,
+        shared = shared, hostreg = not shared and entry.host_register == true, entry = entry,
+        label = entry.backend .. ":" .. entry.index,
       }
       targets[#targets + 1] = t
       by_bk[t.bk] = by_bk[t.bk] or {}

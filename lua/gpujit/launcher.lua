@@ -55,21 +55,46 @@ return function(h)
     local n = K.nparams
     local info = ov.info
     local params = info.params
-    local shared = tgt.shared
-    local top, guard, fill, after = {}, {}, {}, {}
+    local shared, hostreg = tgt.shared, tgt.hostreg
+    local top, guard, fill, regs, after = {}, {}, {}, {}, {}
     local U = {
       type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
       lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
       BK = tgt.bk, DEV = tgt.dev, vlen = vlen, vlenof = vlenof, newbuf = newbuf,
       newdbuf = newdbuf, elemerr = elemerr, freed = freed, devcheck = devcheck,
-      fail = launch_failed, barrier_fail = barrier_fail,
+      fail = launch_failed, barrier_fail = barrier_fail, U8P = typeof("uint8_t *"), cast = ffi.cast,
     }
     local function g(t, s, ...) t[#t + 1] = s:format(...) end
+    -- Argument i (n<i> elements of esz bytes at host expression `host`) as
+    -- host memory registered for the launch (targets with hostreg,
+    -- backend.h): the kernel gets its device address minus `bias` bytes.
+    -- The registrations come after every other part of the fill (nothing can
+    -- raise an error between them and the launch), and each is released
+    -- right after the launch (also when it or a later registration fails),
+    -- which makes what the kernel wrote visible in the host memory.
+    local nreg = {}
+    local function release_all(quiet)
+      local t = {}
+      for k = 1, #nreg do
+        t[k] = ("lib.gj_mem_host_release(ctx, BK, DEV, r%d, %s)"):format(nreg[k], quiet)
+      end
+      return concat(t, "; ")
+    end
+    local function register(i, host, esz, bias, written)
+      g(fill, "local b%d = n%d * %d", i, i, esz)
+      g(regs, "local r%d = lib.gj_mem_host_register(ctx, BK, DEV, %s, b%d, %d)", i, host, i,
+        written and 1 or 0)
+      g(regs, "if r%d == nil then %sfail(K) end", i, #nreg > 0 and (release_all(1) .. "; ") or "")
+      g(regs, "args.a%d = %s; args.a%d_len = n%d", i,
+        bias == 0 and ("r" .. i) or ("cast(U8P, r%d) - %d"):format(i, bias), i, i)
+      nreg[#nreg + 1] = i
+    end
     -- Argument i (n<i> elements of esz bytes at host expression `host`) in a
     -- device buffer: copied in before the launch, back after it when the
     -- kernel writes it; the kernel gets the buffer's address minus `bias`
     -- bytes (a Lua table's element size: it indexes from 1).
     local function stage(i, host, esz, bias, written)
+      if hostreg then return register(i, host, esz, bias, written) end
       g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
       g(fill, "local b%d = n%d * %d", i, i, esz)
       g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
@@ -144,12 +169,24 @@ return function(h)
       g(fill, "PB_PRE(args, dims)")
       table.insert(after, 1, "PB_POST(dims)")
     end
+    for _, l in ipairs(regs) do fill[#fill + 1] = l end
+    local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
+    if #nreg > 0 then
+      launch = ("if lib.gj_launch(H, dims, args) ~= 0 then %s; fail(K) end"):format(release_all(1))
+      local rel = { ("local rf = lib.gj_mem_host_release(ctx, BK, DEV, r%d, 0)"):format(nreg[1]) }
+      for k = 2, #nreg do
+        rel[k] = ("if lib.gj_mem_host_release(ctx, BK, DEV, r%d, rf) ~= 0 then rf = -1 end"):format(nreg[k])
+      end
+      rel[#rel + 1] = "if rf ~= 0 then fail(K) end"
+      for k = #rel, 1, -1 do table.insert(after, 1, rel[k]) end
+    end
     local src = {}
     src[#src + 1] = "local U = ..."
     src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, dims, args, BK, DEV ="
       .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.dims, U.args, U.BK, U.DEV"
     src[#src + 1] = "local vlen, vlenof, newbuf, newdbuf, elemerr, freed, devcheck, fail, barrier_fail ="
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
+    src[#src + 1] = "local U8P, cast = U.U8P, U.cast"
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
@@ -160,7 +197,7 @@ return function(h)
       src[#src + 1] = "  if partial then barrier_fail(K, dims) end"
     end
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
-    src[#src + 1] = "  if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
+    src[#src + 1] = "  " .. launch
     for _, l in ipairs(after) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  return true"
     src[#src + 1] = "end"
