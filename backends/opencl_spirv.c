@@ -255,7 +255,7 @@ static int prepare(LLVMModuleRef m, gj_err *err)
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
   unsigned loop_md = LLVMGetMDKindIDInContext(c, "llvm.loop", 9);
   LLVMValueRef f;
-  int calls = 0, rc = 0;
+  int rc = 0;
   for (f = LLVMGetFirstFunction(m); f && rc == 0; f = LLVMGetNextFunction(f)) {
     LLVMBasicBlockRef bb;
     for (bb = LLVMGetFirstBasicBlock(f); bb && rc == 0;
@@ -285,7 +285,6 @@ static int prepare(LLVMModuleRef m, gj_err *err)
           LLVMReplaceAllUsesWith(i, LLVMBuildCall2(b,
                                  LLVMGlobalGetValueType(fn), fn, a, 2, ""));
           LLVMInstructionEraseFromParent(i);
-          calls++;
         }
       }
     }
@@ -293,8 +292,8 @@ static int prepare(LLVMModuleRef m, gj_err *err)
   LLVMDisposeBuilder(b);
   if (rc == 0) {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(m, calls ? "always-inline,globaldce,"
-                                   "function(sroa,instcombine)" :
+    /* the CAS loops inlined where they were called */
+    LLVMErrorRef e = LLVMRunPasses(m, "always-inline,globaldce,"
                                    "function(sroa,instcombine)", NULL, po);
     LLVMDisposePassBuilderOptions(po);
     if (e) {
