@@ -184,8 +184,9 @@ int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
   if (ocl_ready(st, dev, err) != 0) return -1;
   d = &st->devs[dev];
   if (d->format != OCL_SPIRV)
-    return load_binary(st, dev, art, len, LOAD_BINARY + (d->format == OCL_SPIR),
-                       sig, out, err);
+    return load_binary(st, dev, art, len,
+                       d->format == OCL_SPIR ? LOAD_SPIR : LOAD_BINARY, sig,
+                       out, err);
   if (!d->spirv_via_spir)
     return load_binary(st, dev, art, len, LOAD_IL, sig, out, err);
   if (ocl_spirv_to_spir(st, art, len, &bc, &bclen, err) != 0) return -1;

@@ -9,12 +9,7 @@ local H = require("spec.helpers")
 local ffi = H.ffi
 local gpu = H.gpu
 
-local function has(list, name)
-  for _, v in ipairs(list) do if v == name then return true end end
-  return false
-end
-
-if not has(H.backends, "opencl") then return end
+if not H.testing("opencl") then return end
 
 -- The first OpenCL device that takes host memory (PoCL's CPU device), or nil.
 local function hostreg_device()
