@@ -351,7 +351,7 @@ for _, bk in ipairs(H.compilers) do
           local i = gpu.global_id(0)
           if i < n then y[i] = a * x[i] + y[i] end
         end, { name = "saxpy" })
-        k:precompile({ "double", "float[]", "float[]", "double" })
+        k:precompile({ "lua_pos20", "float[]", "float[]", "lua_pos20" })   -- SAXPY's 2.0 and 100
       ]])
       assert.are.same({ 1, 1 }, { s.compiles, s.writes })
       s = child(bk, dir, SAXPY)

@@ -609,8 +609,8 @@ describe("the compiled core", function()
     gpu.core.compile = compile
     for i = 0, n - 1 do assert.are.equal(4 * i + 1, y[i]) end
     assert.are.equal(1, compiles)
-    assert.are.same({ { "double", "float[]", "float[]", "double" } }, saxpy:signatures())
-    assert.matches("define", saxpy:inspect_llvm({ "double", "float[]", "float[]", "double" }))
+    assert.are.same({ { "lua_pos20", "float[]", "float[]", "lua_pos20" } }, saxpy:signatures())
+    assert.matches("define", saxpy:inspect_llvm({ "lua_pos20", "float[]", "float[]", "lua_pos20" }))
   end)
 
   it("copies tables and gpu.arrays", function()

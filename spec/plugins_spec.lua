@@ -78,13 +78,13 @@ for _, bk in ipairs(H.compilers) do
       local info = seen.ir
       assert.equal("sx", info.name)
       assert.equal(bk, info.backend)
-      assert.same({ "float[]", "float[]", "double" }, info.types)
+      assert.same({ "float[]", "float[]", "lua_pos20" }, info.types)   -- a = 2
       assert.same({ "y", "x", "a" }, info.argnames)
       assert.truthy(info.source:find("plugins_spec.lua", 1, true))
       assert.equal(-1, info.buffer_param)
       local fe = seen.frontend.functions
       assert.equal("kernel", fe[1].name)
-      assert.same({ "float[]", "float[]", "double" }, fe[1].params)
+      assert.same({ "float[]", "float[]", "lua_pos20" }, fe[1].params)
       -- inspecting compiles up to the optimized module: no emit
       calls = {}
       k:inspect_llvm({ "float[]", "float[]", "double" })

@@ -258,9 +258,16 @@ LLVMValueRef gj_cg_arith(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
   a = gj_cg_to_scalar(g, a, ta, s);
   b = gj_cg_to_scalar(g, b, tb, s);
   switch (op) {
-  case GJ_BC_ADDVV: return fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
-  case GJ_BC_SUBVV: return fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
-  case GJ_BC_MULVV: return fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+  /* an integer result with a range (below 2^53) cannot wrap: nsw */
+  case GJ_BC_ADDVV:
+    return fl ? LLVMBuildFAdd(B, a, b, "")
+              : res.rng ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+  case GJ_BC_SUBVV:
+    return fl ? LLVMBuildFSub(B, a, b, "")
+              : res.rng ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+  case GJ_BC_MULVV:
+    return fl ? LLVMBuildFMul(B, a, b, "")
+              : res.rng ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
   case GJ_BC_DIVVV: return LLVMBuildFDiv(B, a, b, "");
   case GJ_BC_MODVV: return modulo(g, a, b, s);
   default: return math2(g, "pow", s, a, b);
@@ -272,7 +279,7 @@ LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res)
   gj_scalar s = gj_ty_scalar(g->cs, res);
   a = gj_cg_to_scalar(g, a, ta, s);
   return gj_scalar_isfloat(s) ? LLVMBuildFNeg(g->B, a, "")
-                              : LLVMBuildNeg(g->B, a, "");
+         : res.rng ? LLVMBuildNSWNeg(g->B, a, "") : LLVMBuildNeg(g->B, a, "");
 }
 
 LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,

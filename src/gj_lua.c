@@ -239,10 +239,14 @@ static void push_sig(lua_State *L, const gj_sig *sig)
   for (j = 0; j < sig->nparams; j++) {
     const gj_param *p = &sig->params[j];
     lua_createtable(L, 0, 7);
-    lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
-    if (p->is_array) {
-      lua_pushliteral(L, "[]");
-      lua_concat(L, 2);
+    if (p->lnum) {
+      lua_pushstring(L, gj_lnum_classes[p->lnum].name);
+    } else {
+      lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
+      if (p->is_array) {
+        lua_pushliteral(L, "[]");
+        lua_concat(L, 2);
+      }
     }
     lua_setfield(L, -2, "type");
     lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
@@ -568,7 +572,27 @@ static void register_libs(lua_State *L, int tintr)
   }
 }
 
+/* core.lnum_classes(): the classes of Lua numbers that hold whole values
+** (gj_type.h), as { { name =, lo =, hi = }, ... } in gj_lnum order. */
+static int core_lnum_classes(lua_State *L)
+{
+  int i;
+  lua_createtable(L, GJ_LNUM__MAX - 1, 0);
+  for (i = 1; i < GJ_LNUM__MAX; i++) {
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, gj_lnum_classes[i].name);
+    lua_setfield(L, -2, "name");
+    lua_pushnumber(L, gj_lnum_classes[i].lo);
+    lua_setfield(L, -2, "lo");
+    lua_pushnumber(L, gj_lnum_classes[i].hi);
+    lua_setfield(L, -2, "hi");
+    lua_rawseti(L, -2, i);
+  }
+  return 1;
+}
+
 static const luaL_Reg core_funcs[] = {
+  { "lnum_classes", core_lnum_classes },
   { "intrinsic", core_intrinsic },
   { "backends", core_backends },
   { "devices", core_devices },

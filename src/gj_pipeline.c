@@ -42,6 +42,11 @@ static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
     int arr = n > 2 && strcmp(o->types[j] + n - 2, "[]") == 0;
     gj_scalar s;
     snprintf(nm, sizeof(nm), "%.*s", (int)(arr ? n - 2 : n), o->types[j]);
+    if (!arr && gj_lnum_parse(nm) != GJ_LNUM_NONE) {
+      const gj_lnum_class *c = &gj_lnum_classes[gj_lnum_parse(nm)];
+      params[j] = gj_ty_lnum(NULL, c->lo, c->hi);   /* in range: never a float */
+      continue;
+    }
     if (gj_scalar_parse(nm, &s))
       return gj_err_set(err, "kernel %s: unsupported type '%s' for argument %d",
                         o->name, o->types[j], j + 1);
@@ -318,7 +323,10 @@ int gj_pipeline_job(gj_ctx *ctx, lua_State *L, int fidx,
 static void type_name(gj_cs *cs, gj_ty t, char *buf, size_t n)
 {
   gj_scalar s = t.k == GJ_T_ARR ? (gj_scalar)t.s : gj_ty_scalar(cs, t);
-  if (s < GJ_SCALAR__MAX)
+  if (t.k == GJ_T_NUM && t.lnum)   /* a parameter's class, else any lnum */
+    snprintf(buf, n, "%s", gj_lnum_of(t.lo, t.hi) ? gj_lnum_classes[gj_lnum_of(t.lo, t.hi)].name
+                                                   : "lua_int");
+  else if (s < GJ_SCALAR__MAX)
     snprintf(buf, n, "%s%s", gj_scalar_name(s), t.k == GJ_T_ARR ? "[]" : "");
   else
     gj_ty_str(cs, t, buf, n);

@@ -18,7 +18,7 @@ gj_ty gj_ty_num(gj_scalar s)
 
 gj_scalar gj_ty_deffloat(const gj_cs *cs)
 {
-  return cs->single ? GJ_F32 : GJ_F64;
+  return cs && cs->single ? GJ_F32 : GJ_F64;
 }
 
 gj_scalar gj_ty_scalar(const gj_cs *cs, gj_ty t)
@@ -37,11 +37,48 @@ int gj_ty_isnumeric(gj_ty t)
   return t.k == GJ_T_NUM || t.k == GJ_T_WINT || t.k == GJ_T_WFLT;
 }
 
+/* 2^53: doubles hold every integer of smaller magnitude. */
+#define GJ_EXACT 9007199254740992.0
+
+int gj_ty_bounds(gj_ty t, double *lo, double *hi)
+{
+  gj_scalar s = (gj_scalar)t.s;
+  int bits;
+  if (t.k == GJ_T_WINT && t.hasc) {   /* gj_ty_const: below 2^53, not -0 */
+    *lo = *hi = t.u.c;
+    return 1;
+  }
+  if (t.k != GJ_T_NUM || !gj_scalar_isint(s)) return 0;
+  if (t.rng) {
+    *lo = t.lo;
+    *hi = t.hi;
+    return 1;
+  }
+  bits = gj_scalar_bits(s);
+  if (bits > 32) return 0;
+  *lo = gj_scalar_issigned(s) ? -ldexp(1.0, bits - 1) : 0.0;
+  *hi = gj_scalar_issigned(s) ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1;
+  return 1;
+}
+
+gj_ty gj_ty_lnum(const gj_cs *cs, double lo, double hi)
+{
+  gj_ty t;
+  if (!(lo > -GJ_EXACT && hi < GJ_EXACT)) return gj_ty_num(gj_ty_deffloat(cs));
+  t = gj_ty_num(GJ_I64);
+  t.rng = t.lnum = 1;
+  t.lo = lo;
+  t.hi = hi;
+  return t;
+}
+
 int gj_ty_eq(gj_ty a, gj_ty b)
 {
   if (a.k != b.k) return 0;
   switch (a.k) {
-  case GJ_T_NUM: return a.s == b.s;
+  case GJ_T_NUM:
+    return a.s == b.s && a.lnum == b.lnum && a.rng == b.rng &&
+           (!a.rng || (a.lo == b.lo && a.hi == b.hi));
   case GJ_T_ARR:
     return a.s == b.s && a.space == b.space &&
            (a.space != GJ_SPACE_GLOBAL || a.aux == b.aux);
@@ -121,10 +158,33 @@ static gj_ty conflict(gj_ty a, gj_ty b)
   return t;
 }
 
+/* An integer join t of a and b gets the hull of their bounds. */
+static gj_ty hull(gj_ty t, gj_ty a, gj_ty b)
+{
+  double alo, ahi, blo, bhi;
+  if (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) &&
+      gj_ty_bounds(a, &alo, &ahi) && gj_ty_bounds(b, &blo, &bhi)) {
+    t.rng = 1;
+    t.lo = fmin(alo, blo);
+    t.hi = fmax(ahi, bhi);
+  }
+  return t;
+}
+
 static gj_ty num_join(const gj_cs *cs, gj_ty a, gj_ty b)
 {
   gj_ty t;
   memset(&t, 0, sizeof(t));
+  /* A Lua number held as an integer meets another integer of known bounds:
+  ** an lnum on the hull; anything else (a float, a weak float, an integer
+  ** that may be 2^53 or more): the double it stands for (the default
+  ** float: `float` with precision = "single"). */
+  if ((a.k == GJ_T_NUM && a.lnum) || (b.k == GJ_T_NUM && b.lnum)) {
+    double alo, ahi, blo, bhi;
+    if (gj_ty_bounds(a, &alo, &ahi) && gj_ty_bounds(b, &blo, &bhi))
+      return gj_ty_lnum(cs, fmin(alo, blo), fmax(ahi, bhi));
+    return gj_ty_num(gj_ty_deffloat(cs));
+  }
   if (a.k == GJ_T_NUM && b.k == GJ_T_NUM) {
     gj_scalar sa = (gj_scalar)a.s, sb = (gj_scalar)b.s;
     if (gj_scalar_isfloat(sa) || gj_scalar_isfloat(sb)) {
@@ -132,7 +192,7 @@ static gj_ty num_join(const gj_cs *cs, gj_ty a, gj_ty b)
         return gj_ty_num(sa == GJ_F64 || sb == GJ_F64 ? GJ_F64 : GJ_F32);
       return gj_ty_num(gj_scalar_isfloat(sa) ? sa : sb);
     }
-    return gj_ty_num(int_join(sa, sb));
+    return hull(gj_ty_num(int_join(sa, sb)), a, b);
   }
   if (a.k == GJ_T_NUM || b.k == GJ_T_NUM) {
     gj_ty n = a.k == GJ_T_NUM ? a : b, w = a.k == GJ_T_NUM ? b : a;
@@ -143,8 +203,8 @@ static gj_ty num_join(const gj_cs *cs, gj_ty a, gj_ty b)
     ** numbers hold both values. */
     if (w.k == GJ_T_WINT && gj_scalar_isint((gj_scalar)n.s) &&
         !weak_fits((gj_scalar)n.s, w))
-      return gj_ty_num(promote((gj_scalar)n.s) == GJ_U64 ? GJ_I64 : promote((gj_scalar)n.s));
-    return gj_ty_num((gj_scalar)n.s);
+      return hull(gj_ty_num(promote((gj_scalar)n.s) == GJ_U64 ? GJ_I64 : promote((gj_scalar)n.s)), a, b);
+    return hull(gj_ty_num((gj_scalar)n.s), a, b);
   }
   /* both weak */
   t.k = (a.k == GJ_T_WINT && b.k == GJ_T_WINT) ? GJ_T_WINT : GJ_T_WFLT;
@@ -188,7 +248,14 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
 gj_ty gj_ty_arith(const gj_cs *cs, gj_ty a, gj_ty b)
 {
   gj_ty t = num_join(cs, a, b);
-  if (t.k == GJ_T_NUM) t.s = (uint8_t)promote((gj_scalar)t.s);
+  if (t.k == GJ_T_NUM) {
+    gj_scalar p = promote((gj_scalar)t.s);
+    if (p != t.s) {
+      gj_ty w = hull(gj_ty_num(p), t, t);   /* the narrow kind's range */
+      w.lnum = t.lnum;
+      t = w;
+    }
+  }
   return t;
 }
 
@@ -227,6 +294,10 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
     const gj_kv *kv = &cs->kv[t.aux];
     snprintf(buf, n, "%s '%s'", kv->kind == GJ_KV_TABLE ? "table" : "function",
              kv->name);
+    return;
+  }
+  if (t.k == GJ_T_NUM && t.lnum) {
+    snprintf(buf, n, "a number (lua_int)");
     return;
   }
   snprintf(buf, n, "%s", kind_name(cs, t.k, t.s, b1, sizeof(b1)));

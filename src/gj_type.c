@@ -56,6 +56,32 @@ int gj_scalar_parse(const char *name, gj_scalar *out)
   return -1;
 }
 
+const gj_lnum_class gj_lnum_classes[GJ_LNUM__MAX] = {
+  { NULL, 0, 0 },
+  { "lua_int", -2147483648.0, 2147483647.0 },
+  { "lua_pos20", 1.0, 1048576.0 },
+  { "lua_pos31", 1048577.0, 2147483647.0 },
+  { "lua_zero", 0.0, 0.0 },
+  { "lua_neg20", -1048576.0, -1.0 },
+  { "lua_neg31", -2147483648.0, -1048577.0 },
+};
+
+gj_lnum gj_lnum_parse(const char *name)
+{
+  int i;
+  for (i = 1; i < GJ_LNUM__MAX; i++)
+    if (strcmp(name, gj_lnum_classes[i].name) == 0) return (gj_lnum)i;
+  return GJ_LNUM_NONE;
+}
+
+gj_lnum gj_lnum_of(double lo, double hi)
+{
+  int i;
+  for (i = 1; i < GJ_LNUM__MAX; i++)
+    if (gj_lnum_classes[i].lo == lo && gj_lnum_classes[i].hi == hi) return (gj_lnum)i;
+  return GJ_LNUM_NONE;
+}
+
 void gj_sig_layout(gj_sig *sig)
 {
   uint32_t off = 0;

@@ -29,6 +29,37 @@ int gj_scalar_bits(gj_scalar s);             /* value bits (bool: 1) */
 ** Returns 0 and sets *out, or -1 for an unknown name. */
 int gj_scalar_parse(const char *name, gj_scalar *out);
 
+/* Lua numbers that hold whole values (docs/typing.md, "Whole numbers").  A
+** Lua-number argument is classed at launch by its value; a class other than
+** GJ_LNUM_NONE types the parameter as an integer that stands for the double
+** LuaJIT would hold, known to lie in [lo, hi].  Every other value (a
+** fraction, -0, NaN, +-inf, a whole number outside every class, any number
+** of a launch with a global or group dimension of 2^31 or more) is a
+** `double`.  The classes are disjoint but for GJ_LNUM_INT, the range of the
+** eager type name "lua_int", which holds every other one. */
+typedef enum gj_lnum {
+  GJ_LNUM_NONE = 0,
+  GJ_LNUM_INT,     /* "lua_int":   [-2^31, 2^31 - 1] (eager signatures) */
+  GJ_LNUM_POS20,   /* "lua_pos20": [1, 2^20] */
+  GJ_LNUM_POS31,   /* "lua_pos31": [2^20 + 1, 2^31 - 1] */
+  GJ_LNUM_ZERO,    /* "lua_zero":  +0 */
+  GJ_LNUM_NEG20,   /* "lua_neg20": [-2^20, -1] */
+  GJ_LNUM_NEG31,   /* "lua_neg31": [-2^31, -2^20 - 1] */
+  GJ_LNUM__MAX
+} gj_lnum;
+
+typedef struct gj_lnum_class {
+  const char *name;
+  double lo, hi;
+} gj_lnum_class;
+
+/* Indexed by gj_lnum (entry 0: no class, name NULL). */
+extern const gj_lnum_class gj_lnum_classes[GJ_LNUM__MAX];
+/* The class named name, or GJ_LNUM_NONE. */
+gj_lnum gj_lnum_parse(const char *name);
+/* The class whose range is exactly [lo, hi], or GJ_LNUM_NONE. */
+gj_lnum gj_lnum_of(double lo, double hi);
+
 #define GJ_MAXPARAMS 64
 
 /* One kernel parameter as the launch sees it.  In the argument block a
@@ -42,7 +73,9 @@ typedef struct gj_param {
   uint8_t read;        /* arrays: the kernel may load from it */
   uint8_t written;     /* arrays: the kernel may store to it */
   uint8_t len_used;    /* arrays: the kernel reads its length (#a) */
-  uint8_t pad_[3];
+  uint8_t lnum;        /* scalars: the gj_lnum class of a Lua number held
+                       ** as an integer (elem is then int64_t) */
+  uint8_t pad_[2];
   uint32_t offset;     /* byte offset in the argument block */
   uint32_t size;       /* bytes in the argument block */
 } gj_param;

@@ -180,14 +180,23 @@ gj_ty *gj_fn_entry(gj_fn *fn, int b)
   return fn->entry + (size_t)b * (size_t)(fn->proto->framesize + 1);
 }
 
-/* Join st into block b's entry state; 1 when it changed. */
-static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st)
+/* Join st into block b's entry state; 1 when it changed.  back: the edge
+** goes back to a loop header.  There a range that grows is widened (an
+** lnum to the double it stands for, other integers lose their range), so
+** that the iteration settles. */
+static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st, int back)
 {
   gj_ty *e = gj_fn_entry(fn, b);
   int i, n = fn->proto->framesize, changed = !fn->reached[b];
+  int widen = back && fn->reached[b];
   fn->reached[b] = 1;
   for (i = 0; i < n; i++) {
     gj_ty j = gj_ty_join(cs, e[i], st[i]);
+    if (widen && j.k == GJ_T_NUM && j.rng &&
+        !(e[i].k == GJ_T_NUM && e[i].rng && e[i].lo == j.lo && e[i].hi == j.hi)) {
+      if (j.lnum) j = gj_ty_num(gj_ty_deffloat(cs));
+      else j.rng = 0;
+    }
     if (!gj_ty_eq(j, e[i]) || j.hasc != e[i].hasc ||
         (j.hasc && j.u.c != e[i].u.c) ||
         (j.k == GJ_T_ARR && j.u.origin != e[i].u.origin)) {
@@ -249,7 +258,8 @@ static int fixpoint(gj_cs *cs, gj_fn *fn)
         taken[ed.copy_a] = taken[ed.copy_d];
         out = taken;
       }
-      if (merge(cs, fn, blk->succ[s], out) && !queued[blk->succ[s]]) {
+      if (merge(cs, fn, blk->succ[s], out, blk->succ[s] <= b) &&
+          !queued[blk->succ[s]]) {
         queued[blk->succ[s]] = 1;
         work[nwork++] = blk->succ[s];
       }
@@ -325,6 +335,11 @@ int gj_typer_kernel(gj_cs *cs, int fidx, int nparams, const gj_ty *params,
     return gj_err_set(cs->err, "kernel %s takes %d argument%s, %d type%s given",
                       cs->kname, n, n == 1 ? "" : "s", nparams,
                       nparams == 1 ? "" : "s");
+  }
+  {
+    int j;
+    for (j = 0; j < nparams; j++)
+      if (params[j].k == GJ_T_NUM && params[j].lnum) cs->id_ranges = 1;
   }
   fn = fn_new(cs, -1, p, nparams, params);
   if (!fn) {

@@ -55,6 +55,16 @@ typedef struct gj_ty {
     double c;        /* constant value (BOOL: 0 or 1) */
     uint64_t origin; /* ARR: bit i set when it may be kernel/function param i */
   } u;
+  /* Integer NUMs only (docs/typing.md, "Whole numbers"):
+  ** rng:  the value lies in [lo, hi], both below 2^53 in magnitude (the
+  **       narrow kinds' own ranges are implied, see gj_ty_bounds);
+  ** lnum: the value stands for a Lua number, a double: every operation on
+  **       it must give exactly what the double gives, so it has rng and is
+  **       never -0; an operation that cannot guarantee that is typed
+  **       `double` instead (gj_typer_arith). */
+  uint8_t rng;
+  uint8_t lnum;
+  double lo, hi;
 } gj_ty;
 
 /* Known Lua values: tables and functions reached through upvalues, globals
@@ -106,6 +116,9 @@ typedef struct gj_cs {
   struct gj_ctx *ctx;
   const gj_bcmap *map;
   int single;            /* precision = "single" */
+  int id_ranges;         /* the ids have rng [0, 2^31 - 1]: set when a
+                         ** parameter is lnum, since such kernels run only
+                         ** in launches whose dimensions are below 2^31 */
   const char *kname;     /* kernel name for messages */
   gj_err *err;
   int nkv, maxkv;
@@ -161,6 +174,13 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b);
 /* Arithmetic operand join: join, then narrow integers promoted to 32 bits. */
 gj_ty gj_ty_arith(const gj_cs *cs, gj_ty a, gj_ty b);
 int gj_ty_eq(gj_ty a, gj_ty b);
+/* The bounds of an integer-valued numeric type: rng, a narrow kind's range
+** or a weak integer constant.  0 when not known. */
+int gj_ty_bounds(gj_ty t, double *lo, double *hi);
+/* An lnum type on [lo, hi], or the default float (`double`; `float` with
+** precision = "single") when the range is not exact (2^53 or more in
+** magnitude).  Below, "the double" of an lnum means this default float. */
+gj_ty gj_ty_lnum(const gj_cs *cs, double lo, double hi);
 void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n);
 /* Array elements: type of a loaded element. */
 gj_ty gj_ty_elem(gj_ty arr);

@@ -166,6 +166,12 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
       return gj_typer_error(cs, fn, i, "gpu.%s: dimension must be 0, 1 or 2",
                             nm);
     res[0] = gj_ty_num(GJ_I64);
+    if (cs->id_ranges) {   /* launches below 2^31 in every dimension */
+      res[0].rng = 1;
+      res[0].lo = intr == GJ_I_GLOBAL_ID || intr == GJ_I_LOCAL_ID ||
+                  intr == GJ_I_GROUP_ID ? 0.0 : 1.0;
+      res[0].hi = 2147483647.0;
+    }
     return 0;
   case GJ_I_M_ABS: case GJ_I_M_CEIL: case GJ_I_M_FLOOR:
     res[0] = args[0];
@@ -175,6 +181,11 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
         !gj_scalar_issigned((gj_scalar)res[0].s) &&
         gj_scalar_isint((gj_scalar)res[0].s))
       res[0] = gj_ty_num((gj_scalar)res[0].s);
+    if (intr == GJ_I_M_ABS && res[0].k == GJ_T_NUM && res[0].rng) {
+      double lo = res[0].lo, hi = res[0].hi;
+      res[0].lo = lo <= 0 && hi >= 0 ? 0.0 : fmin(fabs(lo), fabs(hi));
+      res[0].hi = fmax(fabs(lo), fabs(hi));
+    }
     res[0].hasc = 0;
     return 0;
   case GJ_I_M_MIN: case GJ_I_M_MAX:

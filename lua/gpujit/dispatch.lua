@@ -128,8 +128,10 @@ local function barrier_fail(K, d)
 end
 
 ---------------------------------------------------------------------------
--- Launch configuration -> gj_dims.  Returns run (false: nothing to do) and
--- partial (some group is cut by global).
+-- Launch configuration -> gj_dims.  Returns run (false: nothing to do),
+-- partial (some group is cut by global) and huge (a global or group
+-- dimension is 2^31 or more: number arguments are then doubles, since the
+-- whole-number classes count on ids below 2^31; types.numtag).
 
 local function cfgerr(K, why)
   raise("bad launch configuration for kernel '" .. K.name .. "': " .. why)
@@ -148,7 +150,7 @@ local function set_dims(K, d, cfg)
     d.ndim = 1
     d.global[0], d.global[1], d.global[2] = cfg, 1, 1
     d.group[0], d.group[1], d.group[2] = 0, 0, 0
-    return cfg > 0, false
+    return cfg > 0, false, cfg >= 2147483648
   elseif tc ~= "table" then
     cfgerr(K, "expected a number or a table { global = ..., group = ... }, got " .. tc)
   end
@@ -173,6 +175,7 @@ local function set_dims(K, d, cfg)
   d.ndim = ndim
   d.global[0], d.global[1], d.global[2] = x, y, z
   local partial = false
+  local huge = x >= 2147483648 or y >= 2147483648 or z >= 2147483648
   if grp == nil then
     d.group[0], d.group[1], d.group[2] = 0, 0, 0
   else
@@ -196,8 +199,9 @@ local function set_dims(K, d, cfg)
     end
     d.group[0], d.group[1], d.group[2] = gx, gy, gz
     partial = x % gx ~= 0 or y % gy ~= 0 or z % gz ~= 0
+    huge = huge or gx >= 2147483648 or gy >= 2147483648 or gz >= 2147483648
   end
-  return x * y * z > 0, partial
+  return x * y * z > 0, partial, huge
 end
 D.set_dims = set_dims
 
@@ -208,13 +212,31 @@ D.set_dims = set_dims
 --           tag = type(a) or ctype id, type = lazy type name, info = ctype info }
 local K_NUM = { kind = "num", tag = "number", type = "double" }
 local K_NUM1 = { kind = "num", tag = "number", type = "float" }
+-- Whole numbers of a class (types.numtag): the class name is tag and type.
+local lnum_kinds = setmetatable({}, { __index = function(t, name)
+  local k = { kind = "num", tag = name, type = name, lnum = true }
+  t[name] = k
+  return k
+end })
+
+-- The tag of argument a in the dispatch tree: the ctype id of cdata, the
+-- class of a Lua number ("number" for a double), else type(a).
+local function tag_of(_, a, huge)
+  local ta = type(a)
+  if ta == "cdata" then return tonumber(typeof(a)) end
+  if ta == "number" then return types.numtag(a, huge) end
+  return ta
+end
+D.tag_of = tag_of
 local K_BOOL = { kind = "bool", tag = "boolean", type = "bool" }
 local K_TABLE = { kind = "table", tag = "table", type = "double[]" }
 local cdata_kinds = {}
 
-local function classify(K, a)
+local function classify(K, a, huge)
   local ta = type(a)
   if ta == "number" then
+    local tag = types.numtag(a, huge)
+    if tag ~= "number" then return lnum_kinds[tag] end
     return K.opts.precision == "single" and K_NUM1 or K_NUM
   elseif ta == "boolean" then
     return K_BOOL
@@ -242,6 +264,7 @@ end
 local function fits(k, t)
   local e = types.elem(t)
   local kk = k.kind
+  if types.lnum[t] then return k.lnum == true and types.lnum_within(k.tag, t) end
   if kk == "num" then return e == nil and t ~= "bool" end
   if kk == "bool" then return t == "bool" end
   if kk == "cscalar" then
@@ -408,7 +431,7 @@ own[debug.getinfo(new_launchers, "S").source] = true
 local launchers = new_launchers({
   env = function() return env end, raise = raise, argerr = argerr, elemerr = elemerr,
   freed = freed, devcheck = devcheck, launch_failed = launch_failed,
-  barrier_fail = barrier_fail, label_of = label_of,
+  barrier_fail = barrier_fail, label_of = label_of, tag_of = tag_of,
 })
 local gen_launcher, sim_launcher = launchers.gen_launcher, launchers.sim_launcher
 D.gen_launcher = gen_launcher
@@ -417,12 +440,12 @@ local function no_target()
   raise(env.state.cur_err or "no backend selected (gpu.use)")
 end
 
-local function build(K, tgt, ...)
+local function build(K, tgt, huge, ...)
   local n = K.nparams
   local args = { ... }
   local kinds = {}
   for i = 1, n do
-    local k, why = classify(K, args[i])
+    local k, why = classify(K, args[i], huge)
     if not k then argerr(K, i, why) end
     kinds[i] = k
   end
@@ -475,14 +498,12 @@ local function build(K, tgt, ...)
 end
 
 -- An inline-cache miss: find the launcher for these argument tags.
-local function slow(K, tgt, ...)
+local function slow(K, tgt, huge, ...)
   if tgt == nil then no_target() end
   local node = K._tree[tgt]
   if node ~= nil then
     for i = 1, K.nparams do
-      local a = select(i, ...)
-      local ta = type(a)
-      node = node[ta == "cdata" and tonumber(typeof(a)) or ta]
+      node = node[tag_of(K, (select(i, ...)), huge)]
       if node == nil then break end
     end
     local L = node and node[false]
@@ -491,7 +512,7 @@ local function slow(K, tgt, ...)
       return L
     end
   end
-  return build(K, tgt, ...)
+  return build(K, tgt, huge, ...)
 end
 
 local function miss()
@@ -528,11 +549,11 @@ local K, set_dims, slow, extra, selferr, S, dims, select = ...
 return function(self, cfg%s, ...)
   if self ~= K then selferr(K, self) end
   if select("#", ...) ~= 0 then extra(K, ...) end
-  local run, partial = set_dims(K, dims, cfg)
+  local run, partial, huge = set_dims(K, dims, cfg)
   if not run then return end
   local tgt = K.pin or S.cur
-  if K._ic(tgt, partial%s) then return end
-  slow(K, tgt%s)(tgt, partial%s)
+  if K._ic(tgt, partial, huge%s) then return end
+  slow(K, tgt, huge%s)(tgt, partial, huge%s)
 end]]):format(pc, pc, pc, pc)
   local chunk = assert(load(code, "=[gpujit entry " .. K.name .. "]"))
   return chunk(K, set_dims, slow, extra, selferr, env.state, K._dims, select)

@@ -58,6 +58,7 @@ end
 
 gpu.core = core
 gpu.core_error = core_error
+if core and core.lnum_classes then types.set_lnum_classes(core.lnum_classes()) end
 
 ---------------------------------------------------------------------------
 -- Backends, devices and targets.

@@ -15,11 +15,11 @@ local typeof = ffi.typeof
 local concat = table.concat
 
 -- h: env (function returning the dispatcher's current env), raise, argerr,
--- elemerr, freed, devcheck, launch_failed, barrier_fail, label_of.
+-- elemerr, freed, devcheck, launch_failed, barrier_fail, label_of, tag_of.
 return function(h)
   local env_of, raise, argerr, elemerr, freed = h.env, h.raise, h.argerr, h.elemerr, h.freed
-  local devcheck, launch_failed, barrier_fail, label_of =
-    h.devcheck, h.launch_failed, h.barrier_fail, h.label_of
+  local devcheck, launch_failed, barrier_fail, label_of, tag_of =
+    h.devcheck, h.launch_failed, h.barrier_fail, h.label_of, h.tag_of
 
   -- Element counts of VLAs, memoized per object: ffi.sizeof on a VLA stops
   -- the JIT, a weak table lookup does not.
@@ -115,7 +115,26 @@ return function(h)
       local p = params[i]
       local written = p.written ~= false
       if kk == "num" then
-        g(guard, "if type(a%d) ~= 'number' then return false end", i)
+        -- A whole-number class (types.numtag): the value must stay in it;
+        -- such overloads never run a huge launch.  A lazily typed double
+        -- (float with precision = "single") leaves whole numbers to their
+        -- classes.  (An eager signature's
+        -- double takes any number.)
+        local c = types.lnum[ov.types[i]]
+        local int = types.lnum.lua_int
+        if c and c.lo == 0 and c.hi == 0 then
+          g(guard, "if huge or type(a%d) ~= 'number' or a%d ~= 0 or 1 / a%d < 0 then return false end",
+            i, i, i)
+        elseif c then
+          g(guard, "if huge or type(a%d) ~= 'number' or not (a%d >= %.17g and a%d <= %.17g and"
+            .. " a%d %% 1 == 0) then return false end", i, i, c.lo, i, c.hi, i)
+        elseif not K.sigs and (k.type == "double" or k.type == "float") and int then
+          g(guard, "if type(a%d) ~= 'number' or (not huge and a%d %% 1 == 0 and a%d >= %.17g and"
+            .. " a%d <= %.17g and (a%d ~= 0 or 1 / a%d > 0)) then return false end",
+            i, i, i, int.lo, i, int.hi, i, i)
+        else
+          g(guard, "if type(a%d) ~= 'number' then return false end", i)
+        end
         g(fill, "args.a%d = a%d", i, i)
       elseif kk == "bool" then
         g(guard, "if type(a%d) ~= 'boolean' then return false end", i)
@@ -190,7 +209,7 @@ return function(h)
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
-    src[#src + 1] = "return function(tgt, partial" .. plist .. ")"
+    src[#src + 1] = "return function(tgt, partial, huge" .. plist .. ")"
     src[#src + 1] = "  if tgt ~= TGT then return false end"
     for _, l in ipairs(guard) do src[#src + 1] = "  " .. l end
     if info.uses_barrier then
@@ -218,7 +237,7 @@ return function(h)
       local k = kinds[i]
       tags[i] = k.tag
       local t = ov.types[i]
-      if k.kind == "cscalar" or (k.kind == "num" and K.sigs) then
+      if k.kind == "cscalar" or (k.kind == "num" and K.sigs and not types.lnum[t]) then
         -- Scalars become Lua values (of the parameter's type, when a signature
         -- gives it): Lua arithmetic is the reference; 64-bit integers beyond
         -- 2^53 round (as cdata, / would divide as integers).
@@ -263,12 +282,10 @@ return function(h)
       end
     end
     local d = K._dims
-    return function(t, _, ...)
+    return function(t, _, huge, ...)
       if t ~= tgt then return false end
       for i = 1, n do
-        local a = select(i, ...)
-        local ta = type(a)
-        if (ta == "cdata" and tonumber(typeof(a)) or ta) ~= tags[i] then return false end
+        if tag_of(K, (select(i, ...)), huge) ~= tags[i] then return false end
       end
       local argv = { ... }
       for i = 1, n do

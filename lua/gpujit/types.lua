@@ -84,8 +84,50 @@ function M.normalize(name)
     return e .. "[]"
   end
   local e = M.scalar(s)
-  if not e then return nil, "unknown type '" .. name .. "'" end
+  if not e then
+    if M.lnum[s] then return s end
+    return nil, "unknown type '" .. name .. "'"
+  end
   return e
+end
+
+---------------------------------------------------------------------------
+-- Lua numbers that hold whole values (docs/typing.md, "Whole numbers").
+--
+-- The classes are the core's (core.lnum_classes, src/gj_type.c), set by
+-- gpujit at load; without the core there are none and every number is a
+-- double.  A class is a type name ("lua_pos20") whose parameter the core
+-- types as an integer standing for the double LuaJIT holds.
+
+M.lnum = {}          -- name -> { name =, lo =, hi = }
+local lnum_list = {} -- the classes a launch picks from (all but lua_int)
+
+function M.set_lnum_classes(list)
+  M.lnum, lnum_list = {}, {}
+  for _, c in ipairs(list) do
+    M.lnum[c.name] = c
+    if c.name ~= "lua_int" then lnum_list[#lnum_list + 1] = c end
+  end
+end
+
+-- The tag of a Lua number for the dispatch tree: its class name, or
+-- "number" (a double: a fraction, -0, NaN, +-inf, a whole number outside
+-- every class, or any number of a launch with a dimension of 2^31 or more,
+-- `huge`, where the ids would not have the ranges the classes count on).
+function M.numtag(a, huge)
+  if huge or a % 1 ~= 0 then return "number" end   -- inf % 1 and NaN are NaN
+  if a == 0 and 1 / a < 0 then return "number" end  -- -0
+  for i = 1, #lnum_list do
+    local c = lnum_list[i]
+    if a >= c.lo and a <= c.hi then return c.name end
+  end
+  return "number"
+end
+
+-- Does class name `inner` lie within class name `outer`?
+function M.lnum_within(inner, outer)
+  local a, b = M.lnum[inner], M.lnum[outer]
+  return a ~= nil and b ~= nil and a.lo >= b.lo and a.hi <= b.hi
 end
 
 -- Element of an array type name ("float[]" -> "float"), or nil.

@@ -791,7 +791,20 @@ function G.data(R, case)
   fill("oh", O, function() return R.int(-32768, 32767) end)
   fill("of", O, function() return R.int(-1000, 1000) / 8 end)
   fill("od", O, function() return R.int(-1000000, 1000000) / 1024 end)
-  d.s = R.int(-1000, 1000) / 4 + 0.125
+  -- s, the Lua-number argument: fractional, whole (typed as an integer class
+  -- by gpujit, docs/typing.md "Whole numbers"), or a value at the edges of
+  -- the classes and of the exact range: -0, 2^31, 2^53 +- 1, values whose
+  -- products pass 2^53 and 2^63, NaN, +-inf.
+  local r = R.int(1, 10)
+  if r <= 3 then
+    d.s = R.int(-1000, 1000) / 4 + 0.125
+  elseif r <= 6 then
+    d.s = R.int(-1000, 1000)
+  else
+    d.s = R.pick({ 0, -0.0, 1, -1, 2 ^ 20, 2 ^ 20 + 1, -(2 ^ 20), -(2 ^ 20) - 1, 2 ^ 31 - 1,
+      -(2 ^ 31), 2 ^ 31, -(2 ^ 31) - 1, 2 ^ 26 + 3, 3037000499, 2 ^ 32 + 1, 2 ^ 53 - 1, 2 ^ 53 + 2,
+      -(2 ^ 53) + 1, 0 / 0, math.huge, -math.huge, 0.5, -2.5 })
+  end
   return d
 end
 

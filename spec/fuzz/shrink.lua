@@ -211,7 +211,10 @@ function S.render(case, note)
   out[#out + 1] = "return {"
   out[#out + 1] = string.format("  precision = %q, N = %d, M = %d,", case.precision, case.N, case.M)
   out[#out + 1] = "  data = {"
-  out[#out + 1] = "    s = " .. string.format("%.17g", case.data.s) .. ","
+  local s = case.data.s
+  out[#out + 1] = "    s = " .. (s ~= s and "0 / 0" or s == math.huge and "math.huge"
+    or s == -math.huge and "-math.huge" or (s == 0 and 1 / s < 0) and "-0.0"
+    or string.format("%.17g", s)) .. ","
   for _, name in ipairs(G.arrays) do
     local vals = {}
     for j, v in ipairs(case.data[name]) do
