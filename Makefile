@@ -213,17 +213,24 @@ CPPCHECK_FLAGS = --enable=warning,style,performance,portability --std=c11 -q \
 # (bench/README.md).  Writes bench/RESULTS.md's latest table and
 # bench/results.png.  BENCH_RUNS: samples per measurement (median).
 BENCH_RUNS   ?= 11
-BENCH_CC     ?= clang-15
+BENCH_GCC    ?= gcc
+BENCH_CLANG  ?= clang-15
 BENCH_CFLAGS ?= -O3 -march=native -fopenmp -ffp-contract=off
-BENCH_REF     = $(BUILD)/bench/libgjref.so
+BENCH_REF_GCC   = $(BUILD)/bench/libgjref-gcc.so
+BENCH_REF_CLANG = $(BUILD)/bench/libgjref-clang.so
 
-$(BENCH_REF): bench/ref.c
+# The C references, built by both compilers: neither is always the faster.
+$(BENCH_REF_GCC): bench/ref.c
 	@mkdir -p $(dir $@)
-	$(BENCH_CC) $(BENCH_CFLAGS) -shared -fPIC -o $@ $<
+	$(BENCH_GCC) $(BENCH_CFLAGS) -shared -fPIC -o $@ $<
+$(BENCH_REF_CLANG): bench/ref.c
+	@mkdir -p $(dir $@)
+	$(BENCH_CLANG) $(BENCH_CFLAGS) -shared -fPIC -o $@ $<
 
 bench: deps bench-deps
-	$(MAKE) all $(BENCH_REF)
-	$(LUA_ENV) GJ_BENCH_REF=$(BENCH_REF) GJ_BENCH_CFLAGS="$(BENCH_CC) $(BENCH_CFLAGS)" \
+	$(MAKE) all $(BENCH_REF_GCC) $(BENCH_REF_CLANG)
+	$(LUA_ENV) GJ_BENCH_REF_GCC=$(BENCH_REF_GCC) GJ_BENCH_REF_CLANG=$(BENCH_REF_CLANG) \
+	  GJ_BENCH_CFLAGS="$(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
 

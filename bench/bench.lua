@@ -1,11 +1,15 @@
 -- `make bench`: gpujit's cpu backend against the same kernels in C with
--- OpenMP (bench/ref.c) and as plain LuaJIT loops, measured side by side in
--- this one process, plus the launch overhead of an empty kernel against a
--- bare FFI call.  Prints the table, writes it into bench/RESULTS.md
--- (between the "make bench" markers) and the data for bench/plot.gp.
+-- OpenMP (bench/ref.c, built with both gcc and clang: the faster of the two
+-- is the anchor) and as plain LuaJIT loops, measured side by side in this
+-- one process, plus the launch overhead of an empty kernel against a bare
+-- FFI call.  gpujit is timed called the way Lua code calls it, sizes as
+-- plain Lua numbers, and beside it with the sizes as int32_t cdata.  Prints
+-- the table, writes it into bench/RESULTS.md (between the "make bench"
+-- markers) and the data for bench/plot.gp.
 --
 --   make bench                      (builds everything, then runs this)
---   luajit bench/bench.lua [runs]   (GJ_BENCH_REF: the C references' .so)
+--   luajit bench/bench.lua [runs]   (GJ_BENCH_REF_GCC, GJ_BENCH_REF_CLANG:
+--                                    the C references' .so, one per compiler)
 --
 -- Method.  Every kernel is first run once by each side on the same inputs
 -- and the results are compared (a wrong kernel is not timed).  Then `runs`
@@ -21,7 +25,10 @@ local gpu = require("gpujit")
 local K = dofile((arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "") .. "kernels.lua")
 
 local RUNS = tonumber(arg and arg[1]) or tonumber(os.getenv("BENCH_RUNS")) or 7
-local REF = os.getenv("GJ_BENCH_REF") or "build/bench/libgjref.so"
+local REFS = {
+  { name = "gcc", path = os.getenv("GJ_BENCH_REF_GCC") or "build/bench/libgjref-gcc.so" },
+  { name = "clang", path = os.getenv("GJ_BENCH_REF_CLANG") or "build/bench/libgjref-clang.so" },
+}
 local RESULTS = os.getenv("GJ_BENCH_RESULTS") or "bench/RESULTS.md"
 local DAT = os.getenv("GJ_BENCH_DAT") or "build/bench/results.dat"
 local CFLAGS = os.getenv("GJ_BENCH_CFLAGS") or "(see the Makefile's BENCH_CFLAGS)"
@@ -37,18 +44,26 @@ void ref_nbody(float *ax, float *ay, float *az, const float *px, const float *py
                const float *pz, const float *m, int n, float eps);
 void ref_matmul(float *C, const float *A, const float *B, int N);
 ]]
-local ok, R = pcall(ffi.load, REF)
-if not ok then
-  error("cannot load the C references " .. REF .. " (run `make bench`, which builds them): " .. R, 0)
+for _, ref in ipairs(REFS) do
+  local ok, lib = pcall(ffi.load, ref.path)
+  if not ok then
+    error("cannot load the C references " .. ref.path .. " (run `make bench`, which builds them): "
+      .. lib, 0)
+  end
+  ref.lib = lib
 end
+local R = REFS[1].lib    -- ref_init and the empty function: either will do
 
 gpu.use("cpu")
 local THREADS
 for _, d in ipairs(gpu.devices()) do
   if d.backend == "cpu" then THREADS = d.compute_units end
 end
-R.ref_init(THREADS)
-assert(R.ref_threads() == THREADS, "OpenMP does not run the requested number of threads")
+for _, ref in ipairs(REFS) do
+  ref.lib.ref_init(THREADS)
+  assert(ref.lib.ref_threads() == THREADS, "OpenMP does not run the requested number of threads ("
+    .. ref.name .. ")")
+end
 
 local T = dofile((arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "") .. "timing.lua")
 local now, median = T.now, T.median
@@ -111,8 +126,9 @@ do -- saxpy: y = a x + y
   local nn = i32(n)
   cases[#cases + 1] = {
     name = "saxpy", what = "16M floats", bound = "memory", reps = 1,
-    gj = function() k:launch(n, yg, x, 2.0, nn) end,
-    c = function() R.ref_saxpy(yc, x, 2.0, n) end,
+    gj = function() k:launch(n, yg, x, 2.0, n) end,
+    gji = function() k:launch(n, yg, x, 2.0, nn) end,
+    c = function(L) L.ref_saxpy(yc, x, 2.0, n) end,
     lua = function()
       for i = 0, n - 1 do yl[i] = 2.0 * x[i] + yl[i] end
     end,
@@ -132,8 +148,9 @@ do -- mandelbrot: iterations until escape
   local cfg = { global = { W, Hh } }
   cases[#cases + 1] = {
     name = "mandelbrot", what = "1024x1024, 256 iterations", bound = "compute", reps = 1,
-    gj = function() k:launch(cfg, og, Wi, Hi, Mi) end,
-    c = function() R.ref_mandel(oc, W, Hh, MAXIT) end,
+    gj = function() k:launch(cfg, og, W, Hh, MAXIT) end,
+    gji = function() k:launch(cfg, og, Wi, Hi, Mi) end,
+    c = function(L) L.ref_mandel(oc, W, Hh, MAXIT) end,
     lua = function()
       for py = 0, Hh - 1 do
         for px = 0, W - 1 do
@@ -165,8 +182,9 @@ do -- 3x3 convolution (exact: weights are multiples of 1/8, inputs integers)
   local cfg = { global = { W, Hh } }
   cases[#cases + 1] = {
     name = "conv3x3", what = "2048x2048 floats", bound = "memory", reps = 2,
-    gj = function() k:launch(cfg, og, inp, w, Wi, Hi) end,
-    c = function() R.ref_conv3(oc, inp, w, W, Hh) end,
+    gj = function() k:launch(cfg, og, inp, w, W, Hh) end,
+    gji = function() k:launch(cfg, og, inp, w, Wi, Hi) end,
+    c = function(L) L.ref_conv3(oc, inp, w, W, Hh) end,
     lua = function()
       -- The 9 taps spelled out, in the kernel's order: with the kernel's two
       -- 3-step loops LuaJIT's trace formation is random (aborted traces get
@@ -204,8 +222,9 @@ do -- n-body: accelerations, all pairs
   local sqrt = math.sqrt
   cases[#cases + 1] = {
     name = "nbody", what = "4096 bodies", bound = "compute", reps = 1,
-    gj = function() k:launch(n, gx, gy, gz, px, py, pz, m, ni, EPS) end,
-    c = function() R.ref_nbody(cx, cy, cz, px, py, pz, m, n, EPS) end,
+    gj = function() k:launch(n, gx, gy, gz, px, py, pz, m, n, EPS) end,
+    gji = function() k:launch(n, gx, gy, gz, px, py, pz, m, ni, EPS) end,
+    c = function(L) L.ref_nbody(cx, cy, cz, px, py, pz, m, n, EPS) end,
     lua = function()
       for i = 0, n - 1 do
         local xi, yi, zi = px[i], py[i], pz[i]
@@ -240,8 +259,9 @@ do -- matrix multiply, the plain triple loop (exact: small integers)
   local cfg = { global = { N, N } }
   cases[#cases + 1] = {
     name = "matmul", what = "512x512 floats", bound = "compute", reps = 1,
-    gj = function() k:launch(cfg, Cg, A, B, Ni) end,
-    c = function() R.ref_matmul(Cc, A, B, N) end,
+    gj = function() k:launch(cfg, Cg, A, B, N) end,
+    gji = function() k:launch(cfg, Cg, A, B, Ni) end,
+    c = function(L) L.ref_matmul(Cc, A, B, N) end,
     lua = function()
       for row = 0, N - 1 do
         for col = 0, N - 1 do
@@ -260,7 +280,9 @@ end
 
 -- Measurement -----------------------------------------------------------------
 
-local SIDES = { "gj", "c", "lua" }
+-- gj: sizes as Lua numbers; gji: as int32_t cdata; gcc, clang: the C
+-- reference built by each compiler; lua: the plain LuaJIT loop.
+local SIDES = { "gj", "gji", "gcc", "clang", "lua" }
 
 -- The spread of the per-round ratios a[r] / b[r] (the sides of a round ran
 -- back to back): "min-max", a hint of how noisy the median ratio is.
@@ -283,20 +305,31 @@ end
 local rows = {}
 for _, cs in ipairs(cases) do
   io.stderr:write("bench: ", cs.name, " ...\n")
-  cs.gj(); cs.c(); cs.lua()          -- compile, warm up, and one run each to compare
-  cs.check()
-  local t = { gj = {}, c = {}, lua = {} }
+  local run = {
+    gj = cs.gj, gji = cs.gji, lua = cs.lua,
+    gcc = function() cs.c(REFS[1].lib) end, clang = function() cs.c(REFS[2].lib) end,
+  }
+  -- compile, warm up, and one run each to compare (C: each compiler's)
+  run.gji(); run.gcc(); run.lua(); cs.check()
+  run.gj(); run.clang(); cs.check()
+  local t = {}
+  for _, side in ipairs(SIDES) do t[side] = {} end
   for r = 1, RUNS do
     for s = 0, #SIDES - 1 do
       local side = SIDES[(r + s - 1) % #SIDES + 1]
-      t[side][r] = sample(cs[side], cs.reps)
+      t[side][r] = sample(run[side], cs.reps)
     end
   end
-  local m = { gj = median(t.gj), c = median(t.c), lua = median(t.lua) }
+  local m = {}
+  for _, side in ipairs(SIDES) do m[side] = median(t[side]) end
+  local best = m.gcc <= m.clang and "gcc" or "clang"
   rows[#rows + 1] = {
-    name = cs.name, what = cs.what, bound = cs.bound, gj = m.gj, c = m.c, lua = m.lua,
-    vs_c = m.c / m.gj, vs_lua = m.lua / m.gj, goal_lua = cs.bound == "memory" and 2 or 4,
-    range_c = range(t.c, t.gj), range_lua = range(t.lua, t.gj), load = loadavg(),
+    name = cs.name, what = cs.what, bound = cs.bound, gj = m.gj, gji = m.gji, gcc = m.gcc,
+    clang = m.clang, c = m[best], best = best, lua = m.lua,
+    vs_c = m[best] / m.gj, vs_i32 = m.gji / m.gj, vs_lua = m.lua / m.gj,
+    goal_lua = cs.bound == "memory" and 2 or 4,
+    range_c = range(t[best], t.gj), range_i32 = range(t.gji, t.gj), range_lua = range(t.lua, t.gj),
+    load = loadavg(),
   }
 end
 
@@ -361,18 +394,22 @@ local md = {}
 local function p(s, ...) md[#md + 1] = s:format(...) end
 p("Date: %s. Machine: %s; gpujit's pool and OpenMP: %d threads. Commit: %s.",
   os.date("!%Y-%m-%d %H:%M UTC"), cpuinfo(), THREADS, commit)
-p("Command: `make bench` (BENCH_RUNS=%d: medians of %d rounds, sides interleaved); C: `%s`.",
-  RUNS, RUNS, CFLAGS)
+p("Command: `make bench` (BENCH_RUNS=%d: medians of %d rounds, sides interleaved); C: `%s`,"
+  .. " built with gcc and with clang-15; the faster of the two is the anchor.", RUNS, RUNS, CFLAGS)
+p("gpujit is called as Lua code calls it, sizes as Lua numbers; the int32 column passes them as"
+  .. " `ffi.new(\"int32_t\", n)`.")
 p("Load average (1 min) at start %s; per row below, when the row finished.", LOAD0)
 p("")
-p("| kernel | size | gpujit cpu ms | C/OpenMP ms | LuaJIT loop ms | gpujit vs C (goal >= 0.9) "
-  .. "| gpujit vs LuaJIT (goal) | per-round ratios vs C; vs LuaJIT | load |")
-p("|---|---|---|---|---|---|---|---|---|")
+p("| kernel | size | gpujit cpu ms | gpujit, int32 sizes ms | C gcc ms | C clang ms "
+  .. "| LuaJIT loop ms | gpujit vs best C (goal >= 0.9) | Lua numbers vs int32 | gpujit vs LuaJIT (goal) "
+  .. "| per-round ratios vs C; vs int32; vs LuaJIT | load |")
+p("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for _, r in ipairs(rows) do
-  p("| %s | %s | %.2f | %.2f | %.2f | %.3fx %s | %.2fx (>= %dx, %s bound) %s | %s; %s | %s |", r.name,
-    r.what, r.gj * 1e3, r.c * 1e3, r.lua * 1e3, r.vs_c, r.vs_c >= 0.9 and "ok" or "**miss**",
+  p("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3fx (%s) %s | %.3fx | %.2fx (>= %dx, %s bound) %s "
+    .. "| %s; %s; %s | %s |", r.name, r.what, r.gj * 1e3, r.gji * 1e3, r.gcc * 1e3, r.clang * 1e3,
+    r.lua * 1e3, r.vs_c, r.best, r.vs_c >= 0.9 and "ok" or "**miss**", r.vs_i32,
     r.vs_lua, r.goal_lua, r.bound, r.vs_lua >= r.goal_lua and "ok" or "**miss**", r.range_c,
-    r.range_lua, r.load)
+    r.range_i32, r.range_lua, r.load)
 end
 p("")
 p("| launch (1 work item, %d launches per sample) | median ns per launch | load |", LAUNCHES)
