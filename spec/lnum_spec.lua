@@ -160,6 +160,20 @@ for _, bk in ipairs(H.backends) do
       H.check("float", dst, function(i) return src[i + w] end, w * h)
     end)
 
+    it("precision = single: whole sizes index past 2^24 exactly (a float index would not)", function()
+      local k = H.kernel(bk, function(o, w, h)
+        local x, y = gpu.global_id(0), gpu.global_id(1)
+        if x < w and y < h then o[y * w + x] = o[y * w + x] + 1 end
+      end, { name = "lnsingle", precision = "single" })
+      local W, Hh = 4099, 4099          -- 16.8M elements: past float's 2^24
+      local o = ffi.new("uint8_t[?]", W * Hh)
+      k:launch({ global = { W, Hh } }, o, W, Hh)
+      local bad = 0
+      for i = 0, W * Hh - 1 do if o[i] ~= 1 then bad = bad + 1 end end
+      assert.are.equal(0, bad)
+      assert.are.same({ "uint8_t[],lua_pos20,lua_pos20" }, sigs_of(k))
+    end)
+
     it("eager signatures name the classes; lua_int holds them all", function()
       local k = H.kernel(bk, function(o, n) o[0] = n * n end, { name = "lneager" },
         { "double[]", "lua_int" })
