@@ -18,10 +18,12 @@ BINDIR      ?= $(PREFIX)/bin
 INCDIR      ?= $(PREFIX)/include/gpujit
 
 # Debian packages the project needs, each checked before installing.
+# love, xvfb, xauth and Mesa (llvmpipe) run the LÖVE example headless.
 DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
             pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo \
             luarocks cppcheck zlib1g pkg-config valgrind \
-            llvm-spirv-15 spirv-tools
+            llvm-spirv-15 spirv-tools \
+            love xvfb xauth libgl1-mesa-dri
 # What `make bench` needs on top: clang-15 with OpenMP for the C
 # references, gnuplot for the plot (bench/README.md).
 BENCH_PKGS = clang-15 libomp-15-dev gnuplot-nox
@@ -64,7 +66,8 @@ EXAMPLES = mandelbrot blur nbody reduce matmul particles inspect
 EXAMPLE_BACKEND ?=
 MULTISTATE = $(BUILD)/multistate
 
-.PHONY: all deps bench-deps bench bench-cuda gpu-session test run lint examples install install-embed uninstall \
+.PHONY: all deps bench-deps bench bench-cuda gpu-session test run lint examples love-example install \
+        install-embed uninstall \
         install-check clean tsan check fuzz fuzz-frontend
 
 all: $(CORE) $(EMBED_LIB) $(PLUGIN_SOS)
@@ -131,6 +134,7 @@ test: deps
 	$(LUA_ENV) GPUJIT_OPENCL_FORMAT=spirv $(MULTISTATE) 4 2 opencl
 	$(MAKE) examples
 	$(MAKE) examples EXAMPLE_BACKEND=opencl
+	$(MAKE) love-example
 	$(MAKE) install-check
 
 # The multi-state test under ThreadSanitizer: core and test built with
@@ -169,6 +173,17 @@ examples: all $(EMBED_HOST)
 	done
 	@echo "== $(EMBED_HOST)"
 	$(EMBED_HOST) examples/embed/particles.lua lua $(EXAMPLE_BACKEND)
+
+# The LÖVE example (examples/love/) headless under Xvfb (Mesa's llvmpipe):
+# the bundle of its kernels is made first, then LOVE_FRAMES frames run and
+# check themselves; the screenshot lands in $(BUILD)/love/love.png and the
+# game's save directory under $(BUILD)/love/data, not in $HOME.
+LOVE_FRAMES ?= 120
+love-example: all
+	$(LUA_ENV) $(LUAJIT) examples/love/make_bundle.lua examples/love/kernels.gjb
+	@mkdir -p $(BUILD)/love
+	XDG_DATA_HOME=$(CURDIR)/$(BUILD)/love/data xvfb-run -a -s "-screen 0 1280x720x24" \
+	  love examples/love --frames $(LOVE_FRAMES) --screenshot $(CURDIR)/$(BUILD)/love/love.png
 
 # The Lua module where LuaJIT looks by default (or where LuaRocks says).
 install: $(CORE) $(PLUGIN_SOS)
