@@ -27,6 +27,9 @@ DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
 # What `make bench` needs on top: clang-15 with OpenMP for the C
 # references, gnuplot for the plot (bench/README.md).
 BENCH_PKGS = clang-15 libomp-15-dev gnuplot-nox
+# What `make bench-peers` needs: Debian's python3 with venv (the peers
+# themselves come from PyPI into build/peers-venv).
+PEERS_PKGS = python3 python3-venv
 
 LLVM_CFLAGS  = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LLVM_LDFLAGS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null)
@@ -66,7 +69,7 @@ EXAMPLES = mandelbrot blur nbody reduce matmul particles inspect
 EXAMPLE_BACKEND ?=
 MULTISTATE = $(BUILD)/multistate
 
-.PHONY: all deps bench-deps bench bench-cuda gpu-session test run lint examples love-example install \
+.PHONY: all deps bench-deps peers-deps bench-peers bench bench-cuda gpu-session test run lint examples love-example install \
         install-embed uninstall \
         install-check clean tsan check fuzz fuzz-frontend
 
@@ -113,8 +116,8 @@ $(BUILD)/obj/gen/gj_buildid.o: $(BUILD_ID_C)
 	$(CC) $(GJ_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Install the Debian packages that are missing; a no-op when all are there.
-deps bench-deps:
-	@missing=""; for p in $(if $(filter bench-deps,$@),$(BENCH_PKGS),$(DEPS_PKGS)); do \
+deps bench-deps peers-deps:
+	@missing=""; for p in $(if $(filter bench-deps,$@),$(BENCH_PKGS),$(if $(filter peers-deps,$@),$(PEERS_PKGS),$(DEPS_PKGS))); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -241,6 +244,31 @@ bench: deps bench-deps
 	$(LUA_ENV) GJ_BENCH_REF=$(BENCH_REF) GJ_BENCH_CFLAGS="$(BENCH_CC) $(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
+
+# gpujit's cpu backend vs Numba, Taichi and Warp on the CPU (bench/peers.py,
+# bench/README.md): the peers are installed from PyPI into a private venv,
+# each on its own (one that fails is reported in the table, with pip's last
+# line in $(PEERS_VENV)/pip-NAME.log); `rm -rf $(PEERS_VENV)` to install
+# again.  Writes the "Peers" table into bench/RESULTS.md and README.md.
+# Not part of `make test`: it takes minutes.
+PEERS_VENV   ?= $(BUILD)/peers-venv
+PEERS_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PEERS_PIP     = numpy numba taichi warp-lang
+PEERS_THREADS ?= 2
+
+$(PEERS_VENV)/.installed:
+	$(PEERS_PYTHON) -m venv $(PEERS_VENV)
+	@for p in $(PEERS_PIP); do \
+	  echo "bench-peers: pip install $$p"; \
+	  $(PEERS_VENV)/bin/pip install -q --disable-pip-version-check $$p > $(PEERS_VENV)/pip-$$p.log 2>&1 || \
+	    echo "bench-peers: $$p did not install: $$(tail -n 1 $(PEERS_VENV)/pip-$$p.log)"; \
+	done
+	@touch $@
+
+bench-peers: deps peers-deps
+	$(MAKE) all $(PEERS_VENV)/.installed
+	$(LUA_ENV) LUAJIT=$(LUAJIT) PEERS_THREADS=$(PEERS_THREADS) PEERS_VENV=$(PEERS_VENV) \
+	  $(PEERS_VENV)/bin/python bench/peers.py $(BENCH_RUNS)
 
 # The cuda backend vs CUDA C (bench/cuda_vs_c.lua; bench/README.md).  The
 # reference kernels are built with nvcc where the toolkit is (a cubin for
