@@ -509,7 +509,9 @@ def machine():
 
 
 def fmt_ms(s):
-    return "%.2f ms" % (s * 1e3) if s >= 1e-3 else "%.1f µs" % (s * 1e6)
+    if s >= 1e-3:
+        return "%.2f ms" % (s * 1e3)
+    return "%.1f µs" % (s * 1e6) if s >= 1e-6 else "%.0f ns" % (s * 1e9)
 
 
 def main():
@@ -615,7 +617,8 @@ def main():
         row += " %s |" % s.replace("|", "/")
     lines.append(row)
     lines.append("")
-    lines.append("Medians of wall-clock time; (×): the peer's time over gpujit's (> 1: gpujit is faster). "
+    lines.append("Medians of wall-clock time; (×): the peer's time over gpujit's (> 1: gpujit is faster); "
+                 "gpujit: sizes as plain Lua numbers, gpujit-i32: as int32_t cdata (as make bench). "
                  "First kernel: import and init of the library plus the first launch of saxpy "
                  "(compile included) in a fresh process, the interpreter's own start not counted; "
                  "cold: empty cache directory, warm: a second process with that directory.")
