@@ -18,13 +18,18 @@ BINDIR      ?= $(PREFIX)/bin
 INCDIR      ?= $(PREFIX)/include/gpujit
 
 # Debian packages the project needs, each checked before installing.
+# love, xvfb, xauth and Mesa (llvmpipe) run the LÖVE example headless.
 DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
             pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo \
             luarocks cppcheck zlib1g pkg-config valgrind \
-            llvm-spirv-15 spirv-tools
+            llvm-spirv-15 spirv-tools \
+            love xvfb xauth libgl1-mesa-dri
 # What `make bench` needs on top: clang-15 with OpenMP for the C
 # references, gnuplot for the plot (bench/README.md).
 BENCH_PKGS = clang-15 libomp-15-dev gnuplot-nox
+# What `make bench-peers` needs: Debian's python3 with venv (the peers
+# themselves come from PyPI into build/peers-venv).
+PEERS_PKGS = python3 python3-venv
 
 LLVM_CFLAGS  = $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LLVM_LDFLAGS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null)
@@ -64,7 +69,8 @@ EXAMPLES = mandelbrot blur nbody reduce matmul particles inspect
 EXAMPLE_BACKEND ?=
 MULTISTATE = $(BUILD)/multistate
 
-.PHONY: all deps bench-deps bench bench-cuda gpu-session test run lint examples install install-embed uninstall \
+.PHONY: all deps bench-deps peers-deps bench-peers bench bench-cuda gpu-session test run lint examples love-example install \
+        install-embed uninstall \
         install-check clean tsan check fuzz fuzz-frontend
 
 all: $(CORE) $(EMBED_LIB) $(PLUGIN_SOS)
@@ -110,8 +116,8 @@ $(BUILD)/obj/gen/gj_buildid.o: $(BUILD_ID_C)
 	$(CC) $(GJ_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 # Install the Debian packages that are missing; a no-op when all are there.
-deps bench-deps:
-	@missing=""; for p in $(if $(filter bench-deps,$@),$(BENCH_PKGS),$(DEPS_PKGS)); do \
+deps bench-deps peers-deps:
+	@missing=""; for p in $(if $(filter bench-deps,$@),$(BENCH_PKGS),$(if $(filter peers-deps,$@),$(PEERS_PKGS),$(DEPS_PKGS))); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -131,6 +137,7 @@ test: deps
 	$(LUA_ENV) GPUJIT_OPENCL_FORMAT=spirv $(MULTISTATE) 4 2 opencl
 	$(MAKE) examples
 	$(MAKE) examples EXAMPLE_BACKEND=opencl
+	$(MAKE) love-example
 	$(MAKE) install-check
 
 # The multi-state test under ThreadSanitizer: core and test built with
@@ -169,6 +176,17 @@ examples: all $(EMBED_HOST)
 	done
 	@echo "== $(EMBED_HOST)"
 	$(EMBED_HOST) examples/embed/particles.lua lua $(EXAMPLE_BACKEND)
+
+# The LÖVE example (examples/love/) headless under Xvfb (Mesa's llvmpipe):
+# the bundle of its kernels is made first, then LOVE_FRAMES frames run and
+# check themselves; the screenshot lands in $(BUILD)/love/love.png and the
+# game's save directory under $(BUILD)/love/data, not in $HOME.
+LOVE_FRAMES ?= 120
+love-example: all
+	$(LUA_ENV) $(LUAJIT) examples/love/make_bundle.lua examples/love/kernels.gjb
+	@mkdir -p $(BUILD)/love
+	XDG_DATA_HOME=$(CURDIR)/$(BUILD)/love/data xvfb-run -a -s "-screen 0 1280x720x24" \
+	  love examples/love --frames $(LOVE_FRAMES) --screenshot $(CURDIR)/$(BUILD)/love/love.png
 
 # The Lua module where LuaJIT looks by default (or where LuaRocks says).
 install: $(CORE) $(PLUGIN_SOS)
@@ -233,6 +251,31 @@ bench: deps bench-deps
 	  GJ_BENCH_CFLAGS="$(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
+
+# gpujit's cpu backend vs Numba, Taichi and Warp on the CPU (bench/peers.py,
+# bench/README.md): the peers are installed from PyPI into a private venv,
+# each on its own (one that fails is reported in the table, with pip's last
+# line in $(PEERS_VENV)/pip-NAME.log); `rm -rf $(PEERS_VENV)` to install
+# again.  Writes the "Peers" table into bench/RESULTS.md and README.md.
+# Not part of `make test`: it takes minutes.
+PEERS_VENV   ?= $(BUILD)/peers-venv
+PEERS_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PEERS_PIP     = numpy numba taichi warp-lang
+PEERS_THREADS ?= 2
+
+$(PEERS_VENV)/.installed:
+	$(PEERS_PYTHON) -m venv $(PEERS_VENV)
+	@for p in $(PEERS_PIP); do \
+	  echo "bench-peers: pip install $$p"; \
+	  $(PEERS_VENV)/bin/pip install -q --disable-pip-version-check $$p > $(PEERS_VENV)/pip-$$p.log 2>&1 || \
+	    echo "bench-peers: $$p did not install: $$(tail -n 1 $(PEERS_VENV)/pip-$$p.log)"; \
+	done
+	@touch $@
+
+bench-peers: deps peers-deps
+	$(MAKE) all $(PEERS_VENV)/.installed
+	$(LUA_ENV) LUAJIT=$(LUAJIT) PEERS_THREADS=$(PEERS_THREADS) PEERS_VENV=$(PEERS_VENV) \
+	  $(PEERS_VENV)/bin/python bench/peers.py $(BENCH_RUNS)
 
 # The cuda backend vs CUDA C (bench/cuda_vs_c.lua; bench/README.md).  The
 # reference kernels are built with nvcc where the toolkit is (a cubin for
