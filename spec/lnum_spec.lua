@@ -64,6 +64,22 @@ for _, bk in ipairs(H.backends) do
       assert.are.equal(3, k.ncompiles)
     end)
 
+    it("each launcher's guard lets a number of another class fall to its overload", function()
+      -- precision = "single": the float overload rounds 2^24 + 1 and keeps -0,
+      -- the integer ones do neither, so the result shows which overload ran
+      local k = H.kernel(bk, function(o, a) o[0] = a * 1 end, { name = "lnguard", precision = "single" })
+      local o = ffi.new("double[1]")
+      local function run(a) k:launch(1, o, a); return o[0] end
+      assert.are.equal(16777217, run(2 ^ 24 + 1))
+      assert.are.equal(0.5, run(0.5))
+      assert.are.equal(16777217, run(2 ^ 24 + 1))   -- not the float launcher's 16777216
+      assert.are.equal(math.huge, 1 / run(0))
+      assert.are.equal(-math.huge, 1 / run(-0.0))    -- not lua_zero's +0
+      assert.are.equal(math.huge, 1 / run(0))
+      assert.are.equal(16777218, run(2 ^ 24 + 1.5))   -- a float: rounds
+      assert.are.equal(16777217, run(2 ^ 24 + 1))
+    end)
+
     it("products that leave the exact range round as in LuaJIT", function()
       local w = 2 ^ 31 - 1
       check(function(a) return a * a end, w)

@@ -63,6 +63,7 @@ return function(h)
       BK = tgt.bk, DEV = tgt.dev, vlen = vlen, vlenof = vlenof, newbuf = newbuf,
       newdbuf = newdbuf, elemerr = elemerr, freed = freed, devcheck = devcheck,
       fail = launch_failed, barrier_fail = barrier_fail, U8P = typeof("uint8_t *"), cast = ffi.cast,
+      tobit = bit.tobit,
     }
     local function g(t, s, ...) t[#t + 1] = s:format(...) end
     -- Argument i (n<i> elements of esz bytes at host expression `host`) as
@@ -126,12 +127,13 @@ return function(h)
           g(guard, "if huge or type(a%d) ~= 'number' or a%d ~= 0 or 1 / a%d < 0 then return false end",
             i, i, i)
         elseif c then
+          -- tobit(a) == a: a whole number in int32's range (which holds every
+          -- class), one addition where a % 1 takes a floor
           g(guard, "if huge or type(a%d) ~= 'number' or not (a%d >= %.17g and a%d <= %.17g and"
-            .. " a%d %% 1 == 0) then return false end", i, i, c.lo, i, c.hi, i)
+            .. " tobit(a%d) == a%d) then return false end", i, i, c.lo, i, c.hi, i, i)
         elseif not K.sigs and (k.type == "double" or k.type == "float") and int then
-          g(guard, "if type(a%d) ~= 'number' or (not huge and a%d %% 1 == 0 and a%d >= %.17g and"
-            .. " a%d <= %.17g and (a%d ~= 0 or 1 / a%d > 0)) then return false end",
-            i, i, i, int.lo, i, int.hi, i, i)
+          g(guard, "if type(a%d) ~= 'number' or (not huge and tobit(a%d) == a%d and"
+            .. " (a%d ~= 0 or 1 / a%d > 0)) then return false end", i, i, i, i, i)
         else
           g(guard, "if type(a%d) ~= 'number' then return false end", i)
         end
@@ -205,7 +207,7 @@ return function(h)
       .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.dims, U.args, U.BK, U.DEV"
     src[#src + 1] = "local vlen, vlenof, newbuf, newdbuf, elemerr, freed, devcheck, fail, barrier_fail ="
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
-    src[#src + 1] = "local U8P, cast = U.U8P, U.cast"
+    src[#src + 1] = "local U8P, cast, tobit = U.U8P, U.cast, U.tobit"
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
