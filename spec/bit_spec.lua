@@ -51,6 +51,26 @@ for _, bk in ipairs(H.backends) do
       H.map(bk, lsh, { name = "lsh_big", out = "double", ins = DB })
     end)
 
+    it("integers in [2^51, 2^53) convert as the doubles LuaJIT holds (issue 23 item 2)", function()
+      -- m is an integer (a weak int, computed at run time); m * m is 4.5e15:
+      -- LuaJIT's tobit adds 2^52 + 2^51, which rounds at that size
+      local o = ffi.new("double[4]")
+      local k = H.kernel(bk, function(out, a)
+        local m = 1 % -67108864
+        out[0] = bit.tobit(-(m * m))
+        out[1] = bit.band(m * m, -1)
+        local big = a[0] * a[0] * 3       -- an int64 product of int32 elements
+        out[2] = bit.tobit(big)
+        out[3] = bit.bxor(big + 1, 5)
+      end, { name = "tobit_wide_int" })
+      local a = ffi.new("int32_t[1]", 45000000)
+      k:launch(1, o, a)
+      local m = 1 % -67108864
+      local big = 45000000 * 45000000 * 3
+      H.check("double", o, { bit.tobit(-(m * m)), bit.band(m * m, -1), bit.tobit(big),
+                             bit.bxor(big + 1, 5) }, 4)
+    end)
+
     it("bit.bnot", function()
       H.map(bk, function(a) return bit.bnot(a) end, { name = "bnot", out = "double", ins = DV })
     end)

@@ -747,8 +747,10 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
     gj_param *pp = &sig->params[j];
     pp->is_array = t.k == GJ_T_ARR;
     pp->elem = (uint8_t)(t.k == GJ_T_ARR ? t.s : gj_ty_scalar(cs, t));
-    if (t.k == GJ_T_NUM && t.lnum)   /* the class the launch tests */
+    if (t.k == GJ_T_NUM && t.lnum) {   /* the class the launch tests */
       pp->lnum = (uint8_t)gj_lnum_of(t.lo, t.hi);
+      sig->lnum = 1;
+    }
     pp->read = (kernel->rmask >> j) & 1;
     pp->written = (kernel->wmask >> j) & 1;
     pp->len_used = (kernel->lmask >> j) & 1;

@@ -318,12 +318,22 @@ LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
 }
 
 /* bit.tobit: LuaJIT adds 2^52+2^51 and keeps the low 32 bits of the
-** double's pattern, which rounds to nearest and wraps modulo 2^32. */
+** double's pattern, which rounds to nearest and wraps modulo 2^32 -- for
+** |x| < 2^51; beyond, the sum itself rounds and the low bits are those of
+** the rounded sum.  An integer known to be below 2^51 in magnitude keeps
+** its low 32 bits (the same); any other integer goes through the double. */
 static LLVMValueRef tobit(gj_cg *g, LLVMValueRef v, gj_ty t)
 {
   LLVMBuilderRef B = g->B;
   gj_scalar s = gj_ty_scalar(g->cs, t);
-  if (gj_scalar_isint(s)) return gj_cg_to_scalar(g, v, t, GJ_I32);
+  double lo, hi;
+  if (gj_scalar_isint(s) && gj_ty_bounds(t, &lo, &hi) && lo > -2251799813685248.0 &&
+      hi < 2251799813685248.0)
+    return gj_cg_to_scalar(g, v, t, GJ_I32);
+  if (gj_scalar_isint(s)) {
+    v = gj_cg_to_scalar(g, v, t, GJ_F64);
+    s = GJ_F64;
+  }
   if (s == GJ_F32) v = LLVMBuildFPExt(B, v, g->lt[LT_F64], "");
   v = LLVMBuildFAdd(B, v, LLVMConstReal(g->lt[LT_F64], 6755399441055744.0), "");
   v = LLVMBuildBitCast(B, v, g->lt[LT_I64], "");

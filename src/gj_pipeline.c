@@ -564,9 +564,24 @@ done:
   return rc;
 }
 
+/* The ids' ranges the typer counted on (docs/typing.md): every dimension
+** below 2^51, and below 2^31 for a kernel with an lnum parameter (whose
+** launches the Lua launcher never sends here otherwise). */
+static int dims_in_range(const gj_kernel *k, const gj_dims *dims)
+{
+  int64_t lim = k->sig.lnum ? ((int64_t)1 << 31) : ((int64_t)1 << 51);
+  int i;
+  for (i = 0; i < 3; i++)
+    if (dims->global[i] >= lim || dims->group[i] >= lim) return 0;
+  return 1;
+}
+
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
 {
   gj_fault f;
+  if (!dims_in_range(k, dims))
+    return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the kernel's "
+                      "ids are typed below it)", k->sig.lnum ? 31 : 51);
   if (!k->sig.faults)
     return k->be->launch(k->bst, k->prog, dims, args, NULL, &k->ctx->err);
   memset(&f, 0, sizeof(f));

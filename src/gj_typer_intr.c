@@ -165,13 +165,13 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
         !(args[0].u.c == 0 || args[0].u.c == 1 || args[0].u.c == 2))
       return gj_typer_error(cs, fn, i, "gpu.%s: dimension must be 0, 1 or 2",
                             nm);
+    /* Launches are below 2^51 in every dimension (the dispatcher checks),
+    ** and below 2^31 where a parameter is an lnum (docs/typing.md). */
     res[0] = gj_ty_num(GJ_I64);
-    if (cs->id_ranges) {   /* launches below 2^31 in every dimension */
-      res[0].rng = 1;
-      res[0].lo = intr == GJ_I_GLOBAL_ID || intr == GJ_I_LOCAL_ID ||
-                  intr == GJ_I_GROUP_ID ? 0.0 : 1.0;
-      res[0].hi = 2147483647.0;
-    }
+    res[0].rng = 1;
+    res[0].lo = intr == GJ_I_GLOBAL_ID || intr == GJ_I_LOCAL_ID ||
+                intr == GJ_I_GROUP_ID ? 0.0 : 1.0;
+    res[0].hi = cs->id_ranges ? 2147483647.0 : 2251799813685247.0;
     return 0;
   case GJ_I_M_ABS: case GJ_I_M_CEIL: case GJ_I_M_FLOOR:
     res[0] = args[0];

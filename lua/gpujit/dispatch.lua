@@ -137,15 +137,17 @@ local function cfgerr(K, why)
   raise("bad launch configuration for kernel '" .. K.name .. "': " .. why)
 end
 
+-- Sizes are whole numbers below 2^51, so that every id is (the typer's
+-- ranges count on it: docs/typing.md).
 local function isint(x)
-  return type(x) == "number" and x >= 0 and x % 1 == 0 and x < 9007199254740992
+  return type(x) == "number" and x >= 0 and x % 1 == 0 and x < 2251799813685248
 end
 
 local function set_dims(K, d, cfg)
   local tc = type(cfg)
   if tc == "number" then
     if not isint(cfg) then
-      cfgerr(K, "the number of work items must be a non-negative integer, got " .. cfg)
+      cfgerr(K, "the number of work items must be a non-negative integer below 2^51, got " .. cfg)
     end
     d.ndim = 1
     d.global[0], d.global[1], d.global[2] = cfg, 1, 1
@@ -170,7 +172,7 @@ local function set_dims(K, d, cfg)
     cfgerr(K, "'global' must be a number or {nx, ny [, nz]}, got " .. type(g))
   end
   if not (isint(x) and isint(y) and isint(z)) then
-    cfgerr(K, "'global' sizes must be non-negative integers")
+    cfgerr(K, "'global' sizes must be non-negative integers below 2^51")
   end
   d.ndim = ndim
   d.global[0], d.global[1], d.global[2] = x, y, z
