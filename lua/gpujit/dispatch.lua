@@ -85,9 +85,14 @@ local function argerr(K, i, why)
   raise("bad argument #" .. i .. pname(K, i) .. " to kernel '" .. K.name .. "': " .. why)
 end
 
+-- A nested table (a table of tables): what to do instead.
+local NESTED = ": only flat Lua tables of numbers (or of booleans) are kernel arguments; "
+  .. "flatten a table of rows into one table (t[(row - 1) * width + col]) or pass one "
+  .. "table per column"
+
 local function elemerr(K, i, j, v, elem)
   argerr(K, i, "table element [" .. j .. "] is " .. types.describe(v) .. ", expected "
-    .. (elem == "bool" and "a boolean" or "a number"))
+    .. (elem == "bool" and "a boolean" or "a number") .. (type(v) == "table" and NESTED or ""))
 end
 
 local function freed(K, i)
@@ -434,6 +439,10 @@ local function build(K, tgt, ...)
     for i = 1, n do tl[i] = kinds[i].type end
   end
   for i = 1, n do
+    -- before the compile, which would type t[i][j] as indexing a number
+    if kinds[i].kind == "table" and type(args[i][1]) == "table" then
+      elemerr(K, i, 1, args[i][1], "double")
+    end
     if kinds[i].kind == "fptr" and not tgt.shared then
       argerr(K, i, "an FFI pointer can only be passed to a device that shares host memory ("
         .. tgt.label .. " does not); pass an FFI array, a table or a gpu.array")

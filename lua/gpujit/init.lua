@@ -405,8 +405,12 @@ function gpu.kernel(a, b, c)
     fn, opts = a, b
   elseif type(a) == "table" and type(b) == "function" then
     sig, fn, opts = a, b, c
+  elseif type(a) == "table" then
+    error("bad argument #2 to 'kernel' (function expected, got " .. type(b)
+      .. "): gpu.kernel(signature, fn [, opts])", 2)
   else
-    error("gpu.kernel: expected gpu.kernel(fn [, opts]) or gpu.kernel(signature, fn [, opts])", 2)
+    error("bad argument #1 to 'kernel' (function expected, got " .. type(a)
+      .. "): gpu.kernel(fn [, opts]) or gpu.kernel(signature, fn [, opts])", 2)
   end
   local o = check_opts(opts)
   local sigs
