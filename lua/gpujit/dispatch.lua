@@ -370,6 +370,43 @@ local function one_based_of(K, kinds)
   return concat(b)
 end
 
+---------------------------------------------------------------------------
+-- Compile events: GPUJIT_VERBOSE's line on stderr and gpu.on_compile's
+-- callbacks, before ("start") and after ("done" or "error") each compile.
+
+local events = require("gpujit.events")
+local listeners, verbose_line, event_of = events.listeners, events.line, events.event
+D.listeners = listeners
+
+local function notify(ev)
+  if env.verbose and ev.phase ~= "start" then io.stderr:write(verbose_line(ev)) end
+  for i = 1, #listeners do
+    local ok, err = pcall(listeners[i], ev)
+    if not ok then raise("gpu.on_compile callback: " .. tostring(err)) end
+  end
+end
+
+local function now_ms()
+  return env.clock and env.clock() or os.clock() * 1e3
+end
+
+local function core_compile(K, tgt, tl, opts)
+  if not (env.verbose or listeners[1]) then return pcall(env.core.compile, K.fn, tl, opts) end
+  local ev = event_of(K, tgt, tl)
+  notify(ev)
+  local t0 = now_ms()
+  local ok, info = pcall(env.core.compile, K.fn, tl, opts)
+  ev.total_ms = now_ms() - t0
+  if ok then
+    ev.phase, ev.cache, ev.stages = "done", info.cache, info.stages
+    ev.ms = {}
+    for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
+  else
+    ev.phase, ev.error = "error", tostring(info)
+  end
+  return ok, info, ev
+end
+
 local function overload(K, tgt, tl, kinds)
   local key = types.sig_key(tl)
   local one_based = one_based_of(K, kinds)
@@ -381,13 +418,18 @@ local function overload(K, tgt, tl, kinds)
   end
   local ov = per[key]
   if ov then return ov end
+  local ev   -- the compile event, when someone listens
   if tgt.sim then
     ov = { types = tl, key = key, sim = true }
   else
     if not env.core then no_core() end
     local opts = compile_opts(K, tgt, one_based)
-    local ok, info = pcall(env.core.compile, K.fn, tl, opts)
-    if not ok then error(info, 0) end
+    local ok, info
+    ok, info, ev = core_compile(K, tgt, tl, opts)
+    if not ok then
+      if ev then notify(ev) end
+      error(info, 0)
+    end
     K.ncompiles = K.ncompiles + 1
     for i = 1, #tl do
       local p = info.params and info.params[i]
@@ -402,6 +444,7 @@ local function overload(K, tgt, tl, kinds)
   end
   per[key] = ov
   record_sig(K, tl, types.sig_key(tl))
+  if ev then notify(ev) end
   return ov
 end
 

@@ -11,6 +11,7 @@ local sim = require("gpujit.sim")
 local array = require("gpujit.array")
 local dispatch = require("gpujit.dispatch")
 local plugins = require("gpujit.plugins")
+local util = require("gpujit.util")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -462,7 +463,26 @@ dispatch.setup({
   -- GPUJIT_PRECOMPILE=1 (bin/gpujit-precompile): launches compile their
   -- signature, and stop there.
   precompile = os.getenv("GPUJIT_PRECOMPILE") == "1",
+  -- GPUJIT_VERBOSE=1: a line on stderr per compile (docs/api.md)
+  verbose = (os.getenv("GPUJIT_VERBOSE") or "0"):match("^0*$") == nil,
+  clock = function() return util.now() * 1e3 end,
 })
+
+-- gpu.on_compile(fn): fn(event) before and after each compile (docs/api.md);
+-- returns a function that unregisters fn.
+function gpu.on_compile(fn)
+  if type(fn) ~= "function" then
+    error("bad argument #1 to 'on_compile' (function expected, got " .. type(fn) .. ")", 2)
+  end
+  local list = dispatch.listeners
+  list[#list + 1] = fn
+  return function()
+    for i = #list, 1, -1 do
+      if list[i] == fn then table.remove(list, i) return true end
+    end
+    return false
+  end
+end
 
 ---------------------------------------------------------------------------
 -- Plugins and compile jobs (docs/plugins.md).
