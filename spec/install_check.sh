@@ -34,6 +34,12 @@ probe() {  # probe WHERE LUA_PATH LUA_CPATH
     local a = ffi.new("int32_t[?]", 100)
     k:launch(100, a, 100)
     for i = 0, 99 do assert(a[i] == 2 * i) end
+    -- the public helper module is installed beside init.lua
+    local util = require("gpujit.util")
+    local lua_dir = want:gsub("lib/lua/5%.1/gpujit/core%.so$", "share/lua/5.1/gpujit/")
+    assert(package.searchpath("gpujit.util", package.path) == lua_dir .. "util.lua",
+      "gpujit.util from " .. tostring(package.searchpath("gpujit.util", package.path)))
+    util.check("int32_t", a, function(i) return 2 * i end, 100)
     print("install_check: require\"gpujit\" from /tmp loads " .. gpu.core.path)
   ')
 }

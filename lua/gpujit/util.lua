@@ -110,9 +110,10 @@ end
 
 local function length_of(a)
   if type(a) == "table" then return #a end
-  if type(a) == "cdata" and tostring(ffi.typeof(a)):match("%]>$") then
-    local ok, n = pcall(function() return ffi.sizeof(a) / ffi.sizeof(a[0]) end)
-    if ok then return n end
+  if type(a) == "cdata" then
+    local base = tostring(ffi.typeof(a)):match("^ctype<(.-)%s*%[[%d?]*%]>$")
+    local ok, n = pcall(function() return ffi.sizeof(a) / ffi.sizeof(base) end)
+    if base and ok then return n end
   end
   return nil
 end
