@@ -1,5 +1,5 @@
 -- gpujit: Lua functions as GPU (and CPU) kernels.  The user contract is
--- API.md; this file is the API surface, the rest lives in
+-- docs/api.md (from ../shared/API.md); this file is the API surface, the rest lives in
 --   gpujit.dispatch  kernels, dispatch on argument types, generated launchers
 --   gpujit.types     type names, FFI ctypes and Lua values
 --   gpujit.array     device arrays
