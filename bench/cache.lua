@@ -16,12 +16,7 @@
 -- "opencl SPIR-V" (GPUJIT_OPENCL_FORMAT=spirv) shows what the translator adds.
 local CHILD = [[
 local ffi = require("ffi")
-ffi.cdef("typedef struct { long s, ns; } bench_ts; int clock_gettime(int, bench_ts *);")
-local function now()
-  local t = ffi.new("bench_ts")
-  ffi.C.clock_gettime(1, t)
-  return tonumber(t.s) + tonumber(t.ns) * 1e-9
-end
+local now = require("gpujit.util").now   -- the monotonic clock
 local gpu = require("gpujit")
 gpu.use(arg[1])
 gpu.synchronize()                      -- the backend is open before the clock starts

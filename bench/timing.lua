@@ -6,24 +6,29 @@ local ffi = require("ffi")
 
 local T = {}
 
--- Wall-clock time (CLOCK_MONOTONIC): os.clock() would add up the CPU time
--- of every pool thread.
-pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } gj_bench_ts;"
-  .. "int clock_gettime(int clk, gj_bench_ts *ts);")
-local ts = ffi.new("gj_bench_ts")
-function T.now()
-  ffi.C.clock_gettime(1, ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+-- Wall-clock time (CLOCK_MONOTONIC; os.clock() would add up the CPU time
+-- of every pool thread) and the median: gpujit.util's (docs/api.md).  An
+-- older tree without it (bench/before_after.sh runs this file in one) gets
+-- the same two functions here.
+local has_util, util = pcall(require, "gpujit.util")
+if has_util then
+  T.now, T.median = util.now, util.median
+else
+  pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } gj_bench_ts;"
+    .. "int clock_gettime(int clk, gj_bench_ts *ts);")
+  local ts = ffi.new("gj_bench_ts")
+  function T.now()
+    ffi.C.clock_gettime(1, ts)
+    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+  end
+  function T.median(t)
+    local c = {}
+    for i = 1, #t do c[i] = t[i] end
+    table.sort(c)
+    return c[math.floor((#c + 1) / 2)]
+  end
 end
 local now = T.now
-
--- The median of a list of numbers (the list is left as it is).
-function T.median(t)
-  local c = {}
-  for i = 1, #t do c[i] = t[i] end
-  table.sort(c)
-  return c[math.floor((#c + 1) / 2)]
-end
 
 -- Seconds per call of f: one call to warm up, then the median of `runs`.
 function T.time(f, runs)

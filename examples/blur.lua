@@ -9,6 +9,7 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
+local util = require("gpujit.util")
 local png = require("png")
 local gpu = ex.gpu(require("gpujit"), arg)
 
@@ -40,9 +41,9 @@ local path = ex.arg(arg, 3, ex.out("blur.png"))
 local img = png.read(input)
 local w, h, ch = img.width, img.height, img.channels
 local out = ffi.new("uint8_t[?]", w * h * ch)
-local t0 = ex.now()
+local t0 = util.now()
 blur:launch({ global = { w, h }, group = { 16, 16 } }, out, img.pixels, w, h, ch, R)
-local t1 = ex.now()
+local t1 = util.now()
 png.write(path, w, h, ch, out)
 
 -- Plain LuaJIT: the same function, pixel by pixel.

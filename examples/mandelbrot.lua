@@ -9,6 +9,7 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
+local util = require("gpujit.util")
 local png = require("png")
 local gpu = ex.gpu(require("gpujit"), arg)
 
@@ -33,9 +34,9 @@ local mandelbrot = gpu.kernel(function(out, w, h, x0, y0, step, maxit)
 end, { name = "mandelbrot" })
 
 local counts = ffi.new("int32_t[?]", W * H)
-local t0 = ex.now()
+local t0 = util.now()
 mandelbrot:launch({ global = { W, H }, group = { 16, 16 } }, counts, W, H, X0, Y0, STEP, MAXIT)
-local t1 = ex.now()
+local t1 = util.now()
 
 -- Colours: Bernstein polynomials of the log of the iteration count, black
 -- inside the set.

@@ -10,6 +10,7 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
+local util = require("gpujit.util")
 local gpu = ex.gpu(require("gpujit"), arg)
 
 local TILE = 16
@@ -38,9 +39,9 @@ for i = 0, N * N - 1 do
   b[i] = (i * 5) % 13 - 6
 end
 local global = math.ceil(N / TILE) * TILE
-local t0 = ex.now()
+local t0 = util.now()
 matmul:launch({ global = { global, global }, group = { TILE, TILE } }, c, a, b, N)
-local t1 = ex.now()
+local t1 = util.now()
 
 local bad = 0
 for i = 0, N - 1 do

@@ -9,6 +9,7 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
+local util = require("gpujit.util")
 local gpu = ex.gpu(require("gpujit"), arg)
 
 local N = tonumber(ex.arg(arg, 2, 1024))
@@ -62,12 +63,12 @@ local rp, rv = ffi.new("double[?]", 4 * N), ffi.new("double[?]", 3 * N)
 ffi.copy(rp, p, ffi.sizeof(p))
 ffi.copy(rv, v, ffi.sizeof(v))
 
-local t0 = ex.now()
+local t0 = util.now()
 for _ = 1, STEPS do
   accelerate:launch(N, p, v, N, DT, EPS2)
   move:launch(N, p, v, N, DT)
 end
-local t1 = ex.now()
+local t1 = util.now()
 
 -- Plain LuaJIT: the same steps.
 for _ = 1, STEPS do

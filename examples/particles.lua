@@ -9,6 +9,7 @@
 package.path = ((arg and arg[0] or ""):match("^(.*)/[^/]*$") or ".") .. "/lib/?.lua;" .. package.path
 local ffi = require("ffi")
 local ex = require("example")
+local util = require("gpujit.util")
 local gpu = ex.gpu(require("gpujit"), arg)
 
 local N = tonumber(ex.arg(arg, 2, 100000))
@@ -46,9 +47,9 @@ local ref = ffi.new("double[?]", 6 * N)
 ffi.copy(ref, p, ffi.sizeof(p))
 local bounces = ffi.new("int32_t[1]")
 
-local t0 = ex.now()
+local t0 = util.now()
 for _ = 1, STEPS do advance:launch(N, p, bounces, N, DT, G, RESTITUTION) end
-local t1 = ex.now()
+local t1 = util.now()
 
 local want = 0
 for _ = 1, STEPS do

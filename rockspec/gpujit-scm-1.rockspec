@@ -8,9 +8,8 @@ version = "scm-1"
 
 source = {
   -- Used only by `luarocks install`/`build` of a published rock; `luarocks
-  -- make` builds the checkout it is run in.  Replace with the public
-  -- repository's address when there is one.
-  url = "git+https://example.invalid/gpujit.git",
+  -- make` builds the checkout it is run in.
+  url = "git+https://github.com/gpujit/gpujit.git",
 }
 
 description = {
@@ -18,9 +17,13 @@ description = {
   detailed = [[
     gpujit reads a Lua function's LuaJIT bytecode, infers a type for every
     value from the launch arguments, emits LLVM 15 IR and runs it on a
-    backend: the CPU (LLVM ORC JIT and a thread pool) or any OpenCL device.
+    backend: the CPU (LLVM ORC JIT and a thread pool), any OpenCL device,
+    or an NVIDIA GPU through CUDA.  Lua tables, LuaJIT FFI arrays and device
+    arrays are marshaled for you.  Needs LuaJIT 2.1 and LLVM 15.
   ]],
-  labels = { "gpu", "jit", "llvm", "luajit", "opencl" },
+  homepage = "https://github.com/gpujit/gpujit",
+  license = "MIT",
+  labels = { "gpu", "jit", "llvm", "luajit", "opencl", "cuda" },
 }
 
 -- LuaJIT 2.1 is a Lua 5.1.  Its headers are declared below rather than taken
@@ -39,6 +42,9 @@ external_dependencies = {
 
 build = {
   type = "make",
+  -- bin/gpujit-precompile is a LuaJIT script (it needs the FFI): installed
+  -- as it is, run by its "#!/usr/bin/env luajit" line.  LuaRocks' wrapper
+  -- would run it with the default Lua (PUC 5.1 on Debian), which has no FFI.
   build_variables = {
     CFLAGS = "$(CFLAGS)",
     LUA_INC = "$(LUAJIT_INCDIR)/luajit-2.1",
@@ -50,4 +56,8 @@ build = {
     LIBDIR = "$(LIBDIR)",
     BINDIR = "$(BINDIR)",
   },
+}
+
+deploy = {
+  wrap_bin_scripts = false,
 }

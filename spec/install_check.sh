@@ -34,6 +34,12 @@ probe() {  # probe WHERE LUA_PATH LUA_CPATH
     local a = ffi.new("int32_t[?]", 100)
     k:launch(100, a, 100)
     for i = 0, 99 do assert(a[i] == 2 * i) end
+    -- the public helper module is installed beside init.lua
+    local util = require("gpujit.util")
+    local lua_dir = want:gsub("lib/lua/5%.1/gpujit/core%.so$", "share/lua/5.1/gpujit/")
+    assert(package.searchpath("gpujit.util", package.path) == lua_dir .. "util.lua",
+      "gpujit.util from " .. tostring(package.searchpath("gpujit.util", package.path)))
+    util.check("int32_t", a, function(i) return 2 * i end, 100)
     print("install_check: require\"gpujit\" from /tmp loads " .. gpu.core.path)
   ')
 }
@@ -63,4 +69,27 @@ luarocks make --tree "$tree" "$top/rockspec/gpujit-scm-1.rockspec" >"$build/luar
   { cat "$build/luarocks.log"; exit 1; }
 probe "$tree/lib/lua/5.1/gpujit/core.so" \
   "$tree/share/lua/5.1/?.lua;$tree/share/lua/5.1/?/init.lua" "$tree/lib/lua/5.1/?.so"
+# The installed gpujit-precompile runs under LuaJIT (it needs the FFI): the
+# rockspec asks LuaRocks not to wrap it for the default Lua.
+head -n 1 "$tree/bin/gpujit-precompile" | grep -q '^#!/usr/bin/env luajit$' ||
+  { echo "install_check: $tree/bin/gpujit-precompile is not the LuaJIT script"; exit 1; }
+cat >"$build/precompile_probe.lua" <<'LUA'
+local gpu = require("gpujit")
+gpu.use("cpu")
+local k = gpu.kernel(function(a, n)
+  local i = gpu.global_id(0)
+  if i < n then a[i] = 3 * i end
+end)
+k:launch(8, require("ffi").new("int32_t[8]"), 8)
+LUA
+pcdir=$build/precompile_cache
+rm -rf "$pcdir"
+pc=$(cd /tmp && GPUJIT_CACHE_DIR="$pcdir" \
+  LUA_PATH="$tree/share/lua/5.1/?.lua;$tree/share/lua/5.1/?/init.lua" \
+  LUA_CPATH="$tree/lib/lua/5.1/?.so" "$tree/bin/gpujit-precompile" "$build/precompile_probe.lua" 2>&1) ||
+  { echo "install_check: the installed gpujit-precompile fails:"; echo "$pc"; exit 1; }
+echo "$pc" | grep -q ": 1 compiled, 0 already in the cache, 1 stored in $pcdir" ||
+  { echo "install_check: unexpected gpujit-precompile output:"; echo "$pc"; exit 1; }
+echo "install_check: the rock's gpujit-precompile runs under LuaJIT ($pc)"
+rm -rf "$pcdir" "$build/precompile_probe.lua"
 rm -rf "$stage" "$tree"

@@ -3,8 +3,9 @@
 # "N passed, N failed, N skipped" that CI counts.  Fails when busted
 # reports a failure or an error, or ends without its summary line.
 # BUSTED: busted's script, where it is not /usr/bin/busted.
+# --ignore-lua: this already is LuaJIT; .busted's `lua` would start a second one.
 out=$(mktemp)
-luajit "${BUSTED:-/usr/bin/busted}" "$@" 2>&1 | tee "$out"
+luajit "${BUSTED:-/usr/bin/busted}" --ignore-lua "$@" 2>&1 | tee "$out"
 line=$(grep -E '^[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$out" | tail -n 1)
 rm -f "$out"
 if [ -z "$line" ]; then

@@ -272,6 +272,29 @@ static void push_sig(lua_State *L, const gj_sig *sig)
   lua_setfield(L, -2, "shared_bytes");
 }
 
+/* The stages' times and what the disk cache did (GPUJIT_VERBOSE,
+** gpu.on_compile): ms = { job = .., frontend = .., ... }, stages = the
+** names in order, cache = "off" | "hit" | "miss" | "written". */
+static void push_timing(lua_State *L, const gj_compile_out *out)
+{
+  static const char *const cache[] = { "off", "hit", "miss", "written" };
+  int j;
+  lua_createtable(L, 0, GJ_ST__MAX);
+  for (j = 0; j < GJ_ST__MAX; j++) {
+    lua_pushnumber(L, out->ms[j]);
+    lua_setfield(L, -2, gj_stage_names[j]);
+  }
+  lua_setfield(L, -2, "ms");
+  lua_createtable(L, GJ_ST__MAX, 0);
+  for (j = 0; j < GJ_ST__MAX; j++) {
+    lua_pushstring(L, gj_stage_names[j]);
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_setfield(L, -2, "stages");
+  lua_pushstring(L, cache[out->cache]);
+  lua_setfield(L, -2, "cache");
+}
+
 static int core_compile(lua_State *L)
 {
   ctxobj *c = ctx_of(L);
@@ -298,6 +321,7 @@ static int core_compile(lua_State *L)
   lua_pushlightuserdata(L, out.kernel);
   lua_setfield(L, -2, "handle");
   push_sig(L, &out.kernel->sig);
+  push_timing(L, &out);
   return 1;
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -136,6 +137,26 @@ static char *dup_text(const char *s, size_t n)
   return d;
 }
 
+const char *const gj_stage_names[GJ_ST__MAX] = {
+  "job", "frontend", "codegen", "cache", "link", "optimize", "emit", "load",
+  "store",
+};
+
+static double now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Charge the time since *t0 to stage st; *t0 becomes now. */
+static void lap(gj_compile_out *out, int st, double *t0)
+{
+  double t = now_ms();
+  out->ms[st] += t - *t0;
+  *t0 = t;
+}
+
 static void dump(const char *what, const char *name, const char *text)
 {
   const char *env = getenv("GPUJIT_DUMP");
@@ -250,26 +271,29 @@ static int cache_lookup(gj_ctx *ctx, const gj_backend *be,
 
 /* Keep what the backend wants kept for k (else the emitted artifact).  A
 ** failure is counted, never fatal: the kernel is compiled and loaded. */
-static void cache_store(gj_ctx *ctx, const gj_compile_opts *o,
-                        const gj_cache_key *key, gj_kernel *k,
-                        const char *art, size_t artlen)
+static int cache_store(gj_ctx *ctx, const gj_compile_opts *o,
+                       const gj_cache_key *key, gj_kernel *k,
+                       const char *art, size_t artlen)
 {
   char *bin = NULL;
   size_t len = 0;
   gj_err e;
+  int ok;
   if (k->be->cache_save) {
     if (k->be->cache_save(k->bst, k->prog, &bin, &len, &e)) {
       ctx->cache.write_errors++;
-      return;
+      return 0;
     }
     art = bin;
     artlen = len;
   }
-  if (gj_cache_put(o->cache_dir, key, art, artlen, &e) == 0)
+  ok = gj_cache_put(o->cache_dir, key, art, artlen, &e) == 0;
+  if (ok)
     ctx->cache.writes++;
   else
     ctx->cache.write_errors++;
   free(bin);
+  return ok;
 }
 
 /* What plugins see of the kernel (gpujit_plugin.h). */
@@ -435,6 +459,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   int use_cache = o->cache_dir && o->want_kernel && !o->want_llvm &&
                   !o->want_asm;
   int rc = -1;
+  double t0 = now_ms();
 
   memset(out, 0, sizeof(*out));
   memset(&cs, 0, sizeof(cs));
@@ -448,11 +473,13 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   if (stage_job(ctx, o, &ps, &kd, &job, err)) return -1;
   kd.job = &job;
   if (param_types(o, params, err)) return -1;
+  lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */
   gj_cs_init(&cs, L, ctx, &ctx->bcmap, o->single, o->name, err);
   if (gj_typer_kernel(&cs, fidx, o->nparams, params, &kfn)) goto done;
   if (frontend_hooks(&ps, &kd, &cs, err)) goto done;
+  lap(out, GJ_ST_FRONTEND, &t0);
 
   /* 3. codegen, then the plugins' ir hooks */
   C = LLVMContextCreate();
@@ -469,6 +496,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   if (gj_cg_module(&cs, kfn, &job, &cgo, C, &m, &body, &sig)) goto done;
   ps.buf_base = (int)LLVMCountParams(body) - 2 * ps.nbuf;
   if (gj_plugset_module(&ps, GJ_STAGE_IR, &kd, &m, err)) goto done;
+  lap(out, GJ_ST_CODEGEN, &t0);
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
   ** (unless GPUJIT_DUMP asks to see them) */
@@ -480,9 +508,13 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
       ** module, only their numbers: this compile's describe the code. */
       out->kernel->sites = sites;
       sites.v = NULL;
+      out->cache = GJ_CACHE_HIT;
+      lap(out, GJ_ST_CACHE, &t0);
       rc = 0;
       goto done;
     }
+    out->cache = GJ_CACHE_MISS;
+    lap(out, GJ_ST_CACHE, &t0);
   }
 
   /* 5. target intrinsics and libraries, 6. the target's entry point */
@@ -503,6 +535,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
                msg ? msg : "?");
     goto done;
   }
+  lap(out, GJ_ST_LINK, &t0);
   if (gj_target_machine(&job, &tm, err)) goto done;
   if (optimize(m, &job, &ps, &kd, tm, err)) goto done;
   if (gj_plugset_module(&ps, GJ_STAGE_OPTIMIZED, &kd, &m, err)) goto done;
@@ -512,6 +545,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     if (o->want_llvm) out->llvm = dup_text(ir, strlen(ir));
     LLVMDisposeMessage(ir);
   }
+  lap(out, GJ_ST_OPTIMIZE, &t0);
 
   /* 9. emit, then the plugins' emit hooks */
   if (o->want_asm || (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "asm"))) {
@@ -533,6 +567,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   if (be->emit(ctx->bst[o->bk], &job, tm, m, 0, &art, &artlen, err)) goto done;
   if (gj_plugset_emit(&ps, &kd, &art, &artlen, err)) goto done;
   ctx->cache.compiles++;
+  lap(out, GJ_ST_EMIT, &t0);
 
   /* 10. load, 11. store in the disk cache */
   {
@@ -545,7 +580,10 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     k->sites = sites;     /* the kernel owns them now */
     sites.v = NULL;
     out->kernel = k;
-    if (use_cache) cache_store(ctx, o, &key, k, art, artlen);
+    lap(out, GJ_ST_LOAD, &t0);
+    if (use_cache && cache_store(ctx, o, &key, k, art, artlen))
+      out->cache = GJ_CACHE_WRITTEN;
+    lap(out, GJ_ST_STORE, &t0);
   }
   rc = 0;
 done:

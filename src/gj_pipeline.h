@@ -30,10 +30,28 @@ typedef struct gj_compile_opts {
   int want_asm;           /* target assembly text */
 } gj_compile_opts;
 
+/* The stages of a compile that are timed (GPUJIT_VERBOSE, gpu.on_compile):
+** gj_stage_names[i] names stage i. */
+enum {
+  GJ_ST_JOB, GJ_ST_FRONTEND, GJ_ST_CODEGEN, GJ_ST_CACHE, GJ_ST_LINK,
+  GJ_ST_OPTIMIZE, GJ_ST_EMIT, GJ_ST_LOAD, GJ_ST_STORE, GJ_ST__MAX
+};
+extern const char *const gj_stage_names[GJ_ST__MAX];
+
+/* What the disk cache did for a compile. */
+enum {
+  GJ_CACHE_OFF,           /* not used (no directory, or a text dump asked) */
+  GJ_CACHE_HIT,           /* loaded from the cache: nothing compiled */
+  GJ_CACHE_MISS,          /* compiled; storing it failed */
+  GJ_CACHE_WRITTEN        /* compiled and stored */
+};
+
 typedef struct gj_compile_out {
   gj_kernel *kernel;      /* when want_kernel */
   char *llvm;             /* malloc'ed text, when asked */
   char *asm_text;
+  double ms[GJ_ST__MAX];  /* milliseconds spent in each stage */
+  int cache;              /* GJ_CACHE_* */
 } gj_compile_out;
 
 /* The job the kernel at stack index fidx would be compiled with: the

@@ -436,6 +436,46 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
   return 0;
 }
 
+
+/* A C function the kernel calls that has no kernel form.  math.random
+** and friends are named as such (they are math.*, but not the subset's). */
+static int is_math_fn(lua_State *L, int ref, const char *field)
+{
+  int same;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  lua_getglobal(L, "math");
+  if (lua_istable(L, -1))
+    lua_getfield(L, -1, field);
+  else
+    lua_pushnil(L);
+  same = lua_rawequal(L, -1, -3);
+  lua_pop(L, 3);
+  return same;
+}
+
+static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
+{
+  const char *name = cs->kv[kv].name;
+  int rs = is_math_fn(cs->L, cs->kv[kv].ref, "randomseed");
+  if (rs || is_math_fn(cs->L, cs->kv[kv].ref, "random"))
+    return gj_typer_error(cs, fn, i, "'%s'%s has no kernel form (kernels keep "
+                          "no random state): derive a pseudo-random number "
+                          "from the work item's id and a seed, e.g. a hash "
+                          "with bit.bxor, bit.rol and multiplications of "
+                          "gpu.global_id(0)", name,
+                          strncmp(name, "math.random", 11) == 0 ? ""
+                          : rs ? " (math.randomseed)" : " (math.random)");
+  if (strncmp(name, "math.", 5) == 0 || strncmp(name, "bit.", 4) == 0)
+    return gj_typer_error(cs, fn, i, "'%s' has no kernel form: kernels may "
+                          "call the math.* and bit.* functions listed in "
+                          "docs/kernels.md, gpu.* and Lua functions in the "
+                          "kernel subset", name);
+  return gj_typer_error(cs, fn, i, "unknown function '%s': kernels may call "
+                        "only gpu.*, the math.* and bit.* functions listed in "
+                        "docs/kernels.md, and Lua functions in the kernel "
+                        "subset", name);
+}
+
 static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
 {
   const gj_ins *in = &fn->proto->ins[i];
@@ -465,10 +505,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     iscf = lua_iscfunction(cs->L, -1);
     lua_pop(cs->L, 1);
     if (iscf)
-      return gj_typer_error(cs, fn, i, "unknown function '%s': kernels may call "
-                                       "only gpu.*, math.*, bit.* and Lua "
-                                       "functions in the kernel subset",
-                            cs->kv[f.aux].name);
+      return unknown_cfunction(cs, fn, i, f.aux);
     rc = gj_typer_callee(cs, f.aux, nargs, args, in->line, fn, &callee);
     if (rc == -2)
       return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "

@@ -1,5 +1,6 @@
 -- What the gallery examples share: the backend argument, where output files
--- go, a clock, and the self-check that ends the process with status 1.
+-- go, and the self-check that ends the process with status 1.  (The clock
+-- and result checks are gpujit.util's, installed with the module.)
 --
 --   local ex = require("example")            -- examples/lib on package.path
 --   local gpu = ex.gpu(require("gpujit"), arg)   -- on arg[1]'s backend, if given
@@ -7,8 +8,6 @@
 -- The script's own `arg` and `require("gpujit")` are passed in, so that a
 -- script run with another arg or gpujit (spec/differential_spec.lua runs
 -- every example with a gpujit that compares each kernel with sim) gets those.
-local ffi = require("ffi")
-
 local ex = {}
 
 -- gpu, switched to the backend named by the script's first argument
@@ -36,17 +35,6 @@ end
 -- The folder of the running example (args: its `arg`).
 function ex.dir(args)
   return (args and args[0] or ""):match("^(.*)/[^/]*$") or "."
-end
-
-pcall(ffi.cdef, [[
-  struct gj_example_timespec { long tv_sec; long tv_nsec; };
-  int clock_gettime(int clk, struct gj_example_timespec *ts);
-]])
-local ts = ffi.new("struct gj_example_timespec")
--- Wall-clock seconds (CLOCK_MONOTONIC).
-function ex.now()
-  ffi.C.clock_gettime(1, ts)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
 -- The example's verdict: a line to print when ok; else an error (the

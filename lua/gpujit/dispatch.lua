@@ -85,9 +85,14 @@ local function argerr(K, i, why)
   raise("bad argument #" .. i .. pname(K, i) .. " to kernel '" .. K.name .. "': " .. why)
 end
 
+-- A nested table (a table of tables): what to do instead.
+local NESTED = ": only flat Lua tables of numbers (or of booleans) are kernel arguments; "
+  .. "flatten a table of rows into one table (t[(row - 1) * width + col]) or pass one "
+  .. "table per column"
+
 local function elemerr(K, i, j, v, elem)
   argerr(K, i, "table element [" .. j .. "] is " .. types.describe(v) .. ", expected "
-    .. (elem == "bool" and "a boolean" or "a number"))
+    .. (elem == "bool" and "a boolean" or "a number") .. (type(v) == "table" and NESTED or ""))
 end
 
 local function freed(K, i)
@@ -390,6 +395,43 @@ local function one_based_of(K, kinds)
   return concat(b)
 end
 
+---------------------------------------------------------------------------
+-- Compile events: GPUJIT_VERBOSE's line on stderr and gpu.on_compile's
+-- callbacks, before ("start") and after ("done" or "error") each compile.
+
+local events = require("gpujit.events")
+local listeners, verbose_line, event_of = events.listeners, events.line, events.event
+D.listeners = listeners
+
+local function notify(ev)
+  if env.verbose and ev.phase ~= "start" then io.stderr:write(verbose_line(ev)) end
+  for i = 1, #listeners do
+    local ok, err = pcall(listeners[i], ev)
+    if not ok then raise("gpu.on_compile callback: " .. tostring(err)) end
+  end
+end
+
+local function now_ms()
+  return env.clock and env.clock() or os.clock() * 1e3
+end
+
+local function core_compile(K, tgt, tl, opts)
+  if not (env.verbose or listeners[1]) then return pcall(env.core.compile, K.fn, tl, opts) end
+  local ev = event_of(K, tgt, tl)
+  notify(ev)
+  local t0 = now_ms()
+  local ok, info = pcall(env.core.compile, K.fn, tl, opts)
+  ev.total_ms = now_ms() - t0
+  if ok then
+    ev.phase, ev.cache, ev.stages = "done", info.cache, info.stages
+    ev.ms = {}
+    for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
+  else
+    ev.phase, ev.error = "error", tostring(info)
+  end
+  return ok, info, ev
+end
+
 local function overload(K, tgt, tl, kinds)
   local key = types.sig_key(tl)
   local one_based = one_based_of(K, kinds)
@@ -401,13 +443,18 @@ local function overload(K, tgt, tl, kinds)
   end
   local ov = per[key]
   if ov then return ov end
+  local ev   -- the compile event, when someone listens
   if tgt.sim then
     ov = { types = tl, key = key, sim = true }
   else
     if not env.core then no_core() end
     local opts = compile_opts(K, tgt, one_based)
-    local ok, info = pcall(env.core.compile, K.fn, tl, opts)
-    if not ok then error(info, 0) end
+    local ok, info
+    ok, info, ev = core_compile(K, tgt, tl, opts)
+    if not ok then
+      if ev then notify(ev) end
+      error(info, 0)
+    end
     K.ncompiles = K.ncompiles + 1
     for i = 1, #tl do
       local p = info.params and info.params[i]
@@ -422,6 +469,7 @@ local function overload(K, tgt, tl, kinds)
   end
   per[key] = ov
   record_sig(K, tl, types.sig_key(tl))
+  if ev then notify(ev) end
   return ov
 end
 
@@ -459,6 +507,10 @@ local function build(K, tgt, huge, ...)
     for i = 1, n do tl[i] = kinds[i].type end
   end
   for i = 1, n do
+    -- before the compile, which would type t[i][j] as indexing a number
+    if kinds[i].kind == "table" and type(args[i][1]) == "table" then
+      elemerr(K, i, 1, args[i][1], "double")
+    end
     if kinds[i].kind == "fptr" and not tgt.shared then
       argerr(K, i, "an FFI pointer can only be passed to a device that shares host memory ("
         .. tgt.label .. " does not); pass an FFI array, a table or a gpu.array")

@@ -1,5 +1,5 @@
 -- gpujit: Lua functions as GPU (and CPU) kernels.  The user contract is
--- API.md; this file is the API surface, the rest lives in
+-- docs/api.md (from ../shared/API.md); this file is the API surface, the rest lives in
 --   gpujit.dispatch  kernels, dispatch on argument types, generated launchers
 --   gpujit.types     type names, FFI ctypes and Lua values
 --   gpujit.array     device arrays
@@ -11,6 +11,7 @@ local sim = require("gpujit.sim")
 local array = require("gpujit.array")
 local dispatch = require("gpujit.dispatch")
 local plugins = require("gpujit.plugins")
+local util = require("gpujit.util")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -406,8 +407,12 @@ function gpu.kernel(a, b, c)
     fn, opts = a, b
   elseif type(a) == "table" and type(b) == "function" then
     sig, fn, opts = a, b, c
+  elseif type(a) == "table" then
+    error("bad argument #2 to 'kernel' (function expected, got " .. type(b)
+      .. "): gpu.kernel(signature, fn [, opts])", 2)
   else
-    error("gpu.kernel: expected gpu.kernel(fn [, opts]) or gpu.kernel(signature, fn [, opts])", 2)
+    error("bad argument #1 to 'kernel' (function expected, got " .. type(a)
+      .. "): gpu.kernel(fn [, opts]) or gpu.kernel(signature, fn [, opts])", 2)
   end
   local o = check_opts(opts)
   local sigs
@@ -459,7 +464,26 @@ dispatch.setup({
   -- GPUJIT_PRECOMPILE=1 (bin/gpujit-precompile): launches compile their
   -- signature, and stop there.
   precompile = os.getenv("GPUJIT_PRECOMPILE") == "1",
+  -- GPUJIT_VERBOSE=1: a line on stderr per compile (docs/api.md)
+  verbose = (os.getenv("GPUJIT_VERBOSE") or "0"):match("^0*$") == nil,
+  clock = function() return util.now() * 1e3 end,
 })
+
+-- gpu.on_compile(fn): fn(event) before and after each compile (docs/api.md);
+-- returns a function that unregisters fn.
+function gpu.on_compile(fn)
+  if type(fn) ~= "function" then
+    error("bad argument #1 to 'on_compile' (function expected, got " .. type(fn) .. ")", 2)
+  end
+  local list = dispatch.listeners
+  list[#list + 1] = fn
+  return function()
+    for i = #list, 1, -1 do
+      if list[i] == fn then table.remove(list, i) return true end
+    end
+    return false
+  end
+end
 
 ---------------------------------------------------------------------------
 -- Plugins and compile jobs (docs/plugins.md).

@@ -181,6 +181,52 @@ function M.register_garray(ctid, elem)
   garray_ids[ctid] = elem
 end
 
+-- Structs, through LuaJIT's ffi.typeinfo (lj_ctype.h: the kind is the top
+-- 4 bits of info, the child id the low 16; a struct's fields are its sib
+-- chain).  FFI prints a typedef'd anonymous struct as "struct 241"; this
+-- finds the typedef's name.
+local CT_STRUCT, CT_PTR, CT_ARRAY, CT_TYPEDEF = 1, 2, 3, 7
+local CTF_UNION = 0x00800000
+
+local function ct_kind(ti) return bit.rshift(ti.info, 28) end
+local function ct_child(ti) return bit.band(ti.info, 0xffff) end
+
+local function struct_label(sid, sti)
+  local word = bit.band(sti.info, CTF_UNION) ~= 0 and "union" or "struct"
+  if sti.name then return word .. " " .. sti.name end
+  for id = 1, 65535 do
+    local t = ffi.typeinfo(id)
+    if t == nil then break end
+    if ct_kind(t) == CT_TYPEDEF and ct_child(t) == sid and t.name then return t.name end
+  end
+  return word .. " " .. sid
+end
+
+-- The reason an FFI struct (or an array of, or a pointer to, structs) cannot
+-- be an argument, or nil when ctid is no struct.
+function M.struct_reason(ctid, text)
+  if not ffi.typeinfo then return nil end
+  local ti = ffi.typeinfo(ctid)
+  if ti == nil then return nil end
+  local k, sid = ct_kind(ti), ctid
+  if k == CT_ARRAY or k == CT_PTR then sid = ct_child(ti) end
+  local sti = ffi.typeinfo(sid)
+  if sti == nil or ct_kind(sti) ~= CT_STRUCT then return nil end
+  local label = struct_label(sid, sti)
+  local fields, f = {}, sti.sib and ffi.typeinfo(sti.sib)
+  while f and #fields < 16 do
+    if f.name then fields[#fields + 1] = f.name end
+    f = f.sib and ffi.typeinfo(f.sib)
+  end
+  local what = k == CT_ARRAY and "an FFI array of " .. label
+    or k == CT_PTR and "an FFI pointer to " .. label or "an FFI " .. label
+  local shown = text:gsub("^struct %d+", label):gsub("^union %d+", label):gsub(" %[", "[")
+  return what .. " ('" .. shown .. "'): FFI structs are not supported as kernel arguments "
+    .. "yet; pass one FFI array per field instead"
+    .. (#fields > 0 and (" (" .. table.concat(fields, ", ") .. ")") or "")
+    .. ", each of the field's type, e.g. ffi.new(\"float[?]\", n)"
+end
+
 -- ctype id -> info (memoized), or false when unsupported (reason in
 -- unsupported[ctid]).  info = { ctid, kind = "scalar" | "farray" (VLA or
 -- fixed array, len = fixed element count or nil for a VLA) | "fptr" |
@@ -230,6 +276,8 @@ local function classify(ctid, ct)
   if e then
     return { ctid = ctid, kind = "scalar", type = e, elem = e, esize = size[e], text = text }
   end
+  local why = M.struct_reason(ctid, text)
+  if why then return nil, why end
   return nil, "unsupported FFI type '" .. text .. "'"
 end
 

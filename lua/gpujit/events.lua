@@ -1,0 +1,36 @@
+-- Compile events (docs/api.md): the table gpu.on_compile's callbacks get,
+-- and GPUJIT_VERBOSE's line.  gpujit.dispatch sends them.
+local concat = table.concat
+
+local M = {}
+
+-- The callbacks of gpu.on_compile, in the order registered.
+M.listeners = {}
+
+-- The event of a compile of kernel K for target tgt and the type list tl,
+-- before it starts.
+function M.event(K, tgt, tl)
+  local info = debug.getinfo(K.fn, "S")
+  local tcopy = {}
+  for i = 1, #tl do tcopy[i] = tl[i] end
+  return { phase = "start", kernel = K.name, source = info.short_src, line = info.linedefined,
+           types = tcopy, backend = tgt.backend, device = tgt.dev }
+end
+
+-- GPUJIT_VERBOSE's line for a "done" or "error" event.
+function M.line(ev)
+  local parts = {}
+  for i, name in ipairs(ev.stages or {}) do
+    parts[i] = ("%s %.1f"):format(name, ev.ms[name] or 0)
+  end
+  if ev.phase == "error" then
+    return ("gpujit: compile of %s at %s:%d (%s) on %s:%d failed after %.1f ms: %s\n"):format(
+      ev.kernel, ev.source, ev.line, concat(ev.types, ", "), ev.backend, ev.device,
+      ev.total_ms, ev.error)
+  end
+  return ("gpujit: compiled %s at %s:%d (%s) on %s:%d in %.1f ms [%s]; cache %s\n"):format(
+    ev.kernel, ev.source, ev.line, concat(ev.types, ", "), ev.backend, ev.device,
+    ev.total_ms, concat(parts, ", "), ev.cache)
+end
+
+return M
