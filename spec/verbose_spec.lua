@@ -51,13 +51,13 @@ for _, bk in ipairs(H.compilers) do
       assert.are.equal(2, #lines, out)
       local l = lines[1]
       assert.is_truthy(l:find("gpujit: compiled vfill at ", 1, true), l)
-      assert.is_truthy(l:match(":4 %(int32_t%[%], double%) on " .. bk .. ":0 in [%d.]+ ms %["), l)
+      assert.is_truthy(l:match(":4 %(int32_t%[%], lua_pos20%) on " .. bk .. ":0 in [%d.]+ ms %["), l)
       for _, st in ipairs({ "job", "frontend", "codegen", "cache", "link", "optimize", "emit",
                             "load", "store" }) do
         assert.is_truthy(l:match("[%[ ]" .. st .. " [%d.]+[,%]]"), st .. " in: " .. l)
       end
       assert.is_truthy(l:match("; cache written$"), l)
-      assert.is_truthy(lines[2]:find("(float[], double)", 1, true), lines[2])
+      assert.is_truthy(lines[2]:find("(float[], lua_pos20)", 1, true), lines[2])
       -- a second process finds both in the disk cache
       out = child(SCRIPT:format(bk), { GPUJIT_VERBOSE = "1", GPUJIT_CACHE_DIR = dir })
       lines = verbose_lines(out)
@@ -121,7 +121,7 @@ print(pcall(k.launch, k, 1, require("ffi").new("int32_t[1]")))
         assert.are.equal("oncomp", e.kernel)
         assert.are.equal(line, e.line)
         assert.is_truthy(e.source:find("verbose_spec.lua", 1, true), e.source)
-        assert.are.same({ "double[]", "double" }, e.types)
+        assert.are.same({ "double[]", "lua_pos20" }, e.types)
         assert.are.equal(bk, e.backend)
         assert.are.equal(0, e.device)
       end
