@@ -309,9 +309,11 @@ for _, cs in ipairs(cases) do
     gj = cs.gj, gji = cs.gji, lua = cs.lua,
     gcc = function() cs.c(REFS[1].lib) end, clang = function() cs.c(REFS[2].lib) end,
   }
-  -- compile, warm up, and one run each to compare (C: each compiler's)
+  -- compile, warm up, and one run each to compare, twice: int32 sizes and gcc's
+  -- C, then Lua-number sizes and clang's (each side runs as often: saxpy
+  -- updates its arrays in place)
   run.gji(); run.gcc(); run.lua(); cs.check()
-  run.gj(); run.clang(); cs.check()
+  run.gj(); run.clang(); run.lua(); cs.check()
   local t = {}
   for _, side in ipairs(SIDES) do t[side] = {} end
   for r = 1, RUNS do

@@ -190,6 +190,19 @@ for _, bk in ipairs(H.backends) do
       assert.are.same({ "uint8_t[],lua_pos20,lua_pos20" }, sigs_of(k))
     end)
 
+    it("a weak-int counter compares with a whole number as integers", function()
+      local k = H.kernel(bk, function(o, n)
+        local it = 0
+        while it < n and it ~= n + 5 do it = it + 1 end
+        o[gpu.global_id(0)] = it
+      end, { name = "lncount" })
+      local ir = k:inspect_llvm({ "int32_t[]", "lua_pos20" })
+      assert.is_nil(ir:find("sitofp"), "the counter is compared as an integer")
+      local o = ffi.new("int32_t[2]")
+      k:launch(2, o, 1000)
+      H.check("int32_t", o, { 1000, 1000 }, 2)
+    end)
+
     it("eager signatures name the classes; lua_int holds them all", function()
       local k = H.kernel(bk, function(o, n) o[0] = n * n end, { name = "lneager" },
         { "double[]", "lua_int" })

@@ -282,13 +282,28 @@ LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res)
          : res.rng ? LLVMBuildNSWNeg(g->B, a, "") : LLVMBuildNeg(g->B, a, "");
 }
 
+/* An integer that int64_t holds: a weak int, or any integer kind but
+** uint64_t. */
+static int int_valued(gj_ty t)
+{
+  return t.k == GJ_T_WINT ||
+         (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) && t.s != GJ_U64);
+}
+
 LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
                            LLVMValueRef b, gj_ty tb)
 {
   LLVMBuilderRef B = g->B;
   gj_ty j = gj_ty_arith(g->cs, ta, tb);
-  gj_scalar s = gj_ty_scalar(g->cs, j);
+  gj_scalar s;
   int eq = (op == GJ_BC_ISEQV || op == GJ_BC_ISEQN);
+  /* An lnum against an integer without a range (a weak int variable, an
+  ** int64_t) joins as a double for arithmetic; a comparison of the two
+  ** integers is exact as it is, and cheaper. */
+  if (gj_scalar_isfloat(gj_ty_scalar(g->cs, j)) && int_valued(ta) && int_valued(tb) &&
+      ((ta.k == GJ_T_NUM && ta.lnum) || (tb.k == GJ_T_NUM && tb.lnum)))
+    j = gj_ty_num(GJ_I64);
+  s = gj_ty_scalar(g->cs, j);
   int ne = (op == GJ_BC_ISNEV || op == GJ_BC_ISNEN);
   if (ta.k == GJ_T_BOOL || ta.k == GJ_T_ARR) {   /* ISEQ/ISNE only */
     if (ta.k == GJ_T_ARR) {
