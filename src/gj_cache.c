@@ -128,15 +128,26 @@ static int entry_check(const uint8_t *buf, size_t n, gj_cache_key *key,
   return 1;
 }
 
-/* The whole file at path, malloc'ed; NULL when it cannot be read. */
-static uint8_t *read_all(const char *path, size_t *n, int touch)
+/* The whole file at path, malloc'ed; NULL when it cannot be read.  Only a
+** regular file is read: the open is non-blocking, so that a FIFO (or a
+** device) placed where an entry would be cannot block the process, and
+** anything else sets *notreg (when given) and gives NULL. */
+static uint8_t *read_all(const char *path, size_t *n, int touch, int *notreg)
 {
   struct stat sb;
   uint8_t *buf = NULL;
   size_t got = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (notreg) *notreg = 0;
   if (fd < 0) return NULL;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) goto out;
+  if (fstat(fd, &sb) != 0) goto out;
+  if (!S_ISREG(sb.st_mode)) {
+    if (notreg) *notreg = 1;
+    errno = EINVAL;
+    goto out;
+  }
+  /* a regular file: reads block as usual (O_NONBLOCK is for the open) */
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) goto out;
   buf = malloc(sb.st_size > 0 ? (size_t)sb.st_size : 1);
   if (!buf) goto out;
   while (got < (size_t)sb.st_size) {
@@ -237,7 +248,7 @@ int gj_cache_get(const char *dir, const gj_cache_key *key, char **payload,
   uint8_t *buf;
   *bad = 0;
   entry_path(path, sizeof(path), dir, key);
-  buf = read_all(path, &n, 1);
+  buf = read_all(path, &n, 1, bad);   /* not a regular file: bad */
   if (!buf) return 0;
   if (!entry_check(buf, n, &found, &p, &plen) ||
       memcmp(found.b, key->b, GJ_CACHE_KEYLEN) != 0) {
@@ -431,7 +442,7 @@ int gj_cache_export(const char *dir, const char *file, gj_err *err)
     size_t len = 0, plen;
     uint8_t *buf;
     snprintf(path, sizeof(path), "%s/%s", dir, v[i].name);
-    buf = read_all(path, &len, 0);
+    buf = read_all(path, &len, 0, NULL);
     if (buf && entry_check(buf, len, &key, &p, &plen)) {
       uint64_t sz = len;
       ok = fwrite(&sz, sizeof(sz), 1, f) == 1 && fwrite(buf, len, 1, f) == 1;
@@ -455,14 +466,15 @@ int gj_cache_import(const char *dir, const char *file, int *rejected,
                     gj_err *err)
 {
   size_t n = 0, at;
-  uint8_t *buf = read_all(file, &n, 0);
+  int notreg;
+  uint8_t *buf = read_all(file, &n, 0, &notreg);
   uint32_t head[2];
   uint32_t i;
   int imported = 0;
   *rejected = 0;
   if (!buf)
     return gj_err_set(err, "cache.import: cannot read %s: %s", file,
-                      strerror(errno));
+                      notreg ? "not a regular file" : strerror(errno));
   if (n < sizeof(bundle_magic) + sizeof(head) ||
       memcmp(buf, bundle_magic, sizeof(bundle_magic)) != 0) {
     free(buf);

@@ -61,7 +61,9 @@ void gj_cache_key_hex(const gj_cache_key *key, char *buf);
 
 /* The entry for key in dir: 1 and a malloc'ed payload when present and
 ** sound, 0 when absent or bad (*bad set when an entry was found and
-** rejected).  Never fails otherwise. */
+** rejected, or the name is not a regular file: a FIFO, a directory, a
+** device; such a name is never opened blocking nor read).  Never fails
+** otherwise. */
 int gj_cache_get(const char *dir, const gj_cache_key *key, char **payload,
                  size_t *len, int *bad);
 
