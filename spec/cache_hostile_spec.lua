@@ -101,3 +101,41 @@ for _, bk in ipairs(H.compilers) do
     end)
   end)
 end
+
+describe("GPUJIT_CACHE_MAX", function()
+  local bk = H.compilers[1]
+  local good = {
+    ["1000000"] = 1000000, ["0"] = 0, ["2K"] = 2048, ["512m"] = 512 * 2 ^ 20, ["2G"] = 2 * 2 ^ 30,
+    ["1e9"] = 1e9, ["1.5M"] = 1.5 * 2 ^ 20, ["2.5e6"] = 2.5e6, ["8589934591K"] = (2 ^ 33 - 1) * 1024,
+  }
+  for text, bytes in pairs(good) do
+    it("accepts " .. text .. " as " .. string.format("%.0f", bytes) .. " bytes", function()
+      H.need(bk)
+      local dir = fresh_dir()
+      local ok, out, s = child(bk, SAXPY, { GPUJIT_CACHE_DIR = dir, GPUJIT_CACHE_MAX = text })
+      assert(ok and s, out)
+      assert.are.equal(string.format("%.0f", bytes), out:match("max=(%d+)"))
+      assert.is_nil(out:find("GPUJIT_CACHE_MAX", 1, true), out)
+    end)
+  end
+  -- each of these once disabled or shrank the cache without a word
+  local bad = { "12Q", "-5", "1e", "0.5", "1.5", "K", "", " 5M", "5 M", "5MB", "1e30",
+    "99999999999999999999", "18014398509481984K", "0x10", "nan", "inf" }
+  for _, text in ipairs(bad) do
+    it("warns about '" .. text .. "' and keeps the default limit", function()
+      H.need(bk)
+      local dir = fresh_dir()
+      local ok, out, s = child(bk, SAXPY, { GPUJIT_CACHE_DIR = dir, GPUJIT_CACHE_MAX = text })
+      assert(ok and s, out)
+      assert.are.equal(tostring(256 * 2 ^ 20), out:match("max=(%d+)"))
+      assert.are.equal(1, s.writes)
+      assert.are.equal(1, #H.ls("'" .. dir .. "'/*.gjc"), "the entry was evicted")
+      if text ~= "" then   -- unset and empty mean the default, silently
+        local w = "gpujit: GPUJIT_CACHE_MAX='" .. text .. "' is not a size"
+        assert.truthy(out:find(w, 1, true), out)
+        local _, count = out:gsub("GPUJIT_CACHE_MAX=", "")
+        assert.are.equal(1, count, "warned once per process:\n" .. out)
+      end
+    end)
+  end
+end)

@@ -396,22 +396,73 @@ int gj_cache_clear(const char *dir)
   return removed;
 }
 
-uint64_t gj_cache_max(void)
+/* A size: a decimal number (digits, an optional fraction and exponent:
+** "1000000", "1e9", "1.5") with an optional K, M or G suffix (powers of
+** 1024), whose value is a whole number of bytes below 2^63.  0, or -1 for
+** anything else (a sign, spaces, another suffix, hex, inf, nan). */
+int gj_cache_parse_size(const char *s, uint64_t *out)
 {
-  const char *s = getenv("GPUJIT_CACHE_MAX");
-  char *end;
-  unsigned long long v;
-  if (!s || !*s) return 256ull << 20;
-  errno = 0;
-  v = strtoull(s, &end, 10);
-  if (errno || end == s) return 256ull << 20;
-  switch (*end) {
-  case 'k': case 'K': v <<= 10; break;
-  case 'm': case 'M': v <<= 20; break;
-  case 'g': case 'G': v <<= 30; break;
+  char num[64];
+  const char *p = s, *end;
+  char *e;
+  unsigned shift = 0;
+  int digits = 0, plain = 1;
+  size_t n;
+  while (*p >= '0' && *p <= '9') p++, digits++;
+  if (*p == '.') {
+    plain = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+  }
+  if (digits == 0) return -1;
+  if (*p == 'e' || *p == 'E') {
+    plain = 0;
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!(*p >= '0' && *p <= '9')) return -1;
+    while (*p >= '0' && *p <= '9') p++;
+  }
+  end = p;
+  switch (*p) {
+  case 'k': case 'K': shift = 10; p++; break;
+  case 'm': case 'M': shift = 20; p++; break;
+  case 'g': case 'G': shift = 30; p++; break;
   default: break;
   }
-  return v;
+  n = (size_t)(end - s);
+  if (*p != '\0' || n >= sizeof(num)) return -1;
+  memcpy(num, s, n);
+  num[n] = '\0';
+  if (plain) {
+    unsigned long long v;
+    errno = 0;
+    v = strtoull(num, &e, 10);
+    if (errno || *e || v > (UINT64_C(1) << (63 - shift)) - 1) return -1;
+    *out = (uint64_t)v << shift;
+  } else {
+    double v = strtod(num, &e);
+    if (*e) return -1;
+    v *= (double)(UINT64_C(1) << shift);
+    if (!(v >= 0 && v < 9223372036854775808.0) || v != (double)(uint64_t)v)
+      return -1;
+    *out = (uint64_t)v;
+  }
+  return 0;
+}
+
+uint64_t gj_cache_max(void)
+{
+  static int warned;
+  const char *s = getenv("GPUJIT_CACHE_MAX");
+  uint64_t v;
+  if (!s || !*s) return GJ_CACHE_MAX_DEFAULT;
+  if (gj_cache_parse_size(s, &v) == 0) return v;
+  /* a bad value never disables nor shrinks the cache: the default, and
+  ** one line on stderr per process */
+  if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    fprintf(stderr, "gpujit: GPUJIT_CACHE_MAX='%.64s' is not a size (bytes: a "
+            "whole number such as 1000000 or 1e9, optionally with K, M or G: "
+            "512M, 1.5G); using the default 256M\n", s);
+  return GJ_CACHE_MAX_DEFAULT;
 }
 
 /* -- bundles -------------------------------------------------------------
