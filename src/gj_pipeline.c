@@ -532,6 +532,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     if (!k) goto done;
     if (be->load(k->bst, o->dev, art, artlen, &sig, &k->prog, err)) {
       free(k);
+      gj_plugset_emit_blame(&ps, &kd, err);
       goto done;
     }
     k->sites = sites;     /* the kernel owns them now */

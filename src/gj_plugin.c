@@ -134,6 +134,7 @@ int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err)
   memset(ps, 0, sizeof(*ps));
   ps->L = L;
   ps->buf_base = -1;
+  ps->emit_by = -1;
   if (!list || !lua_istable(L, list)) return 0;
   ps->list = list;
   ps->n = (int)lua_objlen(L, list);
@@ -415,8 +416,8 @@ int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
     set_buffer_param(ps, i, kd);
     if (p->c) {
       msg[0] = '\0';
-      if (p->c->p.emit && p->c->p.emit(p->c->p.ud, kd, art, len, msg,
-                                       sizeof(msg)))
+      if (!p->c->p.emit) continue;
+      if (p->c->p.emit(p->c->p.ud, kd, art, len, msg, sizeof(msg)))
         return hook_error(kd, p, GJ_STAGE_EMIT, msg, err);
     } else {
       const char *text;
@@ -437,6 +438,20 @@ int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
       lua_pop(ps->L, 1);
       if (!c) return gj_err_set(err, "out of memory");
     }
+    ps->emit_by = i;
+    if (!*art || *len == 0)
+      return hook_error(kd, p, GJ_STAGE_EMIT, "the artifact it returned is "
+                        "empty", err);
   }
   return 0;
+}
+
+int gj_plugset_emit_blame(const gj_plugset *ps, const gpujit_kernel_desc *kd,
+                          gj_err *err)
+{
+  char m[GJ_ERR_MSGMAX];
+  if (ps->emit_by < 0) return -1;
+  snprintf(m, sizeof(m), "the artifact it returned does not load: %.3900s",
+           err->msg);
+  return hook_error(kd, &ps->p[ps->emit_by], GJ_STAGE_EMIT, m, err);
 }

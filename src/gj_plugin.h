@@ -47,6 +47,8 @@ typedef struct gj_plugset {
   int nbuf;              /* buffers of all of them together */
   int buf_base;          /* @gj_body's LLVM parameter index of the first
                          ** buffer (set once codegen has run), else -1 */
+  int emit_by;           /* the last plugin whose emit hook gave the
+                         ** artifact (gj_plugset_emit), else -1 */
 } gj_plugset;
 
 /* Read the list of plugin descriptors at stack index list (absolute; 0:
@@ -75,7 +77,13 @@ int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
                       LLVMModuleRef *m, gj_err *err);
 int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
                       size_t cap, gj_err *err);
+/* emit: an artifact a hook leaves empty fails the compile there. */
 int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
                     size_t *len, gj_err *err);
+/* The backend could not load the artifact: when an emit hook gave it,
+** prefix err with that plugin's "kernel K: plugin P, stage emit: ".
+** Returns -1. */
+int gj_plugset_emit_blame(const gj_plugset *ps, const gpujit_kernel_desc *kd,
+                          gj_err *err);
 
 #endif

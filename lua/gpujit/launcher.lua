@@ -167,7 +167,6 @@ return function(h)
     if #params > n then    -- the plugins' buffers (gpujit.plugins)
       U.PB_PRE, U.PB_POST = plugins.launch_buffers(K, tgt, ov.plugins, n + 1)
       g(fill, "PB_PRE(args, dims)")
-      table.insert(after, 1, "PB_POST(dims)")
     end
     for _, l in ipairs(regs) do fill[#fill + 1] = l end
     local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
@@ -199,6 +198,9 @@ return function(h)
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
     for _, l in ipairs(after) do src[#src + 1] = "  " .. l end
+    -- the plugins' reports last: one that fails raises after the results
+    -- are copied back (and host registrations released)
+    if U.PB_POST then src[#src + 1] = "  PB_POST(dims)" end
     src[#src + 1] = "  return true"
     src[#src + 1] = "end"
     local code = concat(src, "\n")

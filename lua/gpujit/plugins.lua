@@ -329,14 +329,22 @@ function M.launch_buffers(K, tgt, plugs, first)
           global = { tonumber(dims.global[0]), tonumber(dims.global[1]), tonumber(dims.global[2]) },
           group = { tonumber(dims.group[0]), tonumber(dims.group[1]), tonumber(dims.group[2]) },
         }
+        -- a failing report (either kind) raises with the compile stages'
+        -- prefix; the launch itself is done and its results are back
+        reports[p.name] = nil
+        local ok, r
         if p.handle then
-          reports[p.name] = env.core.plugin_report(p.handle, K.name, dims, items, hosts, lens)
+          ok, r = pcall(env.core.plugin_report, p.handle, K.name, dims, items, hosts, lens)
         else
           local named = {}
           for k, b in ipairs(p.buffers) do named[b.name] = hosts[k]; named[k] = hosts[k] end
           named.lengths = lens
-          reports[p.name] = p.report(named, launch)
+          ok, r = pcall(p.report, named, launch)
         end
+        if not ok then
+          error("kernel " .. K.name .. ": plugin " .. p.name .. ", stage report: " .. tostring(r), 0)
+        end
+        reports[p.name] = r
       end
       j = j + nb
     end
