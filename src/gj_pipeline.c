@@ -464,6 +464,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
   ** (unless GPUJIT_DUMP asks to see them) */
+  if (gj_plugset_keys(&ps, &kd, err)) goto done;   /* on every compile */
   if (use_cache) {
     content_key(be, &job, o, &ps, m, &key);
     if (!getenv("GPUJIT_DUMP") &&

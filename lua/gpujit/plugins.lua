@@ -91,7 +91,7 @@ function M.register(def)
               buffers = check_buffers(fname, def.buffers, 2), kind = "lua" }
   local fns = {}
   for k in pairs(def) do
-    local known = k == "name" or k == "version" or k == "all" or k == "buffers"
+    local known = k == "name" or k == "version" or k == "all" or k == "buffers" or k == "key"
     for _, s in ipairs(STAGES) do known = known or k == s end
     if k == "report" then known = true end
     if not known then fail(fname, "unknown field '" .. tostring(k) .. "'", 2) end
@@ -108,7 +108,16 @@ function M.register(def)
     fail(fname, "'report' must be a function", 2)
   end
   p.report = def.report
-  p.identity = lua_identity(p.version, fns)
+  -- key: what the hooks read besides their code (an upvalue, a global, a
+  -- setting): a string, or a function(info) returning one, evaluated at
+  -- every compile and hashed into the cache key (src/gj_plugin.c)
+  local key = def.key
+  if key ~= nil and type(key) ~= "string" and type(key) ~= "function" then
+    fail(fname, "'key' must be a string or a function returning one", 2)
+  end
+  p.key = key
+  if type(key) == "function" then fns[#fns + 1] = key end
+  p.identity = lua_identity(p.version, fns) .. (type(key) == "string" and ("\0key\0" .. key) or "")
   return add(p, fname, 2)
 end
 
