@@ -70,7 +70,8 @@ for _, c in ipairs(cases) do
         H.need(bk)
         local path = os.tmpname()
         local f = assert(io.open(path, "w"))
-        f:write(c.pre, "local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use(", ("%q"):format(bk),
+        f:write(c.pre, "local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use(",
+          ("%q"):format(bk),
           ")\nassert(#gpu.devices() > 0)\n", CHILD:format(elem))
         f:close()
         -- MALLOC_CHECK_/MALLOC_PERTURB_: glibc notices a damaged heap sooner
