@@ -402,20 +402,7 @@ int gpujit_plugin_init(gpujit_plugin *p, char *err, size_t errlen)
 describe("a C plugin built by the spec", function()
   local so
   setup(function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. dir)
-    local src = dir .. "/ctest.c"
-    local f = assert(io.open(src, "w"))
-    f:write(C_PLUGIN)
-    f:close()
-    so = dir .. "/ctest.so"
-    local cmd = ("cc -std=c11 -shared -fPIC -Wall -Wextra -Werror -Isrc $(llvm-config-15 --cflags) "
-      .. "-o %s %s $(llvm-config-15 --ldflags) -lLLVM-15 2>&1"):format(so, src)
-    local p = io.popen(cmd)
-    local out = p:read("*a")
-    p:close()
-    assert(io.open(so, "rb"), "the C plugin did not build:\n" .. out)
+    so = H.build_plugin("ctest", C_PLUGIN)
   end)
   teardown(function()
     gpu.remove_plugin("ctest")
