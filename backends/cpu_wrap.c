@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>   /* LLVMTemporaryMDNode */
+
 /* -- Intrinsics ---------------------------------------------------------- */
 
 /* gj.<id>(ptr %wi, i32 %d): field `base + d` of the work-item state; for d
@@ -264,6 +266,50 @@ static LLVMValueRef w_xitem(wrap_ctx *w, LLVMValueRef base, LLVMValueRef lx)
   return gid;
 }
 
+/* An empty `asm sideeffect` call marked convergent: it emits nothing, and
+** LLVM 15 does not unswitch non-trivially a loop that contains a convergent
+** call (SimpleLoopUnswitch) nor unroll it with a remainder.  In the row
+** loop (y) it keeps O3 from cloning the y, z and group loops on the split's
+** tests (lo < hi, any rest), which are the same for every row: each clone
+** held another vectorized copy of the body, and saxpy's cold compile took
+** 2.5-3x as long (issue 23; bench/cache.lua). */
+static void w_no_unswitch(wrap_ctx *w)
+{
+  static const char *const attrs[] = { "convergent", "inaccessiblememonly",
+                                       "nounwind", "willreturn" };
+  LLVMTypeRef vt = LLVMFunctionType(LLVMVoidTypeInContext(w->c), NULL, 0, 0);
+  LLVMValueRef a = LLVMGetInlineAsm(vt, (char *)"", 0, (char *)"", 0, 1, 0,
+                                    LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef call = LLVMBuildCall2(w->b, vt, a, NULL, 0, "");
+  size_t i;
+  for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+    unsigned k = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                             LLVMCreateEnumAttribute(w->c, k, 0));
+  }
+}
+
+/* Loop metadata on the latch branch br: neither vectorize nor unroll the
+** loop.  For the split's second loop, whose items (but for a failed fcmp
+** range, cpu_split.c) all skip their work: compiling it as a vector loop
+** with masked accesses cost as much as the fast loop, for nothing. */
+static void w_plain_loop(wrap_ctx *w, LLVMValueRef br)
+{
+  LLVMContextRef c = w->c;
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0), ops[3], kv[2], id;
+  kv[0] = LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26);
+  kv[1] = LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0));
+  ops[0] = tmp;
+  ops[1] = LLVMMDNodeInContext2(c, kv, 2);
+  kv[0] = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
+  ops[2] = LLVMMDNodeInContext2(c, kv, 1);
+  id = LLVMMDNodeInContext2(c, ops, 3);
+  /* the first operand replaced by the node itself makes it distinct */
+  LLVMMetadataReplaceAllUsesWith(tmp, id);
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", 9),
+                  LLVMMetadataAsValue(c, id));
+}
+
 /* The x loop of one row of a group without barriers, in two loops (see
 ** cpu_split.c): the fast loop over lx in [lo, hi), then the rest, idx in
 ** [0, end - (hi - lo)) with lx = idx < lo ? idx : idx + (hi - lo).  lo and
@@ -271,10 +317,11 @@ static LLVMValueRef w_xitem(wrap_ctx *w, LLVMValueRef base, LLVMValueRef lx)
 static void w_xloops(wrap_ctx *w, LLVMValueRef base, LLVMValueRef end)
 {
   cpu_split_site *s = &w->split;
-  LLVMValueRef pa[2] = { base, end }, lx, idx, width, cnt, zero = w_const(w, 0);
+  LLVMValueRef pa[2] = { base, end }, lx, idx, width, cnt, nx, zero = w_const(w, 0);
   LLVMBasicBlockRef pre, skip, rest, done, head;
   s->base = base;
   s->end = end;
+  w_no_unswitch(w);
   s->lo = LLVMBuildCall2(w->b, w->splitty, w->split_lo, pa, 2, "split.lo");
   s->hi = LLVMBuildCall2(w->b, w->splitty, w->split_hi, pa, 2, "split.hi");
   pre = LLVMAppendBasicBlockInContext(w->c, w->fn, "xa.pre");
@@ -302,7 +349,8 @@ static void w_xloops(wrap_ctx *w, LLVMValueRef base, LLVMValueRef end)
   lx = LLVMBuildSelect(w->b, LLVMBuildICmp(w->b, LLVMIntSLT, idx, s->lo, ""), idx,
                        LLVMBuildAdd(w->b, idx, width, ""), "lx");
   w_xitem(w, base, lx);
-  w_loop_end(w, w->fn, idx, head, cnt, "xb.done");
+  nx = w_loop_end(w, w->fn, idx, head, cnt, "xb.done");
+  w_plain_loop(w, LLVMGetBasicBlockTerminator(LLVMGetInstructionParent(nx)));
   LLVMBuildBr(w->b, done);
   LLVMPositionBuilderAtEnd(w->b, done);
 }

@@ -52,6 +52,36 @@ H.gpu = loaded and gpu_or_err or setmetatable({}, {
 })
 H.load_error = not loaded and tostring(gpu_or_err) or nil
 
+-- GPUJIT_SPEC_CORE (spec/asan.sh sets it): the core this run must test.
+-- Every spec fails unless that file is the gpujit/core.so mapped into this
+-- process (.busted's cpath, or a stale LUA_CPATH, could load another).
+do
+  local want = os.getenv("GPUJIT_SPEC_CORE")
+  if want and want ~= "" then
+    local function real(path)
+      local p = io.popen("realpath -e '" .. path .. "' 2>/dev/null")
+      local r = p:read("*l")
+      p:close()
+      return r
+    end
+    local cores = {}
+    local maps = assert(io.open("/proc/self/maps"))
+    for l in maps:lines() do
+      local f = l:match("%s(/%S*/gpujit/core%.so)$")
+      if f and cores[#cores] ~= f then cores[#cores + 1] = f end
+    end
+    maps:close()
+    local w = real(want)
+    local ok = w ~= nil and #cores > 0
+    for _, f in ipairs(cores) do ok = ok and real(f) == w end
+    if not ok then
+      error("spec/helpers.lua: GPUJIT_SPEC_CORE is " .. want .. " but this process has loaded "
+        .. (#cores > 0 and table.concat(cores, ", ") or "no gpujit/core.so")
+        .. (H.load_error and (" (" .. H.load_error .. ")") or ""), 0)
+    end
+  end
+end
+
 -- The suite-wide PTX check (spec/cuda_spec.lua runs the suite again with
 -- GPUJIT_SPEC_PTX_DIR set): every kernel the suite compiles on another
 -- backend is compiled to PTX for cuda as well (without a GPU, for the
@@ -676,6 +706,31 @@ function H.luajit_cmd(env)
   local vars = ""
   for k, v in pairs(env or {}) do vars = vars .. k .. "=" .. q(v) .. " " end
   return vars .. "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit"
+end
+
+-- Build a C plugin (docs/plugins.md) from the C source text src into
+-- <new temp dir>/<name>.so against src/gpujit_plugin.h and LLVM 15; returns
+-- the path, or raises with the compiler's output.  The compiler runs with
+-- LD_PRELOAD unset: under `make check` luajit has libasan preloaded, and
+-- gcc, inheriting it, fails on LeakSanitizer's reports of its own memory.
+function H.build_plugin(name, src)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'") == 0)
+  local c = dir .. "/" .. name .. ".c"
+  local f = assert(io.open(c, "w"))
+  f:write(src)
+  f:close()
+  local so = dir .. "/" .. name .. ".so"
+  local cmd = ("env -u LD_PRELOAD cc -std=c11 -shared -fPIC -Wall -Wextra -Werror -Isrc "
+    .. "$(llvm-config-15 --cflags) -o '%s' '%s' $(llvm-config-15 --ldflags) -lLLVM-15 2>&1"):format(so, c)
+  local p = io.popen(cmd)
+  local out = p:read("*a")
+  p:close()
+  local h = io.open(so, "rb")
+  if not h then error("the C plugin " .. name .. " did not build:\n" .. out, 2) end
+  h:close()
+  return so
 end
 
 -- Run Lua code in a separate luajit process (for what might crash: a bad

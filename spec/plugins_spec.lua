@@ -217,6 +217,32 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
       assert.equal(5, y[0])
     end)
 
+    it("name the kernel, the plugin and the stage when a report or an emit hook fails", function()
+      plugin({ name = "badrep", buffers = { { name = "hits", elem = "int32_t", per_item = 1 } },
+               ir = store_hook("badrep", "hits", 1), report = function() error("report broke") end })
+      -- a table argument: what the kernel wrote is copied back although the report fails
+      local k = H.kernel(bk, function(y, x, a)
+        local i = gpu.global_id() + 1
+        y[i] = a * x[i] + y[i]
+      end, { plugins = { "badrep" }, name = "rk" })
+      local y = { 1, 2 }
+      local ok, err = pcall(k.launch, k, 2, y, { 1, 1 }, 2)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("kernel rk: plugin badrep, stage report: .*report broke"), err)
+      assert.same({ 3, 4 }, y)
+      assert.is_nil(k:report("badrep"))
+      local ya, xa = H.array("float", { 0 }), H.array("float", { 1 })
+      for _, c in ipairs({ { "emptyemit", "" }, { "junkemit", "this is no object file" } }) do
+        plugin({ name = c[1], emit = function() return c[2] end })
+        local ke = H.kernel(bk, saxpy, { plugins = { c[1] }, name = "ek" })
+        ok, err = pcall(ke.launch, ke, 1, ya, xa, 1)
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("kernel ek: plugin " .. c[1] .. ", stage emit: ", 1, true), err)
+      end
+      H.kernel(bk, saxpy):launch(1, ya, xa, 5)
+      assert.equal(5, ya[0])
+    end)
+
     it("refuse malformed plugins and job changes the backend cannot follow", function()
       assert.error_matches(function() gpu.plugin({ name = "has space" }) end, "letters, digits")
       assert.error_matches(function() gpu.plugin({ name = "x", ir = 3 }) end, "'ir' must be a function")
@@ -376,20 +402,7 @@ int gpujit_plugin_init(gpujit_plugin *p, char *err, size_t errlen)
 describe("a C plugin built by the spec", function()
   local so
   setup(function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. dir)
-    local src = dir .. "/ctest.c"
-    local f = assert(io.open(src, "w"))
-    f:write(C_PLUGIN)
-    f:close()
-    so = dir .. "/ctest.so"
-    local cmd = ("cc -std=c11 -shared -fPIC -Wall -Wextra -Werror -Isrc $(llvm-config-15 --cflags) "
-      .. "-o %s %s $(llvm-config-15 --ldflags) -lLLVM-15 2>&1"):format(so, src)
-    local p = io.popen(cmd)
-    local out = p:read("*a")
-    p:close()
-    assert(io.open(so, "rb"), "the C plugin did not build:\n" .. out)
+    so = H.build_plugin("ctest", C_PLUGIN)
   end)
   teardown(function()
     gpu.remove_plugin("ctest")

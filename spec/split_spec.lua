@@ -191,3 +191,32 @@ for _, bk in ipairs(H.backends) do
     end)
   end)
 end
+
+-- What the split costs at compile time (issue 23): the row loop must not be
+-- cloned per outcome of the split's tests (O3's non-trivial unswitching
+-- cloned the y, z and group loops, each with another vectorized body: the
+-- cold compile of saxpy took 2.5-3x as long), and the second loop, whose
+-- work items skip their work, is neither vectorized nor unrolled.
+describe("the split x loop of saxpy on cpu", function()
+  it("is one vectorized fast loop and one plain loop for the rest", function()
+    H.need("cpu")
+    local k = H.kernel("cpu", function(a, x, y, n)
+      local i = gpu.global_id(0)
+      if i < n then y[i] = a * x[i] + y[i] end
+    end)
+    local ir = k:inspect_llvm({ "float", "float[]", "float[]", "int32_t" })
+    local entry = assert(ir:match("define void @gj_entry.-\n}\n"), ir)
+    local function count(pat)
+      local n = 0
+      for _ in entry:gmatch(pat) do n = n + 1 end
+      return n
+    end
+    assert.equal(1, count("\nvector%.body[%d]*:"), entry)   -- before: 2 (and 4 loop nests)
+    assert.equal(1, count("\nxb[%w.]*:"), entry)            -- before: 27 (unrolled clones)
+    assert.equal(0, count("llvm%.masked%."), entry)
+    assert.truthy(entry:find("asm sideeffect \"\"", 1, true))
+    local y = ffi.new("float[5]", 1, 1, 1, 1, 1)
+    k:launch(5, 2, ffi.new("float[5]", 0, 1, 2, 3, 4), y, 4)
+    assert.same({ 1, 3, 5, 7, 1 }, { y[0], y[1], y[2], y[3], y[4] })
+  end)
+end)

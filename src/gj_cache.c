@@ -128,15 +128,26 @@ static int entry_check(const uint8_t *buf, size_t n, gj_cache_key *key,
   return 1;
 }
 
-/* The whole file at path, malloc'ed; NULL when it cannot be read. */
-static uint8_t *read_all(const char *path, size_t *n, int touch)
+/* The whole file at path, malloc'ed; NULL when it cannot be read.  Only a
+** regular file is read: the open is non-blocking, so that a FIFO (or a
+** device) placed where an entry would be cannot block the process, and
+** anything else sets *notreg (when given) and gives NULL. */
+static uint8_t *read_all(const char *path, size_t *n, int touch, int *notreg)
 {
   struct stat sb;
   uint8_t *buf = NULL;
   size_t got = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (notreg) *notreg = 0;
   if (fd < 0) return NULL;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) goto out;
+  if (fstat(fd, &sb) != 0) goto out;
+  if (!S_ISREG(sb.st_mode)) {
+    if (notreg) *notreg = 1;
+    errno = EINVAL;
+    goto out;
+  }
+  /* a regular file: reads block as usual (O_NONBLOCK is for the open) */
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) goto out;
   buf = malloc(sb.st_size > 0 ? (size_t)sb.st_size : 1);
   if (!buf) goto out;
   while (got < (size_t)sb.st_size) {
@@ -237,7 +248,7 @@ int gj_cache_get(const char *dir, const gj_cache_key *key, char **payload,
   uint8_t *buf;
   *bad = 0;
   entry_path(path, sizeof(path), dir, key);
-  buf = read_all(path, &n, 1);
+  buf = read_all(path, &n, 1, bad);   /* not a regular file: bad */
   if (!buf) return 0;
   if (!entry_check(buf, n, &found, &p, &plen) ||
       memcmp(found.b, key->b, GJ_CACHE_KEYLEN) != 0) {
@@ -385,22 +396,73 @@ int gj_cache_clear(const char *dir)
   return removed;
 }
 
-uint64_t gj_cache_max(void)
+/* A size: a decimal number (digits, an optional fraction and exponent:
+** "1000000", "1e9", "1.5") with an optional K, M or G suffix (powers of
+** 1024), whose value is a whole number of bytes below 2^63.  0, or -1 for
+** anything else (a sign, spaces, another suffix, hex, inf, nan). */
+int gj_cache_parse_size(const char *s, uint64_t *out)
 {
-  const char *s = getenv("GPUJIT_CACHE_MAX");
-  char *end;
-  unsigned long long v;
-  if (!s || !*s) return 256ull << 20;
-  errno = 0;
-  v = strtoull(s, &end, 10);
-  if (errno || end == s) return 256ull << 20;
-  switch (*end) {
-  case 'k': case 'K': v <<= 10; break;
-  case 'm': case 'M': v <<= 20; break;
-  case 'g': case 'G': v <<= 30; break;
+  char num[64];
+  const char *p = s, *end;
+  char *e;
+  unsigned shift = 0;
+  int digits = 0, plain = 1;
+  size_t n;
+  while (*p >= '0' && *p <= '9') p++, digits++;
+  if (*p == '.') {
+    plain = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+  }
+  if (digits == 0) return -1;
+  if (*p == 'e' || *p == 'E') {
+    plain = 0;
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!(*p >= '0' && *p <= '9')) return -1;
+    while (*p >= '0' && *p <= '9') p++;
+  }
+  end = p;
+  switch (*p) {
+  case 'k': case 'K': shift = 10; p++; break;
+  case 'm': case 'M': shift = 20; p++; break;
+  case 'g': case 'G': shift = 30; p++; break;
   default: break;
   }
-  return v;
+  n = (size_t)(end - s);
+  if (*p != '\0' || n >= sizeof(num)) return -1;
+  memcpy(num, s, n);
+  num[n] = '\0';
+  if (plain) {
+    unsigned long long v;
+    errno = 0;
+    v = strtoull(num, &e, 10);
+    if (errno || *e || v > (UINT64_C(1) << (63 - shift)) - 1) return -1;
+    *out = (uint64_t)v << shift;
+  } else {
+    double v = strtod(num, &e);
+    if (*e) return -1;
+    v *= (double)(UINT64_C(1) << shift);
+    if (!(v >= 0 && v < 9223372036854775808.0) || v != (double)(uint64_t)v)
+      return -1;
+    *out = (uint64_t)v;
+  }
+  return 0;
+}
+
+uint64_t gj_cache_max(void)
+{
+  static int warned;
+  const char *s = getenv("GPUJIT_CACHE_MAX");
+  uint64_t v;
+  if (!s || !*s) return GJ_CACHE_MAX_DEFAULT;
+  if (gj_cache_parse_size(s, &v) == 0) return v;
+  /* a bad value never disables nor shrinks the cache: the default, and
+  ** one line on stderr per process */
+  if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    fprintf(stderr, "gpujit: GPUJIT_CACHE_MAX='%.64s' is not a size (bytes: a "
+            "whole number such as 1000000 or 1e9, optionally with K, M or G: "
+            "512M, 1.5G); using the default 256M\n", s);
+  return GJ_CACHE_MAX_DEFAULT;
 }
 
 /* -- bundles -------------------------------------------------------------
@@ -431,7 +493,7 @@ int gj_cache_export(const char *dir, const char *file, gj_err *err)
     size_t len = 0, plen;
     uint8_t *buf;
     snprintf(path, sizeof(path), "%s/%s", dir, v[i].name);
-    buf = read_all(path, &len, 0);
+    buf = read_all(path, &len, 0, NULL);
     if (buf && entry_check(buf, len, &key, &p, &plen)) {
       uint64_t sz = len;
       ok = fwrite(&sz, sizeof(sz), 1, f) == 1 && fwrite(buf, len, 1, f) == 1;
@@ -455,14 +517,15 @@ int gj_cache_import(const char *dir, const char *file, int *rejected,
                     gj_err *err)
 {
   size_t n = 0, at;
-  uint8_t *buf = read_all(file, &n, 0);
+  int notreg;
+  uint8_t *buf = read_all(file, &n, 0, &notreg);
   uint32_t head[2];
   uint32_t i;
   int imported = 0;
   *rejected = 0;
   if (!buf)
     return gj_err_set(err, "cache.import: cannot read %s: %s", file,
-                      strerror(errno));
+                      notreg ? "not a regular file" : strerror(errno));
   if (n < sizeof(bundle_magic) + sizeof(head) ||
       memcmp(buf, bundle_magic, sizeof(bundle_magic)) != 0) {
     free(buf);

@@ -448,13 +448,14 @@ static int core_plugin_report(lua_State *L)
   top = lua_gettop(L);
   if (cp->p.report(cp->p.ud, L, &ld, msg, sizeof(msg)) != 0) {
     lua_settop(L, top);
-    return luaL_error(L, "plugin %s, report of kernel %s: %s", cp->p.name,
-                      ld.kernel, msg[0] ? msg : "(no message)");
+    /* gpujit.plugins adds "kernel K: plugin P, stage report: " */
+    lua_pushstring(L, msg[0] ? msg : "(no message)");
+    return lua_error(L);
   }
   if (lua_gettop(L) != top + 1) {
     lua_settop(L, top);
-    return luaL_error(L, "plugin %s: its report must push exactly one value",
-                      cp->p.name);
+    lua_pushstring(L, "its report must push exactly one value");
+    return lua_error(L);
   }
   return 1;
 }

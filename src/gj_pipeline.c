@@ -500,6 +500,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
   ** (unless GPUJIT_DUMP asks to see them) */
+  if (gj_plugset_keys(&ps, &kd, err)) goto done;   /* on every compile */
   if (use_cache) {
     content_key(be, &job, o, &ps, m, &key);
     if (!getenv("GPUJIT_DUMP") &&
@@ -575,6 +576,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     if (!k) goto done;
     if (be->load(k->bst, o->dev, art, artlen, &sig, &k->prog, err)) {
       free(k);
+      gj_plugset_emit_blame(&ps, &kd, err);
       goto done;
     }
     k->sites = sites;     /* the kernel owns them now */

@@ -21,7 +21,8 @@
 #include "gj_plugin.h"
 
 static const char *const stage_names[] = { "job", "frontend", "ir",
-                                           "optimize", "optimized", "emit" };
+                                           "optimize", "optimized", "emit",
+                                           "key" };
 
 /* --- C plugins ------------------------------------------------------------ */
 
@@ -134,6 +135,7 @@ int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err)
   memset(ps, 0, sizeof(*ps));
   ps->L = L;
   ps->buf_base = -1;
+  ps->emit_by = -1;
   if (!list || !lua_istable(L, list)) return 0;
   ps->list = list;
   ps->n = (int)lua_objlen(L, list);
@@ -184,6 +186,7 @@ void gj_plugset_key(const gj_plugset *ps, gj_cache_hasher *h)
   for (i = 0; i < ps->n; i++) {
     gj_cache_key_str(h, ps->p[i].name);
     gj_cache_key_str(h, ps->p[i].identity);
+    gj_cache_key_add(h, ps->p[i].key.b, ps->p[i].has_key ? GJ_CACHE_KEYLEN : 0);
   }
 }
 
@@ -230,6 +233,56 @@ static void set_buffer_param(const gj_plugset *ps, int i,
   int j, k = ps->buf_base;
   for (j = 0; j < i; j++) k += 2 * ps->p[j].nbuf;
   kd->buffer_param = ps->buf_base >= 0 && ps->p[i].nbuf ? k : -1;
+}
+
+static void hash_key(struct gj_plugref *r, const char *s, size_t n)
+{
+  gj_cache_hasher h;
+  gj_cache_key_begin(&h);
+  gj_cache_key_add(&h, s, n);
+  gj_cache_key_end(&h, &r->key);
+  r->has_key = 1;
+}
+
+int gj_plugset_keys(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err)
+{
+  int i;
+  char msg[512], buf[4096];
+  for (i = 0; i < ps->n; i++) {
+    struct gj_plugref *r = &ps->p[i];
+    r->has_key = 0;
+    set_buffer_param(ps, i, kd);
+    if (r->c) {
+      if (!r->c->p.key) continue;
+      msg[0] = buf[0] = '\0';
+      if (r->c->p.key(r->c->p.ud, kd, buf, sizeof(buf), msg, sizeof(msg)))
+        return hook_error(kd, r, GJ_STAGE_KEY, msg, err);
+      buf[sizeof(buf) - 1] = '\0';
+      hash_key(r, buf, strlen(buf));
+    } else {
+      lua_State *L = ps->L;
+      size_t n;
+      const char *s;
+      lua_rawgeti(L, ps->list, i + 1);
+      lua_getfield(L, -1, "key");
+      lua_remove(L, -2);
+      if (lua_isfunction(L, -1)) {
+        gj_kernel_desc_push(L, kd);
+        if (lua_call_hook(ps, i, GJ_STAGE_KEY, 1, kd, err)) return -1;
+      }
+      if (lua_type(L, -1) != LUA_TSTRING) {
+        int none = lua_isnil(L, -1);
+        lua_pop(L, 1);
+        if (none) continue;
+        return hook_error(kd, r, GJ_STAGE_KEY, "must be (or return) a string "
+                          "or nil", err);
+      }
+      s = lua_tolstring(L, -1, &n);
+      hash_key(r, s, n);
+      lua_pop(L, 1);
+    }
+  }
+  return 0;
 }
 
 int gj_plugset_job(gj_plugset *ps, gpujit_kernel_desc *kd, gj_job *job,
@@ -415,8 +468,8 @@ int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
     set_buffer_param(ps, i, kd);
     if (p->c) {
       msg[0] = '\0';
-      if (p->c->p.emit && p->c->p.emit(p->c->p.ud, kd, art, len, msg,
-                                       sizeof(msg)))
+      if (!p->c->p.emit) continue;
+      if (p->c->p.emit(p->c->p.ud, kd, art, len, msg, sizeof(msg)))
         return hook_error(kd, p, GJ_STAGE_EMIT, msg, err);
     } else {
       const char *text;
@@ -437,6 +490,20 @@ int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
       lua_pop(ps->L, 1);
       if (!c) return gj_err_set(err, "out of memory");
     }
+    ps->emit_by = i;
+    if (!*art || *len == 0)
+      return hook_error(kd, p, GJ_STAGE_EMIT, "the artifact it returned is "
+                        "empty", err);
   }
   return 0;
+}
+
+int gj_plugset_emit_blame(const gj_plugset *ps, const gpujit_kernel_desc *kd,
+                          gj_err *err)
+{
+  char m[GJ_ERR_MSGMAX];
+  if (ps->emit_by < 0) return -1;
+  snprintf(m, sizeof(m), "the artifact it returned does not load: %.3900s",
+           err->msg);
+  return hook_error(kd, &ps->p[ps->emit_by], GJ_STAGE_EMIT, m, err);
 }

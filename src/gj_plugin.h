@@ -27,7 +27,9 @@ void gj_cplugin_close(gj_cplugin *cp);
 
 typedef enum gj_stage {
   GJ_STAGE_JOB, GJ_STAGE_FRONTEND, GJ_STAGE_IR, GJ_STAGE_OPTIMIZE,
-  GJ_STAGE_OPTIMIZED, GJ_STAGE_EMIT
+  GJ_STAGE_OPTIMIZED, GJ_STAGE_EMIT,
+  GJ_STAGE_KEY            /* the plugin's cache key contribution (not a
+                          ** pipeline stage: named in errors) */
 } gj_stage;
 
 /* The plugins that apply to one compile, in order.  Strings point into the
@@ -43,10 +45,14 @@ typedef struct gj_plugset {
     int nbuf;
     const char *bufname[GPUJIT_PLUGIN_MAXBUF];
     gj_scalar bufelem[GPUJIT_PLUGIN_MAXBUF];
+    int has_key;         /* gj_plugset_keys found a key: its hash in key */
+    gj_cache_key key;
   } p[GJ_MAXPLUGINS];
   int nbuf;              /* buffers of all of them together */
   int buf_base;          /* @gj_body's LLVM parameter index of the first
                          ** buffer (set once codegen has run), else -1 */
+  int emit_by;           /* the last plugin whose emit hook gave the
+                         ** artifact (gj_plugset_emit), else -1 */
 } gj_plugset;
 
 /* Read the list of plugin descriptors at stack index list (absolute; 0:
@@ -60,7 +66,12 @@ typedef char gj_bufname[80];
 void gj_plugset_buffers(const gj_plugset *ps, gj_bufname *text,
                         const char **names, gj_scalar *elems);
 
-/* Hash every plugin's name, version and identity into h. */
+/* Each plugin's own key (C: its key callback; Lua: its `key` string, or
+** the string its `key` function returns), hashed and kept in ps.  Called
+** once per compile before gj_plugset_key; fails with the plugin's name. */
+int gj_plugset_keys(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err);
+
+/* Hash every plugin's name, version, identity and key into h. */
 void gj_plugset_key(const gj_plugset *ps, gj_cache_hasher *h);
 
 /* The hooks of one stage, for every plugin in order.  kd is the kernel's
@@ -75,7 +86,13 @@ int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
                       LLVMModuleRef *m, gj_err *err);
 int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
                       size_t cap, gj_err *err);
+/* emit: an artifact a hook leaves empty fails the compile there. */
 int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
                     size_t *len, gj_err *err);
+/* The backend could not load the artifact: when an emit hook gave it,
+** prefix err with that plugin's "kernel K: plugin P, stage emit: ".
+** Returns -1. */
+int gj_plugset_emit_blame(const gj_plugset *ps, const gpujit_kernel_desc *kd,
+                          gj_err *err);
 
 #endif

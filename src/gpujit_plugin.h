@@ -21,7 +21,8 @@
 ** with all = true, to every kernel.  Its name, version and identity (C: a
 ** hash of the shared object; Lua: of its hooks' bytecode) are part of the
 ** compile cache key of every kernel it touches, so a new plugin build never
-** loads code the old one made.
+** loads code the old one made; what its hooks read besides (settings) is
+** part of it only through the plugin's `key` callback (ABI 2).
 **
 ** Buffers.  A plugin may ask for device buffers that gpujit passes to each
 ** launch of the kernels it applies to, zeroed before the launch and read
@@ -53,7 +54,10 @@
 
 #include "gj_job.h"
 
-#define GPUJIT_PLUGIN_ABI 1
+/* The struct's version: gpujit sets p->abi to its own before init.  A
+** plugin built with a newer header fills the fields of a newer ABI only
+** when p->abi says the loading gpujit has them (gpujit_plugin below). */
+#define GPUJIT_PLUGIN_ABI 2
 #define GPUJIT_PLUGIN_MAXBUF 4
 
 typedef struct lua_State lua_State;
@@ -140,10 +144,26 @@ typedef struct gpujit_plugin {
                 char *err, size_t errlen);
   /* The process drops the plugin (its lua_State closes). */
   void (*close)(void *ud);
+
+  /* --- ABI 2 and later (set only when p->abi >= 2: an older gpujit's
+  ** struct ends above) ------------------------------------------------- */
+
+  /* What the hooks depend on beyond the shared object itself (a setting,
+  ** an environment variable, a file): write it as text into buf (cap bytes;
+  ** NUL-terminated) and return 0.  Called at every compile of a kernel the
+  ** plugin applies to, before the disk cache is looked up; the text is
+  ** hashed into the cache key, so a compile with another value never loads
+  ** what this one stored.  A plugin whose optimize, optimized or emit hook
+  ** reads outside state must have it (job, frontend and ir hooks run on
+  ** every compile, and what they change is hashed anyway). */
+  int (*key)(void *ud, const gpujit_kernel_desc *k, char *buf, size_t cap,
+             char *err, size_t errlen);
 } gpujit_plugin;
 
 /* Exported by a C plugin: fill p (abi is set; leave it) and return 0, or
-** nonzero with a message in err. */
+** nonzero with a message in err.  The struct is gpujit's, zeroed: fields a
+** plugin leaves are NULL/0; fields of an ABI above p->abi must not be
+** written (they are past the end of an older gpujit's struct). */
 typedef int (*gpujit_plugin_init_fn)(gpujit_plugin *p, char *err,
                                      size_t errlen);
 #define GPUJIT_PLUGIN_INIT "gpujit_plugin_init"

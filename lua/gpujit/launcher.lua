@@ -30,24 +30,43 @@ return function(h)
     return n
   end
 
+  -- Staging buffers have GUARD bytes before and after the part a launch
+  -- uses (docs/reliability.md, "Without boundscheck"): a kernel without
+  -- boundscheck that indexes a table at 0 or #t+1 (up to GUARD bytes out)
+  -- writes into them, not into the heap.  Their contents are unspecified.
+  -- The staging pointer returned points past the leading guard; `anchor`
+  -- keeps the allocation alive as long as that pointer is.
+  local GUARD = 64
+  local anchor = setmetatable({}, { __mode = "k" })
+
+  -- A host staging buffer for a table of n elem: the buffer (0-based),
+  -- its 1-based view (what the kernel gets) and its capacity.
   local function newbuf(elem, n)
     local cap = n < 16 and 16 or n
-    local buf = types.vla(elem)(cap)
-    return buf, ffi.cast(elem .. " *", buf) - 1, cap
+    local g = GUARD / types.size[elem]
+    local vla = types.vla(elem)(cap + 2 * g)
+    local buf = ffi.cast(elem .. " *", vla) + g
+    anchor[buf] = vla
+    return buf, buf - 1, cap
   end
 
+  -- A device staging buffer of at least `bytes`: the buffer, its capacity,
+  -- and the address the kernel gets (the buffer minus esz bytes: a table's
+  -- 1-based view; 0 for an FFI array).
   local function newdbuf(K, tgt, bytes, esz)
     local env = env_of()
     local cap = bytes < 64 and 64 or bytes
     local lib, ctx = env.lib, env.ctx
-    local p = lib.gj_mem_alloc(ctx, tgt.bk, tgt.dev, cap)
+    local p = lib.gj_mem_alloc(ctx, tgt.bk, tgt.dev, cap + 2 * GUARD)
     if p == nil then
       raise("kernel '" .. K.name .. "': cannot allocate " .. cap .. " bytes on " .. tgt.label
         .. ": " .. ffi.string(lib.gj_errmsg(ctx)))
     end
     local bk, dev = tgt.bk, tgt.dev
     p = ffi.gc(p, function(q) lib.gj_mem_free(ctx, bk, dev, q) end)
-    return p, cap, ffi.cast("uint8_t *", p) - (esz or 0)
+    local buf = ffi.cast("uint8_t *", p) + GUARD
+    anchor[buf] = p
+    return buf, cap, buf - (esz or 0)
   end
 
   local function gen_launcher(K, tgt, ov, kinds)
@@ -188,7 +207,6 @@ return function(h)
     if #params > n then    -- the plugins' buffers (gpujit.plugins)
       U.PB_PRE, U.PB_POST = plugins.launch_buffers(K, tgt, ov.plugins, n + 1)
       g(fill, "PB_PRE(args, dims)")
-      table.insert(after, 1, "PB_POST(dims)")
     end
     for _, l in ipairs(regs) do fill[#fill + 1] = l end
     local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
@@ -220,6 +238,9 @@ return function(h)
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
     for _, l in ipairs(after) do src[#src + 1] = "  " .. l end
+    -- the plugins' reports last: one that fails raises after the results
+    -- are copied back (and host registrations released)
+    if U.PB_POST then src[#src + 1] = "  PB_POST(dims)" end
     src[#src + 1] = "  return true"
     src[#src + 1] = "end"
     local code = concat(src, "\n")

@@ -91,7 +91,7 @@ function M.register(def)
               buffers = check_buffers(fname, def.buffers, 2), kind = "lua" }
   local fns = {}
   for k in pairs(def) do
-    local known = k == "name" or k == "version" or k == "all" or k == "buffers"
+    local known = k == "name" or k == "version" or k == "all" or k == "buffers" or k == "key"
     for _, s in ipairs(STAGES) do known = known or k == s end
     if k == "report" then known = true end
     if not known then fail(fname, "unknown field '" .. tostring(k) .. "'", 2) end
@@ -108,7 +108,16 @@ function M.register(def)
     fail(fname, "'report' must be a function", 2)
   end
   p.report = def.report
-  p.identity = lua_identity(p.version, fns)
+  -- key: what the hooks read besides their code (an upvalue, a global, a
+  -- setting): a string, or a function(info) returning one, evaluated at
+  -- every compile and hashed into the cache key (src/gj_plugin.c)
+  local key = def.key
+  if key ~= nil and type(key) ~= "string" and type(key) ~= "function" then
+    fail(fname, "'key' must be a string or a function returning one", 2)
+  end
+  p.key = key
+  if type(key) == "function" then fns[#fns + 1] = key end
+  p.identity = lua_identity(p.version, fns) .. (type(key) == "string" and ("\0key\0" .. key) or "")
   return add(p, fname, 2)
 end
 
@@ -329,14 +338,22 @@ function M.launch_buffers(K, tgt, plugs, first)
           global = { tonumber(dims.global[0]), tonumber(dims.global[1]), tonumber(dims.global[2]) },
           group = { tonumber(dims.group[0]), tonumber(dims.group[1]), tonumber(dims.group[2]) },
         }
+        -- a failing report (either kind) raises with the compile stages'
+        -- prefix; the launch itself is done and its results are back
+        reports[p.name] = nil
+        local ok, r
         if p.handle then
-          reports[p.name] = env.core.plugin_report(p.handle, K.name, dims, items, hosts, lens)
+          ok, r = pcall(env.core.plugin_report, p.handle, K.name, dims, items, hosts, lens)
         else
           local named = {}
           for k, b in ipairs(p.buffers) do named[b.name] = hosts[k]; named[k] = hosts[k] end
           named.lengths = lens
-          reports[p.name] = p.report(named, launch)
+          ok, r = pcall(p.report, named, launch)
         end
+        if not ok then
+          error("kernel " .. K.name .. ": plugin " .. p.name .. ", stage report: " .. tostring(r), 0)
+        end
+        reports[p.name] = r
       end
       j = j + nb
     end
