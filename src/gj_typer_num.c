@@ -1,0 +1,123 @@
+/*
+** Typer: the numeric results -- the type and the range of + - * / % ^ and
+** of a numeric for loop's counter (docs/typing.md, "Arithmetic", "Loops",
+** "Whole numbers").  gj_typer_step and codegen both call these, so the
+** rules live in one place.
+*/
+#include <math.h>
+
+#include "gj_typer.h"
+#include "gj_typer_int.h"
+
+#define GJ_EXACT 9007199254740992.0   /* 2^53 */
+
+/* The range of integer result t = a op b (op + - * %), from its operands'
+** bounds.  For an lnum result (a Lua number held as an integer) this is
+** where exactness is decided: the integer operation gives what LuaJIT's
+** double gives when the exact result is below 2^53 in magnitude and is not
+** -0 (a product of 0 and a negative number), and for % when the divisor is
+** never 0 (LuaJIT gives NaN) and |a| + |b| < 2^53 (then a - floor(a/b)*b in
+** doubles is exact; docs/typing.md has the argument).  Otherwise the result
+** is the double, computed from the operands converted exactly. */
+static gj_ty int_range(const gj_cs *cs, int op, gj_ty t, gj_ty a, gj_ty b)
+{
+  gj_ty dbl = gj_ty_num(gj_ty_deffloat(cs));
+  double alo, ahi, blo, bhi, lo, hi;
+  t.rng = 0;
+  if (!gj_ty_bounds(a, &alo, &ahi) || !gj_ty_bounds(b, &blo, &bhi))
+    return t.lnum ? dbl : t;
+  switch (op) {
+  case GJ_BC_ADDVV: lo = alo + blo; hi = ahi + bhi; break;
+  case GJ_BC_SUBVV: lo = alo - bhi; hi = ahi - blo; break;
+  case GJ_BC_MULVV: {
+    double p1 = alo * blo, p2 = alo * bhi, p3 = ahi * blo, p4 = ahi * bhi;
+    if (t.lnum && ((alo <= 0 && ahi >= 0 && blo < 0) ||
+                   (blo <= 0 && bhi >= 0 && alo < 0)))
+      return dbl;   /* may be -0 */
+    lo = fmin(fmin(p1, p2), fmin(p3, p4));
+    hi = fmax(fmax(p1, p2), fmax(p3, p4));
+    break;
+  }
+  default: {   /* floored %: the sign of b, |r| < |b| (x % 0 is 0) */
+    double ma = fmax(fabs(alo), fabs(ahi)), mb = fmax(fabs(blo), fabs(bhi));
+    if (t.lnum && ((blo <= 0 && bhi >= 0) || ma + mb >= GJ_EXACT))
+      return dbl;
+    lo = blo < 0 ? blo + 1 : 0;
+    hi = bhi > 0 ? bhi - 1 : 0;
+    if (alo >= 0 && blo > 0) hi = fmin(hi, ahi);
+    break;
+  }
+  }
+  /* rounding in the bounds' own arithmetic only makes them reach 2^53
+  ** sooner: an exact bound of 2^53 or more never compares below it */
+  if (!(lo > -GJ_EXACT && hi < GJ_EXACT)) return t.lnum ? dbl : t;
+  t.rng = 1;
+  t.lo = lo;
+  t.hi = hi;
+  return t;
+}
+
+gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b)
+{
+  gj_ty t = gj_ty_arith(cs, a, b);
+  int folded = a.hasc && b.hasc;
+  double c = 0;
+  t.hasc = 0;
+  switch (op) {
+  case GJ_BC_ADDVV: c = a.u.c + b.u.c; break;
+  case GJ_BC_SUBVV: c = a.u.c - b.u.c; break;
+  case GJ_BC_MULVV: c = a.u.c * b.u.c; break;
+  case GJ_BC_MODVV:
+    folded = 0;
+    break;
+  case GJ_BC_DIVVV: case GJ_BC_POW:
+    folded = 0;
+    if (t.k == GJ_T_WINT) t.k = GJ_T_WFLT;
+    else if (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s))
+      t = gj_ty_num(gj_ty_deffloat(cs));
+    break;
+  default: break;
+  }
+  if (folded && (t.k == GJ_T_WINT || t.k == GJ_T_WFLT)) {
+    gj_ty f = gj_ty_const(c);
+    if (t.k == GJ_T_WFLT) f.k = GJ_T_WFLT;
+    return f;
+  }
+  if (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) &&
+      op != GJ_BC_DIVVV && op != GJ_BC_POW)
+    t = int_range(cs, op, t, a, b);
+  return t;
+}
+
+gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step)
+{
+  int intlike = (start.k == GJ_T_WINT ||
+                 (start.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)start.s))) &&
+                (step.k == GJ_T_WINT ||
+                 (step.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)step.s)));
+  gj_ty t;
+  if (intlike) {
+    double slo, shi, llo, lhi, plo, phi;
+    t = gj_ty_arith(cs, start, step);
+    if (t.k == GJ_T_WINT) t = gj_ty_num(GJ_I64);
+    /* The counter seen in the body lies between start and the limit: its
+    ** range, when all three have bounds (an lnum counter needs it, else it
+    ** counts in the double it stands for). */
+    t.rng = 0;
+    if (t.k == GJ_T_NUM && gj_ty_bounds(start, &slo, &shi) &&
+        gj_ty_bounds(stop, &llo, &lhi) && gj_ty_bounds(step, &plo, &phi)) {
+      t.rng = 1;
+      t.lo = plo >= 0 ? slo : fmin(slo, llo);
+      t.hi = phi <= 0 ? shi : fmax(shi, lhi);
+      if (t.hi < t.lo) t.hi = t.lo;   /* the body never runs */
+    } else if (t.k == GJ_T_NUM && t.lnum) {
+      t = gj_ty_num(gj_ty_deffloat(cs));
+    }
+  } else {
+    t = gj_ty_arith(cs, gj_ty_arith(cs, start, stop), step);
+    if (t.k != GJ_T_NUM || gj_scalar_isint((gj_scalar)t.s))
+      t = gj_ty_num(gj_ty_deffloat(cs));
+  }
+  t.hasc = 0;
+  return t;
+}
