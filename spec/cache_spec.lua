@@ -7,20 +7,7 @@ local H = require("spec.helpers")
 local gpu, ffi = H.gpu, H.ffi
 
 -- A fresh cache directory, removed after the test.
-local made = {}
-local function fresh_dir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p '" .. d .. "'") == 0)
-  made[#made + 1] = d
-  return d
-end
-after_each(function()
-  for i = #made, 1, -1 do
-    os.execute("rm -rf '" .. made[i] .. "'")
-    made[i] = nil
-  end
-end)
+local fresh_dir = H.scratch_dirs(after_each)
 
 local function entries_of(dir)
   return H.ls("'" .. dir .. "'/*.gjc")

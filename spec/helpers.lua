@@ -699,6 +699,25 @@ function H.tmpdir()
   return d
 end
 
+-- For a spec file: a function that makes a fresh directory (H.tmpdir) each
+-- call; after each test every directory it made is removed.  Call it at the
+-- file's top level with busted's after_each (a global of the spec file's
+-- environment, not of this module's).
+function H.scratch_dirs(after_each)
+  local made = {}
+  after_each(function()
+    for i = #made, 1, -1 do
+      os.execute("rm -rf '" .. made[i] .. "'")
+      made[i] = nil
+    end
+  end)
+  return function()
+    local d = H.tmpdir()
+    made[#made + 1] = d
+    return d
+  end
+end
+
 -- The shell command that starts luajit with this process's module paths and
 -- the environment variables of the table env (may be nil).
 function H.luajit_cmd(env)
