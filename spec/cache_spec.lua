@@ -57,14 +57,7 @@ local function child(bk, dir, code, env)
   return s, out
 end
 
--- In this process: point the cache at dir while fn runs.
-local function with_dir(dir, fn)
-  local old = os.getenv("GPUJIT_CACHE_DIR")
-  ffi.C.setenv("GPUJIT_CACHE_DIR", dir, 1)
-  local ok, err = pcall(fn)
-  ffi.C.setenv("GPUJIT_CACHE_DIR", old, 1)
-  if not ok then error(err, 0) end
-end
+local with_dir = H.with_cache_dir   -- the cache at dir while fn runs
 
 local function delta(before, after)
   local d = {}

@@ -302,33 +302,19 @@ local function fmt(v)
 end
 H.fmt = fmt
 
-local fu = ffi.new("union { float f; int32_t i; }")
-local du = ffi.new("union { double d; int64_t i; }")
+-- Distances in float and double ulps: gpujit.util's (nan the same as nan,
+-- -0 and 0 one apart, math.huge when only one is nan).
+local util = require("gpujit.util")
+function H.float_ulps(a, b) return util.ulps(a, b, "float") end
+function H.double_ulps(a, b) return util.ulps(a, b) end
 
--- Distance in float ulps between two numbers that are floats.
-function H.float_ulps(a, b)
-  if a ~= a or b ~= b then return (a ~= a and b ~= b) and 0 or math.huge end
-  if a == b and (a ~= 0 or 1 / a == 1 / b) then return 0 end
-  fu.f = a; local ia = fu.i
-  fu.f = b; local ib = fu.i
-  -- Order the bit patterns: ... -denormal, -0 = -1, +0 = 0, +denormal ...
-  if ia < 0 then ia = -1 - (ia + 2147483648) end
-  if ib < 0 then ib = -1 - (ib + 2147483648) end
-  return math.abs(ia - ib)
-end
-
--- Distance in double ulps.
-function H.double_ulps(a, b)
-  if a ~= a or b ~= b then return (a ~= a and b ~= b) and 0 or math.huge end
-  if a == b and (a ~= 0 or 1 / a == 1 / b) then return 0 end
-  du.d = a; local ia = du.i
-  du.d = b; local ib = du.i
-  local min = -9223372036854775807LL - 1
-  if ia < 0 then ia = -1 - (ia - min) end
-  if ib < 0 then ib = -1 - (ib - min) end
-  local d = ia - ib
-  if d < 0 then d = -d end
-  return tonumber(d)
+-- In this process: point the disk cache at dir while fn runs.
+function H.with_cache_dir(dir, fn)
+  local old = os.getenv("GPUJIT_CACHE_DIR")
+  ffi.C.setenv("GPUJIT_CACHE_DIR", dir, 1)
+  local ok, err = pcall(fn)
+  ffi.C.setenv("GPUJIT_CACHE_DIR", old, 1)
+  if not ok then error(err, 0) end
 end
 
 -- Is `got` (read from a ct element) the same as `expected` (any Lua value,

@@ -7,13 +7,7 @@ local gpu, ffi = H.gpu, H.ffi
 
 local fresh_dir = H.scratch_dirs(after_each)   -- a fresh directory, removed after the test
 
-local function with_dir(dir, fn)
-  local old = os.getenv("GPUJIT_CACHE_DIR")
-  ffi.C.setenv("GPUJIT_CACHE_DIR", dir, 1)
-  local ok, err = pcall(fn)
-  ffi.C.setenv("GPUJIT_CACHE_DIR", old, 1)
-  if not ok then error(err, 0) end
-end
+local with_dir = H.with_cache_dir   -- the cache at dir while fn runs
 
 local function ones(y)
   local i = gpu.global_id()
