@@ -440,11 +440,7 @@ function H.map(bk, f, spec)
     for i = 0, n - 1 do
       local vals = {}
       for j = 1, #ins do vals[j] = arrays[j][i] end
-      local v = ref(unpack(vals, 1, #ins))
-      -- Integer arithmetic has no -0: where LuaJIT's doubles give -0 (0 * -1,
-      -- -0), the integer result is 0.
-      if spec.ints and v == 0 then v = 0 end
-      e[i + 1] = v
+      e[i + 1] = ref(unpack(vals, 1, #ins))
     end
     return e
   end)

@@ -95,20 +95,19 @@ for _, bk in ipairs(H.backends) do
 
     it("unary minus on doubles (including -0, nan) and on integers", function()
       H.map(bk, function(a) return -a end, { name = "unm", ins = { { "double", D } } })
-      H.map(bk, function(a) return -a end, { name = "unm_i", ins = { { "int32_t", I } }, ints = true })
+      H.map(bk, function(a) return -a end, { name = "unm_i", ins = { { "int32_t", I } } })
       H.map(bk, function(a) return -a end, { name = "unm_f", out = "float", ins = { { "float", F } } })
       H.map(bk, function(a) return -(-a) end, { name = "unm2", ins = { { "double", D } } })
     end)
 
-    it("+ - * % on int32_t, as LuaJIT where nothing overflows", function()
+    it("+ - * % on int32_t, as LuaJIT where nothing overflows, -0 included", function()
       local ins = II
-      H.map(bk, function(a, b) return a + b end, { name = "iadd", ins = ins, ints = true })
-      H.map(bk, function(a, b) return a - b end, { name = "isub", ins = ins, ints = true })
-      H.map(bk, function(a, b) return a * b end, { name = "imul", ins = ins, ints = true })
+      H.map(bk, function(a, b) return a + b end, { name = "iadd", ins = ins })
+      H.map(bk, function(a, b) return a - b end, { name = "isub", ins = ins })
+      H.map(bk, function(a, b) return a * b end, { name = "imul", ins = ins })
       H.map(bk, function(a, b) return a % b end, {
         name = "imod", ins = II,
         expect = function(a, b) return b == 0 and 0 or a % b end,   -- typing.md: integer x % 0 is 0
-        ints = true,
       })
     end)
 

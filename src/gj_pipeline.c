@@ -52,6 +52,7 @@ static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
       return gj_err_set(err, "kernel %s: unsupported type '%s' for argument %d",
                         o->name, o->types[j], j + 1);
     params[j] = gj_ty_num(s);
+    params[j].cint = !arr && gj_scalar_isint(s);   /* cdata in LuaJIT */
     if (arr) {
       params[j].k = GJ_T_ARR;
       params[j].space = GJ_SPACE_GLOBAL;

@@ -77,7 +77,7 @@ int gj_ty_eq(gj_ty a, gj_ty b)
   if (a.k != b.k) return 0;
   switch (a.k) {
   case GJ_T_NUM:
-    return a.s == b.s && a.lnum == b.lnum && a.rng == b.rng &&
+    return a.s == b.s && a.lnum == b.lnum && a.cint == b.cint && a.rng == b.rng &&
            (!a.rng || (a.lo == b.lo && a.hi == b.hi));
   case GJ_T_ARR:
     return a.s == b.s && a.space == b.space &&
@@ -90,7 +90,9 @@ int gj_ty_eq(gj_ty a, gj_ty b)
 
 gj_ty gj_ty_elem(gj_ty arr)
 {
-  return gj_ty_num((gj_scalar)arr.s);
+  gj_ty t = gj_ty_num((gj_scalar)arr.s);
+  t.cint = arr.s == GJ_I64 || arr.s == GJ_U64;   /* cdata in LuaJIT */
+  return t;
 }
 
 static int width(gj_scalar s) { return gj_scalar_size(s); }
@@ -171,7 +173,19 @@ static gj_ty hull(gj_ty t, gj_ty a, gj_ty b)
   return t;
 }
 
+static gj_ty num_join_(const gj_cs *cs, gj_ty a, gj_ty b);
+
+/* A C integer meeting a number gives a C integer (LuaJIT: cdata arithmetic
+** on a number and a cdata integer gives cdata). */
 static gj_ty num_join(const gj_cs *cs, gj_ty a, gj_ty b)
+{
+  gj_ty t = num_join_(cs, a, b);
+  if (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) && !t.lnum)
+    t.cint = (a.k == GJ_T_NUM && a.cint) || (b.k == GJ_T_NUM && b.cint);
+  return t;
+}
+
+static gj_ty num_join_(const gj_cs *cs, gj_ty a, gj_ty b)
 {
   gj_ty t;
   memset(&t, 0, sizeof(t));
@@ -253,6 +267,7 @@ gj_ty gj_ty_arith(const gj_cs *cs, gj_ty a, gj_ty b)
     if (p != t.s) {
       gj_ty w = hull(gj_ty_num(p), t, t);   /* the narrow kind's range */
       w.lnum = t.lnum;
+      w.cint = t.cint;
       t = w;
     }
   }

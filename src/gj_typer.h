@@ -61,9 +61,15 @@ typedef struct gj_ty {
   ** lnum: the value stands for a Lua number, a double: every operation on
   **       it must give exactly what the double gives, so it has rng and is
   **       never -0; an operation that cannot guarantee that is typed
-  **       `double` instead (gj_typer_arith). */
+  **       `double` instead (gj_typer_arith);
+  ** cint: a C integer -- a scalar integer argument or an int64_t/uint64_t
+  **       element, which LuaJIT holds as cdata with C arithmetic (no -0);
+  **       every other integer stands for a Lua number, so an operation on
+  **       it that LuaJIT's doubles would make -0 is done in double
+  **       (gj_typer_unm, gj_typer_arith; docs/typing.md, "Negative zero"). */
   uint8_t rng;
   uint8_t lnum;
+  uint8_t cint;
   double lo, hi;
 } gj_ty;
 

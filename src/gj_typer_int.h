@@ -44,6 +44,9 @@ gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step);
 /* Result type of arithmetic op (GJ_BC_ADDVV .. GJ_BC_POW, as VV). */
 gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b);
 
+/* Result type of unary minus on numeric b. */
+gj_ty gj_typer_unm(const gj_cs *cs, gj_ty b);
+
 /* After fn's fixed point, when it uses gpu.barrier: a barrier in control
 ** flow that depends on the work item is an error (gj_uniform.c). */
 int gj_uniform_check(gj_cs *cs, gj_fn *fn);

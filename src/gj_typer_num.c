@@ -11,6 +11,45 @@
 
 #define GJ_EXACT 9007199254740992.0   /* 2^53 */
 
+/* Negative zero.  LuaJIT's numbers are doubles: -x for x == 0, and a
+** product of 0 and a negative number, are -0, which an integer cannot
+** hold.  So an integer that stands for a Lua number (every integer but a C
+** one, gj_ty.cint, and but an lnum, whose rules are in int_range) gets
+** such an operation in double where its operands' bounds do not rule -0
+** out; a sum, a difference and a floored remainder of integers are never
+** -0.  Unknown bounds (a weak int variable, a value whose range a loop
+** widened) may hold anything.  With precision = "single" the kernel does
+** not promise LuaJIT's doubles, and integers stay integers. */
+static int lua_int(const gj_cs *cs, gj_ty t)
+{
+  if (cs && cs->single) return 0;
+  return t.k == GJ_T_WINT ||
+         (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) && !t.cint && !t.lnum);
+}
+
+static int may_zero(gj_ty t)
+{
+  double lo, hi;
+  return !gj_ty_bounds(t, &lo, &hi) || (lo <= 0 && hi >= 0);
+}
+
+static int may_neg(gj_ty t)
+{
+  double lo, hi;
+  return !gj_ty_bounds(t, &lo, &hi) || lo < 0;
+}
+
+/* The double a -0 result is computed in: a weak float for weak operands. */
+static gj_ty negzero_dbl(gj_ty t)
+{
+  if (t.k == GJ_T_WINT) {
+    t.k = GJ_T_WFLT;
+    t.hasc = 0;
+    return t;
+  }
+  return gj_ty_num(GJ_F64);
+}
+
 /* The range of integer result t = a op b (op + - * %), from its operands'
 ** bounds.  For an lnum result (a Lua number held as an integer) this is
 ** where exactness is decided: the integer operation gives what LuaJIT's
@@ -83,10 +122,41 @@ gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b)
     if (t.k == GJ_T_WFLT) f.k = GJ_T_WFLT;
     return f;
   }
+  if (op == GJ_BC_MULVV && lua_int(cs, t) &&
+      ((may_zero(a) && may_neg(b)) || (may_zero(b) && may_neg(a))))
+    return negzero_dbl(t);   /* 0 * -3 is -0 */
   if (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) &&
       op != GJ_BC_DIVVV && op != GJ_BC_POW)
     t = int_range(cs, op, t, a, b);
   return t;
+}
+
+gj_ty gj_typer_unm(const gj_cs *cs, gj_ty b)
+{
+  gj_ty a = gj_ty_arith(cs, b, b);
+  double lo, hi;
+  if (b.hasc) {   /* folded as LuaJIT does: -0 stays a float */
+    a = gj_ty_const(-b.u.c);
+    if (b.k == GJ_T_WFLT) a.k = GJ_T_WFLT;
+    return a;
+  }
+  if (a.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)a.s) &&
+      !gj_scalar_issigned((gj_scalar)a.s)) {
+    int cint = a.cint;
+    a = gj_ty_num(GJ_I64);
+    a.cint = (uint8_t)cint;
+  }
+  if ((a.lnum || lua_int(cs, a)) && may_zero(b))
+    return a.lnum ? gj_ty_num(gj_ty_deffloat(cs)) : negzero_dbl(a);   /* -0 */
+  if (a.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)a.s)) {
+    a.rng = 0;
+    if (gj_ty_bounds(b, &lo, &hi)) {
+      a.rng = 1;
+      a.lo = -hi;
+      a.hi = -lo;
+    }
+  }
+  return a;
 }
 
 gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step)

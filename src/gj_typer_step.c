@@ -530,27 +530,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_UNM:
     if (rd(cs, fn, i, st, in->d, &b)) return -1;
     if (gj_typer_num_operand(cs, fn, i, b, "unary minus")) return -1;
-    a = gj_ty_arith(cs, b, b);
-    if (a.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)a.s) &&
-        !gj_scalar_issigned((gj_scalar)a.s))
-      a = gj_ty_num(GJ_I64);
-    if (a.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)a.s)) {
-      double lo, hi;
-      a.rng = 0;
-      if (gj_ty_bounds(b, &lo, &hi)) {
-        if (a.lnum && lo <= 0 && hi >= 0) {
-          a = gj_ty_num(gj_ty_deffloat(cs));   /* -0 where b is 0, as in LuaJIT */
-        } else {
-          a.rng = 1;
-          a.lo = -hi;
-          a.hi = -lo;
-        }
-      }
-    }
-    if (b.hasc) {   /* folded as LuaJIT does: -0 stays a float */
-      a = gj_ty_const(-b.u.c);
-      if (b.k == GJ_T_WFLT) a.k = GJ_T_WFLT;
-    }
+    a = gj_typer_unm(cs, b);
     S(in->a) = a;
     return 0;
   case GJ_BC_LEN:

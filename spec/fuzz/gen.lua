@@ -126,13 +126,17 @@ function Gen:within(e, maxb)
   return node("(%1 % " .. fmtnum(K) .. ")", "i", math.abs(K), { e }, true)
 end
 
--- An integer value entering float arithmetic: LuaJIT's -0 (from -0 or 0*-1)
--- becomes +0 as in gpujit, whose integers have no -0 (typing.md).
-local function nz(e) return node("(%1 + 0)", "i", e.b, { e }, true) end
+-- An integer value entering float arithmetic.  gpujit gives LuaJIT's -0
+-- (from -x or 0*-1: typing.md, "Negative zero"), but not with precision =
+-- "single", whose integers stay integers: there the -0 becomes +0 first.
+function Gen:nz(e)
+  if not self.single then return e end
+  return node("(%1 + 0)", "i", e.b, { e }, true)
+end
 
--- An integer as a double: LuaJIT's -0 made +0 first, then `/ 1` (always
--- a float division) gives gpujit a double, not an integer.
-local function tof(e) return node("(%1 / 1)", "d", nil, { nz(e) }, true) end
+-- An integer as a double: `/ 1` (always a float division) gives gpujit a
+-- double, not an integer.
+function Gen:tof(e) return node("(%1 / 1)", "d", nil, { self:nz(e) }, true) end
 
 -- Index into a read-only array: any integer, floored modulo M.
 function Gen:ro_index(depth)
@@ -255,7 +259,9 @@ function Gen:gen_L(depth)
   if depth <= 0 or R.chance(0.35) then
     if R.chance(0.6) then return node("rl[%1]", "L", nil, { self:ro_index(1) }) end
     if R.chance(0.5) then return node("ol[%1]", "L", nil, { self:own_index(1) }) end
-    return self:gen_i(1, BMAX)
+    -- an integer that may be -0 is a double for gpujit, and int64_t with a
+    -- double is double (LuaJIT: int64_t cdata): bit.tobit makes it an integer
+    return node("bit.tobit(%1)", "i", 2 ^ 31, { self:gen_i(1, 2 ^ 31 - 1) })
   end
   local a, b = self:gen_L(depth - 1), self:gen_L(depth - 1)
   if a.k ~= "L" and b.k ~= "L" then a = node("rl[%1]", "L", nil, { self:ro_index(1) }) end
@@ -287,7 +293,7 @@ function Gen:leaf_d()
   local R = self.R
   local opts = {
     function() return self:const_float() end,
-    function() return tof(self:gen_i(0, BMAX)) end,
+    function() return self:tof(self:gen_i(0, BMAX)) end,
   }
   if not self.infn then
     opts[#opts + 1] = function() return node("s", "d") end
@@ -310,7 +316,7 @@ end
 -- operand as it is would meet a double that LuaJIT's parser may have folded
 -- into an integer constant, (0.5 + 0.5), and turn into integer arithmetic.)
 function Gen:dop(depth)
-  if self.R.chance(0.3) then return tof(self:gen_i(depth, BMAX)) end
+  if self.R.chance(0.3) then return self:tof(self:gen_i(depth, BMAX)) end
   return self:gen_d(depth)
 end
 
@@ -329,7 +335,7 @@ function Gen:gen_d(depth)
   elseif r == 7 then
     return node("math." .. R.pick(MATH2) .. "(%1, %2)", "d", nil, { self:dop(d), self:dop(d) })
   elseif r == 8 then
-    return node("(%1 / %2)", "d", nil, { nz(self:gen_i(d, BMAX)), nz(self:gen_i(d, BMAX)) })
+    return node("(%1 / %2)", "d", nil, { self:nz(self:gen_i(d, BMAX)), self:nz(self:gen_i(d, BMAX)) })
   elseif r == 9 then
     return node("(%1 and %2 or %3)", "d", nil, { self:gen_cond(d), self:gen_d(d), self:gen_d(d) })
   elseif r == 10 then
@@ -351,7 +357,7 @@ function Gen:gen_f(depth)
     -- constants exact in float and small: a float argument of sin/cos that
     -- rounds (1e10 + 0.5) would make any difference of the results legal
     if r == 3 then return const_d((R.int(-800, 800) + 0.5) / 8) end
-    return nz(self:gen_i(1, 1000))
+    return self:nz(self:gen_i(1, 1000))
   end
   local d = depth - 1
   local r = R.int(1, 6)
@@ -468,7 +474,7 @@ function Gen:store()
     e = self:gen_f(2)
     if not self.single and R.chance(0.3) then e = self:gen_d(2) end
   elseif a == "od" then
-    e = (not self.single and R.chance(0.8)) and self:gen_d(3) or nz(self:gen_i(2, BMAX))
+    e = (not self.single and R.chance(0.8)) and self:gen_d(3) or self:nz(self:gen_i(2, BMAX))
   else
     e = self:gen_i(3, BMAX)
   end
