@@ -145,6 +145,7 @@ typedef struct wrap_ctx {
   LLVMTypeRef splitty, markty;
   LLVMValueRef split_lo, split_hi, split_mark;
   cpu_split_site split;
+  int nosplit;            /* a huge body: one x loop (CPU_SPLIT_MAX_INSNS) */
 } wrap_ctx;
 
 static LLVMValueRef w_const(wrap_ctx *w, int64_t v)
@@ -253,6 +254,29 @@ static void w_resumable_item(wrap_ctx *w, LLVMValueRef lx, LLVMValueRef ly,
                   LLVMAtomicOrderingMonotonic);
   LLVMBuildBr(w->b, ok);
   LLVMPositionBuilderAtEnd(w->b, ok);
+}
+
+/* A body (with the device functions it calls) of more IR instructions than
+** this runs in one x loop, not split (cpu_split.c): the split inlines it
+** twice, and LLVM's time grows faster than the function's size (issue 23:
+** a 2000-line kernel took 2.5 s of cpu time to compile, 1.3 s unsplit).
+** Such a body does not loop-vectorize, which is what the split is for; a
+** 500-line kernel is about 10000 instructions, the kernels of bench/ and
+** spec/ fewer than 2000. */
+#define CPU_SPLIT_MAX_INSNS 8000
+
+static size_t defined_insns(LLVMModuleRef m)
+{
+  size_t n = 0;
+  LLVMValueRef f;
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    LLVMBasicBlockRef bb;
+    for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef in;
+      for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) n++;
+    }
+  }
+  return n;
 }
 
 /* Set the x ids to lx (global: base + lx) and call the body; returns the
@@ -371,6 +395,10 @@ static void w_items(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end)
     w_setwi(w, WI_LOCAL_ID + 0, lx);
     w_setwi(w, WI_GLOBAL_ID + 0, LLVMBuildNSWAdd(w->b, base[0], lx, ""));
     w_resumable_item(w, lx, ly, lz);
+    w_loop_end(w, w->fn, lx, xh, end[0], "x.done");
+  } else if (w->nosplit) {
+    lx = w_loop_begin(w, w->fn, w_const(w, 0), "lx", &xh);
+    w_xitem(w, base[0], lx);
     w_loop_end(w, w->fn, lx, xh, end[0], "x.done");
   } else {
     w_xloops(w, base[0], end[0]);
@@ -553,7 +581,8 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
                    LLVMBuildNSWSub(w.b, L[LAUNCH_GLOBAL + k], base[k], ""),
                    "");
   }
-  if (!w.frames) {
+  w.nosplit = !w.frames && defined_insns(m) > CPU_SPLIT_MAX_INSNS;
+  if (!w.frames && !w.nosplit) {
     LLVMTypeRef two[2] = { w.i64, w.i64 };
     w.splitty = LLVMFunctionType(w.i64, two, 2, 0);
     w.split_lo = LLVMAddFunction(m, "gj.split.lo", w.splitty);
@@ -587,5 +616,5 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMPositionBuilderAtEnd(w.b, exit);
   LLVMBuildRetVoid(w.b);
   LLVMDisposeBuilder(w.b);
-  return w.frames ? 0 : cpu_split(m, &w.split, err);
+  return w.frames || w.nosplit ? 0 : cpu_split(m, &w.split, err);
 }

@@ -22,7 +22,8 @@
 -- other processes are noisy, and the lead re-runs this on a quiet machine.
 local ffi = require("ffi")
 local gpu = require("gpujit")
-local K = dofile((arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "") .. "kernels.lua")
+local here = (arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "")
+local K = dofile(here .. "kernels.lua")
 
 local RUNS = tonumber(arg and arg[1]) or tonumber(os.getenv("BENCH_RUNS")) or 7
 local REFS = {
@@ -65,7 +66,7 @@ for _, ref in ipairs(REFS) do
     .. ref.name .. ")")
 end
 
-local T = dofile((arg and arg[0] or "bench/bench.lua"):gsub("[^/]*$", "") .. "timing.lua")
+local T = dofile(here .. "timing.lua")
 local now, median = T.now, T.median
 
 local function loadavg()
@@ -366,6 +367,21 @@ end
 local lrows = {}
 for i, l in ipairs(launch) do lrows[i] = { name = l[1], ns = median(lt[i]) * 1e9, load = loadavg() } end
 
+-- Compile time (issue 23, items 9 and 10): time to first kernel, cold and
+-- from the disk cache (bench/cache.lua), and the cold compile of long
+-- kernels (bench/compile_time.lua), each in processes of their own.
+io.stderr:write("bench: time to first kernel and compile time ...\n")
+local function child(script, args)
+  local cmd = ("LUA_PATH=%q LUA_CPATH=%q luajit %s %s 2>&1"):format(package.path, package.cpath,
+    here .. script, args)
+  local f = assert(io.popen(cmd))
+  local out = f:read("*a")
+  f:close()
+  return out
+end
+local first_kernel = child("cache.lua", "5")
+local compile_time = child("compile_time.lua", "cpu 500 1000 2000")
+
 -- Report ----------------------------------------------------------------------
 
 local function sh(cmd)
@@ -420,6 +436,20 @@ for _, r in ipairs(lrows) do p("| %s | %.0f | %s |", r.name, r.ns, r.load) end
 p("")
 p("Empty-kernel launch overhead over a bare FFI call: %.0f ns (goal: launch <= 1000 ns: %s).",
   lrows[1].ns - lrows[3].ns, lrows[1].ns <= 1000 and "ok" or "**miss**")
+p("")
+p("Time to first kernel (`luajit bench/cache.lua 5`: saxpy's first launch in a fresh process,"
+  .. " medians of 5; goal on cpu: cold < 50 ms):")
+p("")
+p("```")
+p("%s", (first_kernel:gsub("%s+$", "")))
+p("```")
+p("")
+p("Cold compile of long kernels (`luajit bench/compile_time.lua cpu 500 1000 2000`; goal: 2000"
+  .. " lines < 2 s):")
+p("")
+p("```")
+p("%s", (compile_time:gsub("%s+$", "")))
+p("```")
 local text = table.concat(md, "\n")
 print(text)
 

@@ -189,6 +189,29 @@ for _, bk in ipairs(H.backends) do
         end
       end
     end)
+
+    it("a long body (not split on cpu: cpu_wrap.c, CPU_SPLIT_MAX_INSNS) tests its id too", function()
+      -- ~700 lines of work behind `if i < n`: past the size where the cpu
+      -- backend runs one x loop instead of the split pair
+      local src = { "return function(o, n)", "  local i = gpu.global_id(0)",
+                    "  if i >= n then return end", "  local x = i" }
+      for j = 1, 700 do
+        src[#src + 1] = ("  x = (x * %d + %d) %% 1000003"):format(j % 7 + 2, j)
+      end
+      src[#src + 1] = "  o[i] = x"
+      src[#src + 1] = "end"
+      local fn = assert(loadstring(table.concat(src, "\n"), "=long.lua"))()
+      setfenv(fn, { gpu = gpu })
+      local function want(i)
+        local x = i
+        for j = 1, 700 do x = (x * (j % 7 + 2) + j) % 1000003 end
+        return x
+      end
+      local k = H.kernel(bk, fn, { name = "long" })
+      for _, n in ipairs({ 0, 63, 65, 999 }) do
+        for _, g in ipairs({ false, 64 }) do check(k, 1000, g, function(i) if i < n then return want(i) end end, i32(n)) end
+      end
+    end)
   end)
 end
 
