@@ -143,6 +143,32 @@ for _, bk in ipairs(H.backends) do
       end)
     end)
 
+    describe("negative zero", function()
+      it("-x and 0 * -k of Lua-number integers are -0, as in LuaJIT (issue 23 item 3)", function()
+        local a = H.array("int32_t", { 0, -3 })
+        local fs = {
+          function() return -math.abs(0.0) end,
+          function() return -math.abs(0 / 1) end,
+          function(x) return -x[0] end,
+          function(x) return x[0] * -1 end,
+          function(x) return x[1] * x[0] end,
+          function(x) return math.sqrt(-x[0]) end,
+          function(x) return math.max(-x[0], -1) end,
+          function(x) local s = 0 for j = 0, 2 do s = s + x[j % 2] * -1 end return s end,
+          function(x) return -bit.band(x[0], 7) end,
+          function(x) return (-x[0]) / 1 end,
+          function() return -(gpu.global_id(0) * 2) end,
+          function(x) return -x[0] + 0 end,          -- +0: -0 + 0
+          function(x) return x[0] % -3 end,          -- +0: never -0
+        }
+        for j, f in ipairs(fs) do
+          local got = H.call(bk, "double", f, a)
+          local want = j == 11 and -0.0 or H.interp(f, a)
+          assert.are.equal(1 / want, 1 / got, "case " .. j)
+        end
+      end)
+    end)
+
     describe("joins", function()
       it("narrow integers are promoted: u8[i] + 1 does not wrap at 256", function()
         H.map(bk, function(a) return a + 1 end, {
