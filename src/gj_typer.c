@@ -180,20 +180,48 @@ gj_ty *gj_fn_entry(gj_fn *fn, int b)
   return fn->entry + (size_t)b * (size_t)(fn->proto->framesize + 1);
 }
 
+/* Widening bounds: a range that grows at a loop header jumps to the next
+** of these (each side on its own), so that a value kept in bounds inside
+** the loop (`k = (k + w) % 2^32`, `bit.band(h * 31, 0xFFFF)`) keeps a range
+** while one that grows without bound passes them all in a few turns. */
+static const double widen_hi[] = { 0, 255, 65535, 2147483647.0, 4294967295.0,
+                                   4503599627370495.0 /* 2^52 - 1 */ };
+
+static int widen(gj_ty *j, const gj_ty *e)
+{
+  size_t n = sizeof(widen_hi) / sizeof(widen_hi[0]), k;
+  double lo = j->lo, hi = j->hi;
+  if (hi > e->hi) {
+    for (k = 0; k < n && widen_hi[k] < hi; k++) {}
+    if (k == n) return 0;
+    hi = widen_hi[k];
+  }
+  if (lo < e->lo) {
+    for (k = 0; k < n && -widen_hi[k] - 1 > lo; k++) {}
+    if (k == n) return 0;
+    lo = k ? -widen_hi[k] - 1 : 0;
+  }
+  j->lo = lo;
+  j->hi = hi;
+  return 1;
+}
+
 /* Join st into block b's entry state; 1 when it changed.  back: the edge
-** goes back to a loop header.  There a range that grows is widened (an
-** lnum to the double it stands for, other integers lose their range), so
-** that the iteration settles. */
+** goes back to a loop header.  There a range that grows is widened to the
+** next bounds above (widen), and past the last an lnum becomes the double
+** it stands for and other integers lose their range, so that the
+** iteration settles. */
 static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st, int back)
 {
   gj_ty *e = gj_fn_entry(fn, b);
   int i, n = fn->proto->framesize, changed = !fn->reached[b];
-  int widen = back && fn->reached[b];
+  int wide = back && fn->reached[b];
   fn->reached[b] = 1;
   for (i = 0; i < n; i++) {
     gj_ty j = gj_ty_join(cs, e[i], st[i]);
-    if (widen && j.k == GJ_T_NUM && j.rng &&
-        !(e[i].k == GJ_T_NUM && e[i].rng && e[i].lo == j.lo && e[i].hi == j.hi)) {
+    if (wide && j.k == GJ_T_NUM && j.rng &&
+        !(e[i].k == GJ_T_NUM && e[i].rng && e[i].lo == j.lo && e[i].hi == j.hi) &&
+        !(e[i].k == GJ_T_NUM && e[i].rng && widen(&j, &e[i]))) {
       if (j.lnum) j = gj_ty_num(gj_ty_deffloat(cs));
       else j.rng = 0;
     }

@@ -19,6 +19,57 @@ static gj_ty float_of(const gj_cs *cs, gj_ty t)
   return gj_ty_kind(GJ_T_WFLT);
 }
 
+/* --- bit.* -------------------------------------------------------------- */
+
+/* Is t an integer in [0, 2^31 - 1], which bit.tobit leaves as it is?  hi:
+** its upper bound. */
+static int small_nonneg(gj_ty t, double *hi)
+{
+  double lo;
+  return gj_ty_bounds(t, &lo, hi) && lo >= 0 && *hi <= 2147483647.0;
+}
+
+/* The int32_t a bit.* call gives, with the range its operands imply: a
+** mask keeps bit.band within [0, mask], bit.rshift by a constant k within
+** [0, 2^(32-k) - 1], and bor/bxor of operands below 2^k stay below 2^k.
+** (Philox's 16-bit limbs and hashes then stay integers where a product may
+** otherwise be -0: docs/typing.md, "Negative zero".) */
+static gj_ty bit_result(int intr, int nargs, const gj_ty *args)
+{
+  gj_ty t = gj_ty_num(GJ_I32);
+  double hi, h, lo;
+  int j, all = 1;
+  switch (intr) {
+  case GJ_I_B_BAND:
+    hi = -1;
+    for (j = 0; j < nargs; j++)
+      if (small_nonneg(args[j], &h) && (hi < 0 || h < hi)) hi = h;
+    if (hi < 0) return t;
+    break;
+  case GJ_I_B_BOR: case GJ_I_B_BXOR:
+    hi = 0;
+    for (j = 0; j < nargs && all; j++) all = small_nonneg(args[j], &h) && (hi = fmax(hi, h), 1);
+    if (!all || nargs < 1) return t;
+    hi = exp2(ceil(log2(hi + 1))) - 1;   /* every bit below the highest */
+    break;
+  case GJ_I_B_RSHIFT:
+    if (nargs < 2 || !gj_ty_bounds(args[1], &lo, &h) || lo != h) return t;
+    j = (int)((int64_t)lo & 31);
+    if (j == 0) return t;
+    hi = ldexp(1.0, 32 - j) - 1;
+    break;
+  case GJ_I_B_TOBIT:
+    if (nargs < 1 || !small_nonneg(args[0], &hi)) return t;
+    break;
+  default:
+    return t;
+  }
+  t.rng = 1;
+  t.lo = 0;
+  t.hi = hi;
+  return t;
+}
+
 /* --- Work-group intrinsics --------------------------------------------- */
 
 /* The largest gpu.shared array, in bytes: more is a typo (the device
@@ -208,7 +259,7 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
     break;
   }
   if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
-    res[0] = gj_ty_num(GJ_I32);
+    res[0] = bit_result(intr, nargs, args);
     return 0;
   }
   res[0] = float_of(cs, args[0]);  /* the one-argument math functions */
