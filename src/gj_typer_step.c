@@ -347,10 +347,9 @@ static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
   int rs = is_math_fn(cs->L, cs->kv[kv].ref, "randomseed");
   if (rs || is_math_fn(cs->L, cs->kv[kv].ref, "random"))
     return gj_typer_error(cs, fn, i, "'%s'%s has no kernel form (kernels keep "
-                          "no random state): derive a pseudo-random number "
-                          "from the work item's id and a seed, e.g. a hash "
-                          "with bit.bxor, bit.rol and multiplications of "
-                          "gpu.global_id(0)", name,
+                          "no random state): draw by counter, e.g. "
+                          "gpu.uniform(seed, gpu.global_id(0)) (docs/api.md, "
+                          "\"Random numbers\")", name,
                           strncmp(name, "math.random", 11) == 0 ? ""
                           : rs ? " (math.randomseed)" : " (math.random)");
   if (strncmp(name, "math.", 5) == 0 || strncmp(name, "bit.", 4) == 0)

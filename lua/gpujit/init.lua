@@ -12,6 +12,7 @@ local array = require("gpujit.array")
 local dispatch = require("gpujit.dispatch")
 local plugins = require("gpujit.plugins")
 local util = require("gpujit.util")
+local rng = require("gpujit.rng")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -445,6 +446,13 @@ array.setup({
   lib = lib, ctx = ctx, current = current, resolve = resolve, target_of = target_of,
   sim_target = sim_target,
 })
+
+-- Random numbers (gpujit.rng): Lua functions that kernels compile as device
+-- functions and the host calls as they are.
+gpu.philox4x32 = rng.philox4x32
+gpu.uniform = rng.uniform
+gpu.uniform_float = rng.uniform_float
+gpu.normal = rng.normal
 
 gpu.array = array.array
 gpu.zeros = array.zeros
