@@ -68,6 +68,8 @@ for _, lines in ipairs(sizes) do
   end
   env.gpu = gpu
   for i = 0, n - 1 do
-    if ref[i] ~= o[i] then error(("long%d: o[%d] is %.17g, LuaJIT gives %.17g"):format(lines, i, o[i], ref[i])) end
+    if ref[i] ~= o[i] then
+      error(("long%d: o[%d] is %.17g, LuaJIT gives %.17g"):format(lines, i, o[i], ref[i]))
+    end
   end
 end

@@ -209,7 +209,9 @@ for _, bk in ipairs(H.backends) do
       end
       local k = H.kernel(bk, fn, { name = "long" })
       for _, n in ipairs({ 0, 63, 65, 999 }) do
-        for _, g in ipairs({ false, 64 }) do check(k, 1000, g, function(i) if i < n then return want(i) end end, i32(n)) end
+        for _, g in ipairs({ false, 64 }) do
+          check(k, 1000, g, function(i) if i < n then return want(i) end end, i32(n))
+        end
       end
     end)
   end)
