@@ -186,23 +186,23 @@ gj_ty *gj_fn_entry(gj_fn *fn, int b)
 ** while one that grows without bound passes them all in a few turns. */
 static const double widen_hi[] = { 0, 255, 65535, 2147483647.0, 4294967295.0,
                                    4503599627370495.0 /* 2^52 - 1 */ };
+static const double widen_lo[] = { 0, -256, -65536, -2147483648.0, -4294967296.0,
+                                   -4503599627370496.0 /* -2^52 */ };
+#define GJ_NWIDEN (sizeof(widen_hi) / sizeof(widen_hi[0]))
 
 static int widen(gj_ty *j, const gj_ty *e)
 {
-  size_t n = sizeof(widen_hi) / sizeof(widen_hi[0]), k;
-  double lo = j->lo, hi = j->hi;
-  if (hi > e->hi) {
-    for (k = 0; k < n && widen_hi[k] < hi; k++) {}
-    if (k == n) return 0;
-    hi = widen_hi[k];
+  size_t k;
+  if (j->hi > e->hi) {
+    for (k = 0; k < GJ_NWIDEN && widen_hi[k] < j->hi; k++) {}
+    if (k == GJ_NWIDEN) return 0;
+    j->hi = widen_hi[k];
   }
-  if (lo < e->lo) {
-    for (k = 0; k < n && -widen_hi[k] - 1 > lo; k++) {}
-    if (k == n) return 0;
-    lo = k ? -widen_hi[k] - 1 : 0;
+  if (j->lo < e->lo) {
+    for (k = 0; k < GJ_NWIDEN && widen_lo[k] > j->lo; k++) {}
+    if (k == GJ_NWIDEN) return 0;
+    j->lo = widen_lo[k];
   }
-  j->lo = lo;
-  j->hi = hi;
   return 1;
 }
 
