@@ -116,8 +116,8 @@ end
 local function launch_failed(K)
   local msg = env.lib and ffi.string(env.lib.gj_errmsg(env.ctx)) or "launch failed"
   -- a timeout's message names the kernel already
-  local own = "kernel '" .. K.name .. "' "
-  if msg:sub(1, #own) == own then error(msg, 0) end
+  local named = "kernel '" .. K.name .. "' "
+  if msg:sub(1, #named) == named then error(msg, 0) end
   error(msg .. " (in kernel " .. K.name .. ")", 0)
 end
 
