@@ -55,9 +55,10 @@
 **   the function at once (a device function's result is then undefined,
 **   and its caller returns too).  The host sets fault->cancel while launch
 **   runs (from another thread): the backend must make the device's record
-**   see it soon (cpu: the record is the host struct; a device that shares
-**   host memory: a write to the shared copy; elsewhere it may be ignored,
-**   and the launch runs to its end).  With the kernel stopped early the
+**   see it soon (cpu: the record is the host struct; opencl on a device
+**   that shares host memory, cuda with mapped pinned memory: a write to
+**   the record where the device reads it; elsewhere it may be ignored, and
+**   the launch runs to its end).  With the kernel stopped early the
 **   launch returns 0 as usual: the core knows it asked and reports it.
 */
 #ifndef GJ_BACKEND_H

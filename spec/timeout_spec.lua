@@ -105,6 +105,15 @@ for _, bk in ipairs(backends) do
       end)
     end
 
+    it("a launch that ends in time gives the kernel's results (and the watchdog ends)", function()
+      local k = H.kernel(bk, spin, { name = "quick", timeout = 5 })
+      local out = ffi.new("double[64]")
+      for _ = 1, 3 do
+        k:launch(64, out, 10)
+        for i = 0, 63 do assert.are.equal(27, out[i]) end
+      end
+    end)
+
     -- One child process runs every runaway launch of this backend; each
     -- line of its output is TAG|ok|message|more...
     local results
