@@ -114,6 +114,26 @@ for _, bk in ipairs(backends) do
       end
     end)
 
+    it("the disk cache keys on having a timeout, not on its seconds", function()
+      local dir = H.tmpdir()
+      local got = {}
+      local off = gpu.on_compile(function(ev)
+        if ev.phase == "done" then got[#got + 1] = ev.cache end
+      end)
+      local ok, err = pcall(H.with_cache_dir, dir, function()
+        local out = ffi.new("double[8]")
+        for _, t in ipairs({ 1, 2, false, 3 }) do
+          H.kernel(bk, spin, { name = "cached", cache = true, timeout = t }):launch(8, out, 10)
+          assert.are.equal(27, out[7])
+        end
+      end)
+      off()
+      os.execute("rm -rf '" .. dir .. "'")
+      if not ok then error(err, 0) end
+      if bk == "sim" then return assert.are.same({}, got) end   -- sim compiles nothing
+      assert.are.same({ "written", "hit", "written", "hit" }, got)
+    end)
+
     -- One child process runs every runaway launch of this backend; each
     -- line of its output is TAG|ok|message|more...
     local results
