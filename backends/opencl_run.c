@@ -14,6 +14,7 @@
 
 #include "../src/gj_dims.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,15 +284,16 @@ static int set_arg(gj_bstate *st, ocl_entry *e, cl_uint i, const void *v,
 /* A kernel with cancellation checks on a device that shares host memory:
 ** wait for its event, and pass the host's cancel word (set by the core's
 ** watchdog) on to the record the kernel reads, which lives in shared_rec.
-** Polls, sleeping 20 us at first and at most 1 ms between looks.  Errors
-** of the event are left to the clFinish after it. */
+** Polls: yielding the CPU for the first 64 looks (short kernels end
+** there), then sleeping 20 us growing to at most 1 ms between looks.
+** Errors of the event are left to the clFinish after it. */
 static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
                              gj_fault *fault, gj_fault *shared_rec)
 {
   long ns = 20000;
-  int sent = 0;
+  int sent = 0, looks = 0;
   st->cl.Flush(d->queue);
-  for (;;) {
+  for (;; looks++) {
     cl_int status = CL_QUEUED;
     struct timespec ts;
     if (st->cl.GetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
@@ -300,6 +302,10 @@ static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
     if (!sent && __atomic_load_n(&fault->cancel, __ATOMIC_RELAXED)) {
       __atomic_store_n(&shared_rec->cancel, 1, __ATOMIC_RELAXED);
       sent = 1;
+    }
+    if (looks < 64) {
+      sched_yield();
+      continue;
     }
     ts.tv_sec = 0;
     ts.tv_nsec = ns;
