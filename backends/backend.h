@@ -48,6 +48,18 @@
 **   in it (cpu: the record itself; a GPU: a small device buffer zeroed
 **   before the launch and read back after it).  With sig->faults 0 the
 **   kernel has no checks, launch gets NULL and nothing may change.
+** - Cancellation (gpu.kernel's timeout; sig->cancel is 1, and then
+**   sig->faults is 1 too): at every loop back-edge, and after every call
+**   of a device function, the core loads the record's `cancel` word
+**   (monotonic, i32 at offset 12) and, when it is nonzero, returns from
+**   the function at once (a device function's result is then undefined,
+**   and its caller returns too).  The host sets fault->cancel while launch
+**   runs (from another thread): the backend must make the device's record
+**   see it soon (cpu: the record is the host struct; opencl on a device
+**   that shares host memory, cuda with mapped pinned memory: a write to
+**   the record where the device reads it; elsewhere it may be ignored, and
+**   the launch runs to its end).  With the kernel stopped early the
+**   launch returns 0 as usual: the core knows it asked and reports it.
 */
 #ifndef GJ_BACKEND_H
 #define GJ_BACKEND_H
@@ -86,7 +98,8 @@ typedef struct gj_fault {
   int32_t line;      /* Lua source line of the access */
   int32_t arg;       /* 1-based kernel argument, 0: a shared/local array
                      ** or one the core could not attribute */
-  int32_t pad_;
+  int32_t cancel;    /* host-written while the launch runs: nonzero
+                     ** stops the work items (see the top of this file) */
   int64_t index;     /* the index used */
   int64_t length;    /* the array's length */
 } gj_fault;

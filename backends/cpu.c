@@ -595,7 +595,9 @@ static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
   if (atomic_load(&t.oom))
     return gj_err_set(err, "launch: out of memory for the work groups' shared "
                       "memory and state (%zu bytes per thread)", t.scratch);
-  if (fault)
+  /* stopped (a timeout): work items that returned early left others at a
+  ** barrier; the core reports the timeout */
+  if (fault && !(record && __atomic_load_n(&record->cancel, __ATOMIC_RELAXED)))
     return gj_err_set(err, "launch: the work items of a group stopped at "
                       "different gpu.barrier() calls, or some finished while "
                       "others waited at one: a barrier must be reached by "

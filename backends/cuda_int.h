@@ -29,6 +29,10 @@ typedef unsigned long long CUdeviceptr;
 enum {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_NOT_READY = 600,
+  /* cuMemHostAlloc flags */
+  CU_MEMHOSTALLOC_PORTABLE = 1,
+  CU_MEMHOSTALLOC_DEVICEMAP = 2,
   /* CUdevice_attribute */
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
   CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
@@ -86,7 +90,13 @@ enum {
   X(MemFree, "cuMemFree_v2", (CUdeviceptr p))                                \
   X(MemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr dst, const void *src,        \
                                     size_t n))                               \
-  X(MemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, CUdeviceptr src, size_t n))
+  X(MemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, CUdeviceptr src, size_t n)) \
+  X(MemHostAlloc, "cuMemHostAlloc", (void **pp, size_t bytes,                 \
+                                     unsigned flags))                        \
+  X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2",                 \
+    (CUdeviceptr *d, void *p, unsigned flags))                               \
+  X(MemFreeHost, "cuMemFreeHost", (void *p))                                 \
+  X(StreamQuery, "cuStreamQuery", (CUstream s))
 
 typedef struct cu_api {
 #define CU_FIELD(f, sym, args) CUresult (*f) args;

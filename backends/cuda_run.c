@@ -14,13 +14,16 @@
 ** owns a device buffer of one gj_fault, allocated at load: each launch
 ** writes the core's zeroed record into it before cuLaunchKernel and reads
 ** it back after the kernel has finished.  A kernel without checks has no
-** buffer and no copies.
+** buffer and no copies.  A kernel with a timeout (sig->cancel) has its
+** record in mapped pinned host memory instead, so that the launch can set
+** the cancel word while the kernel runs (untested: no GPU here).
 */
 #include "cuda_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../src/gj_dims.h"
 
@@ -38,6 +41,10 @@ struct gj_program {
   unsigned nparams;        /* the entry's, hidden ones included */
   unsigned nuser;          /* the user's (arrays count twice) */
   CUdeviceptr fault;       /* sig->faults: the fault record, else 0 */
+  /* sig->cancel: the record lives in mapped, pinned host memory (fault is
+  ** its device address), where the launch writes the cancel word while
+  ** the kernel runs (backends/backend.h); else NULL */
+  gj_fault *shared_rec;
   uint32_t *offsets;       /* of each user parameter in the block */
   void **params;           /* cuLaunchKernel's kernelParams */
   int64_t global[CU_HIDDEN_GLOBAL];
@@ -158,8 +165,23 @@ static int load_program(gj_bstate *st, int dev, const char *art, size_t len,
     goto done;
   }
   p->max_group = v;
-  if (sig->faults &&
-      (r = a->MemAlloc(&p->fault, sizeof(gj_fault))) != CUDA_SUCCESS) {
+  if (sig->cancel) {
+    void *h = NULL;
+    r = a->MemHostAlloc(&h, sizeof(gj_fault),
+                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    if (r != CUDA_SUCCESS) {
+      cu_fail(err, "cuMemHostAlloc (fault record)", r);
+      goto done;
+    }
+    p->shared_rec = h;
+    memset(h, 0, sizeof(gj_fault));
+    if ((r = a->MemHostGetDevicePointer(&p->fault, h, 0)) != CUDA_SUCCESS) {
+      p->fault = 0;
+      cu_fail(err, "cuMemHostGetDevicePointer (fault record)", r);
+      goto done;
+    }
+  } else if (sig->faults &&
+             (r = a->MemAlloc(&p->fault, sizeof(gj_fault))) != CUDA_SUCCESS) {
     p->fault = 0;
     cu_fail(err, "cuMemAlloc (fault record)", r);
     goto done;
@@ -177,8 +199,10 @@ void cu_unload(gj_bstate *st, gj_program *p)
   int pushed;
   gj_err e;
   if (!p) return;
-  if ((p->mod || p->fault) && cu_enter(st, p->dev, &pushed, &e) == 0) {
-    if (p->fault) st->drv->api.MemFree(p->fault);
+  if ((p->mod || p->fault || p->shared_rec) &&
+      cu_enter(st, p->dev, &pushed, &e) == 0) {
+    if (p->shared_rec) st->drv->api.MemFreeHost(p->shared_rec);
+    else if (p->fault) st->drv->api.MemFree(p->fault);
     if (p->mod) st->drv->api.ModuleUnload(p->mod);
     cu_leave(st, pushed);
   }
@@ -212,6 +236,29 @@ int cu_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
 }
 
 /* -- launch -------------------------------------------------------------- */
+
+/* A kernel with cancellation checks (untested: no GPU here): wait for the
+** legacy stream to drain, passing the host's cancel word (set by the core's
+** watchdog) on to the mapped record the kernel reads.  Polls like the
+** opencl backend (20 us growing to 1 ms); errors are left to the
+** cuCtxSynchronize after it. */
+static void wait_cancellable(const cu_api *a, gj_fault *fault,
+                             gj_fault *shared_rec)
+{
+  long ns = 20000;
+  int sent = 0;
+  while (a->StreamQuery(NULL) == CUDA_ERROR_NOT_READY) {
+    struct timespec ts;
+    if (!sent && __atomic_load_n(&fault->cancel, __ATOMIC_RELAXED)) {
+      __atomic_store_n(&shared_rec->cancel, 1, __ATOMIC_SEQ_CST);
+      sent = 1;
+    }
+    ts.tv_sec = 0;
+    ts.tv_nsec = ns;
+    nanosleep(&ts, NULL);
+    if (ns < 1000000) ns *= 2;
+  }
+}
 
 int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
               gj_fault *fault, gj_err *err)
@@ -247,7 +294,9 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   if (cu_enter(st, p->dev, &pushed, err) != 0) return -1;
   a = &st->drv->api;
   r = CUDA_SUCCESS;
-  if (fault && p->fault) {
+  if (fault && p->shared_rec) {
+    memcpy(p->shared_rec, fault, sizeof(*fault));
+  } else if (fault && p->fault) {
     snprintf(call, sizeof(call), "cuMemcpyHtoD (fault record)");
     r = a->MemcpyHtoD(p->fault, fault, sizeof(*fault));
   }
@@ -261,12 +310,17 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
                gj_dims_str(b1, sizeof(b1), dm->global, dm->ndim),
                gj_dims_str(b2, sizeof(b2), group, dm->ndim));
   }
+  if (r == CUDA_SUCCESS && fault && p->shared_rec)
+    wait_cancellable(a, fault, p->shared_rec);
   if (r == CUDA_SUCCESS) {
     r = a->CtxSynchronize();
     snprintf(call, sizeof(call), "the kernel (cuCtxSynchronize after "
              "cuLaunchKernel)");
   }
-  if (r == CUDA_SUCCESS && fault && p->fault) {
+  if (r == CUDA_SUCCESS && fault && p->shared_rec) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    memcpy(fault, p->shared_rec, sizeof(*fault));
+  } else if (r == CUDA_SUCCESS && fault && p->fault) {
     snprintf(call, sizeof(call), "cuMemcpyDtoH (fault record)");
     r = a->MemcpyDtoH(fault, p->fault, sizeof(*fault));
   }

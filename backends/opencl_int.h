@@ -29,7 +29,7 @@
   X(BuildProgram) X(GetProgramBuildInfo) X(GetProgramInfo)               \
   X(ReleaseProgram) X(CreateKernel) X(ReleaseKernel) X(SetKernelArg)     \
   X(GetKernelInfo) X(GetKernelWorkGroupInfo) X(EnqueueNDRangeKernel)     \
-  X(Finish)                                                              \
+  X(Finish) X(Flush) X(GetEventInfo) X(ReleaseEvent)                    \
   X(EnqueueMapBuffer) X(EnqueueUnmapMemObject)
 
 typedef struct ocl_api {

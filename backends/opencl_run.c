@@ -14,9 +14,11 @@
 
 #include "../src/gj_dims.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The last value given to one kernel argument. */
 typedef struct arg_slot {
@@ -38,6 +40,11 @@ struct gj_program {
   size_t max_group;        /* CL_KERNEL_WORK_GROUP_SIZE, of both entries */
   cl_uint nargs;           /* the user's, the hidden ones (opencl_int.h) */
   cl_mem fault;            /* sig.faults: the fault record's buffer */
+  /* sig.cancel on a device that shares host memory: the record's buffer
+  ** is made on this host block (CL_MEM_USE_HOST_PTR), where the launch
+  ** writes the cancel word while the kernel runs; else NULL (the kernel
+  ** cannot be stopped, and runs to its end) */
+  gj_fault *shared_rec;
 };
 
 /* -- load ---------------------------------------------------------------- */
@@ -155,9 +162,19 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
   }
   for (i = 0; i < sig->nparams; i++) want += sig->params[i].is_array ? 3 : 1;
   want += sig->faults;
+  if (sig->cancel && ocl_host_shares(st, dev)) {
+    void *h = NULL;
+    if (posix_memalign(&h, 4096, 4096) != 0) {
+      gj_err_set(err, "opencl: out of memory");
+      goto fail;
+    }
+    memset(h, 0, 4096);
+    p->shared_rec = h;
+  }
   if (sig->faults) {                   /* the fault record, once */
-    p->fault = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, sizeof(gj_fault),
-                                   NULL, &rc);
+    p->fault = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE |
+                                   (p->shared_rec ? CL_MEM_USE_HOST_PTR : 0),
+                                   sizeof(gj_fault), p->shared_rec, &rc);
     if (!p->fault) {
       ocl_fail(err, "clCreateBuffer (fault record)", rc);
       goto fail;
@@ -211,6 +228,7 @@ void ocl_unload(gj_bstate *st, gj_program *p)
   }
   if (p->prog) st->cl.ReleaseProgram(p->prog);
   if (p->fault) st->cl.ReleaseMemObject(p->fault);
+  free(p->shared_rec);
   free(p);
 }
 
@@ -263,6 +281,40 @@ static int set_arg(gj_bstate *st, ocl_entry *e, cl_uint i, const void *v,
 
 #define OCL_DEFAULT_GROUP 256
 
+/* A kernel with cancellation checks on a device that shares host memory:
+** wait for its event, and pass the host's cancel word (set by the core's
+** watchdog) on to the record the kernel reads, which lives in shared_rec.
+** Polls: yielding the CPU for the first 64 looks (short kernels end
+** there), then sleeping 20 us growing to at most 1 ms between looks.
+** Errors of the event are left to the clFinish after it. */
+static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
+                             gj_fault *fault, gj_fault *shared_rec)
+{
+  long ns = 20000;
+  int sent = 0, looks = 0;
+  st->cl.Flush(d->queue);
+  for (;; looks++) {
+    cl_int status = CL_QUEUED;
+    struct timespec ts;
+    if (st->cl.GetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
+                            &status, NULL) != CL_SUCCESS || status <= CL_COMPLETE)
+      break;
+    if (!sent && __atomic_load_n(&fault->cancel, __ATOMIC_RELAXED)) {
+      __atomic_store_n(&shared_rec->cancel, 1, __ATOMIC_RELAXED);
+      sent = 1;
+    }
+    if (looks < 64) {
+      sched_yield();
+      continue;
+    }
+    ts.tv_sec = 0;
+    ts.tv_nsec = ns;
+    nanosleep(&ts, NULL);
+    if (ns < 1000000) ns *= 2;
+  }
+  st->cl.ReleaseEvent(ev);
+}
+
 int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
                gj_fault *fault, gj_err *err)
 {
@@ -273,6 +325,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   size_t gl[3], lo[3];
   cl_uint a = 0;
   cl_int rc;
+  cl_event ev = NULL;
   char b1[96], b2[96];
   int i, nd = dm->ndim;
   if (!p || !p->entry[0].kernel)
@@ -332,7 +385,8 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
     if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
   }
   rc = st->cl.EnqueueNDRangeKernel(d->queue, e->kernel, (cl_uint)nd, NULL,
-                                   gl, lo, 0, NULL, NULL);
+                                   gl, lo, 0, NULL,
+                                   fault && p->shared_rec ? &ev : NULL);
   if (rc != CL_SUCCESS) {
     char what[160];
     snprintf(what, sizeof(what), "clEnqueueNDRangeKernel (global %s, group "
@@ -340,6 +394,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
              gj_dims_str(b2, sizeof(b2), group, nd));
     return ocl_fail(err, what, rc);
   }
+  if (ev) wait_cancellable(st, d, ev, fault, p->shared_rec);
   rc = st->cl.Finish(d->queue);
   if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish", rc);
   if (fault && p->fault) {

@@ -131,11 +131,25 @@ static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
 typedef struct fnstate {
   LLVMBasicBlockRef *bb;     /* per typer block (NULL: unreached) */
   gj_tstate st, pre;
+  int cur;                   /* the block being emitted; -1: the entry */
 } fnstate;
 
+static LLVMBasicBlockRef edge_to(gj_cg *g, fnstate *fs, const gj_ty *out,
+                                 int s, int copy_a, int copy_d);
+
 /* Branch target for the edge from the current state (st) into block s:
-** a fresh block converting slots whose storage differs, or s itself. */
+** a fresh block converting slots whose storage differs, or s itself.  A
+** back-edge (s at or before the current block: a loop) goes through the
+** cancellation check first when the kernel has a timeout. */
 static LLVMBasicBlockRef edge(gj_cg *g, fnstate *fs, const gj_ty *out, int s,
+                              int copy_a, int copy_d)
+{
+  LLVMBasicBlockRef t = edge_to(g, fs, out, s, copy_a, copy_d), c = NULL;
+  if (fs->cur >= 0 && s <= fs->cur) c = gj_cg_cancel_edge(g, t);
+  return c ? c : t;
+}
+
+static LLVMBasicBlockRef edge_to(gj_cg *g, fnstate *fs, const gj_ty *out, int s,
                               int copy_a, int copy_d)
 {
   gj_fn *fn = g->fn;
@@ -323,6 +337,7 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
       r = gj_cg_call_resumable(g, callee, fty, cargs, n);
     else
       r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
+    gj_cg_cancel_here(g);   /* stopped inside the callee: stop here too */
     *nout = callee->nret;
     for (j = 0; j < callee->nret; j++) rt[j] = callee->ret[j];
     if (callee->nret == 1) {
@@ -610,6 +625,7 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
   int b, j, k, rc = -1;
   size_t nslots = (size_t)p->framesize * LT__MAX;
   memset(&fs, 0, sizeof(fs));
+  fs.cur = -1;
   g->fn = fn;
   g->llfn = (LLVMValueRef)fn->llfn;
   g->slots = calloc(nslots + 1, sizeof(LLVMValueRef));
@@ -669,6 +685,7 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
     gj_edges ed;
     int i, term = 0;
     if (!fs.bb[b]) continue;
+    fs.cur = b;
     LLVMPositionBuilderAtEnd(g->B, fs.bb[b]);
     memcpy(fs.st.slot, gj_fn_entry(fn, b), sizeof(gj_ty) * (size_t)p->framesize);
     fs.st.mr_base = -1;
@@ -759,7 +776,8 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   sig->shared_bytes = g.shared_size;
   sig->frame_bytes = kernel->frame_bytes;
   sig->uses_barrier = (uint8_t)kernel->uses_barrier;
-  sig->faults = opts->sites && opts->sites->n > 0;
+  sig->cancel = (uint8_t)(opts->cancel != 0);
+  sig->faults = (opts->sites && opts->sites->n > 0) || sig->cancel;
   *out = g.M;
   return 0;
 }

@@ -23,6 +23,9 @@ typedef struct gj_cgopts {
   /* boundscheck: check every array index (gj_cg_check.c); each check is
   ** appended to sites.  NULL: no checks, and the IR is as without them. */
   struct gj_sites *sites;
+  /* timeout: cancellation checks at loop back-edges and after device
+  ** function calls (gj_cg_cancel.c).  0: none, and the IR is as without. */
+  int cancel;
   const char *const *argnames;   /* kernel parameter names (entries may be
                                  ** NULL), for the sites' messages */
   /* Plugin buffers: array parameters of @gj_body after the kernel's own,

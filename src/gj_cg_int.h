@@ -112,6 +112,14 @@ int gj_cg_check_begin(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
                       LLVMValueRef idx, gj_ty ti, gj_cg_guard *gd);
 LLVMValueRef gj_cg_check_end(gj_cg *g, const gj_cg_guard *gd, LLVMValueRef v);
 
+/* Cancellation checks (gj_cg_cancel.c; gpu.kernel's timeout, opts->cancel).
+** edge: a block that checks the launch's cancel word and goes on to target
+** (the builder's position is kept); NULL without cancel.  here: the check
+** at the builder's position, which goes on in a fresh block; nothing
+** without cancel. */
+LLVMBasicBlockRef gj_cg_cancel_edge(gj_cg *g, LLVMBasicBlockRef target);
+void gj_cg_cancel_here(gj_cg *g);
+
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);

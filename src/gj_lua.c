@@ -218,6 +218,10 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
     for (j = 0; j < GJ_MAXPARAMS && b[j]; j++)
       if (b[j] == '1') o->one_based |= 1ull << j;
   }
+  lua_getfield(L, 3, "timeout");
+  o->timeout = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+  if (!(o->timeout > 0 && o->timeout < 1e9)) o->timeout = 0;  /* Lua checked */
+  lua_pop(L, 1);
   lua_getfield(L, 3, "argnames");
   for (j = 0; j < o->nparams && lua_istable(L, -1); j++) {
     lua_rawgeti(L, -1, j + 1);

@@ -32,6 +32,7 @@
 #include "gj_plugin.h"
 #include "gj_target.h"
 #include "gj_typer.h"
+#include "gj_watch.h"
 
 /* Type names of the signature -> parameter types. */
 static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
@@ -196,6 +197,9 @@ static void content_key(const gj_backend *be, const gj_job *job,
   v[7] = o->single;
   v[8] = o->fastmath;
   gj_cache_key_add(&h, v, sizeof(v));
+  /* timeout: the checks are in the module already; said here too, and only
+  ** then, so that the keys of kernels without one stay as they were */
+  if (o->timeout > 0) gj_cache_key_str(&h, "cancel");
   for (j = 0; j < o->nparams; j++) gj_cache_key_str(&h, o->types[j]);
   key_libraries(job, m, &h);
   gj_plugset_key(ps, &h);
@@ -235,6 +239,8 @@ static gj_kernel *kernel_new(gj_ctx *ctx, const gj_backend *be,
   k->bk = o->bk;
   k->dev = o->dev;
   k->sig = *sig;
+  k->timeout = sig->cancel ? o->timeout : 0;
+  snprintf(k->name, sizeof(k->name), "%s", o->name ? o->name : "?");
   return k;
 }
 
@@ -488,6 +494,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   memset(&cgo, 0, sizeof(cgo));
   cgo.fastmath = o->fastmath;
   cgo.sites = o->boundscheck ? &sites : NULL;
+  cgo.cancel = o->timeout > 0;
   cgo.argnames = o->argnames;
   gj_plugset_buffers(&ps, xbuf, xnames, xelems);
   cgo.nextra = ps.nbuf;
@@ -620,13 +627,24 @@ static int dims_in_range(const gj_kernel *k, const gj_dims *dims)
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
 {
   gj_fault f;
+  gj_watch w;
+  int rc;
   if (!dims_in_range(k, dims))
     return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the kernel's "
                       "ids are typed below it)", k->sig.lnum ? 31 : 51);
   if (!k->sig.faults)
     return k->be->launch(k->bst, k->prog, dims, args, NULL, &k->ctx->err);
   memset(&f, 0, sizeof(f));
-  if (k->be->launch(k->bst, k->prog, dims, args, &f, &k->ctx->err)) return -1;
+  if (!k->sig.cancel) {
+    if (k->be->launch(k->bst, k->prog, dims, args, &f, &k->ctx->err)) return -1;
+    if (f.site) return gj_fault_error(&k->sites, &f, &k->ctx->err);
+    return 0;
+  }
+  /* a timeout: the watchdog sets f.cancel at the deadline or on SIGINT */
+  if (gj_watch_start(&w, &f.cancel, k->timeout, &k->ctx->err)) return -1;
+  rc = k->be->launch(k->bst, k->prog, dims, args, &f, &k->ctx->err);
+  if (gj_watch_stop(&w, k->name, &k->ctx->err)) return -1;   /* stopped */
+  if (rc) return -1;
   if (f.site) return gj_fault_error(&k->sites, &f, &k->ctx->err);
   return 0;
 }

@@ -19,6 +19,10 @@ typedef struct gj_compile_opts {
   uint64_t one_based;     /* boundscheck: bit j set when array argument j is
                           ** a Lua table (indexed from 1) */
   const char *argnames[GJ_MAXPARAMS];   /* boundscheck: for messages, or NULL */
+  double timeout;         /* seconds > 0: compile with cancellation checks
+                          ** (gj_cg_cancel.c) and stop a launch running
+                          ** longer; 0: none.  Only "> 0" is in the cache
+                          ** key: the seconds are the loaded kernel's. */
   int nparams;
   const char *types[GJ_MAXPARAMS];   /* type names: "float", "int32_t[]" */
   const char *cache_dir;  /* the disk cache's directory; NULL: not used */
@@ -72,10 +76,13 @@ struct gj_kernel {
   gj_program *prog;
   gj_sig sig;
   gj_sites sites;         /* sig.faults: the bounds checks */
+  double timeout;         /* sig.cancel: seconds a launch may run */
+  char name[64];          /* for the timeout's message */
 };
 
-/* Run k; a bounds-check fault becomes the error.  0, or -1 with the
-** message in k->ctx->err. */
+/* Run k; a bounds-check fault becomes the error, and so does a launch of a
+** kernel with a timeout that ran too long or got SIGINT (gj_watch.h).  0,
+** or -1 with the message in k->ctx->err. */
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args);
 
 void gj_kernel_free(gj_kernel *k);

@@ -91,6 +91,9 @@ typedef struct gj_sig {
   uint8_t uses_barrier;    /* it (or a function it calls) calls gpu.barrier */
   uint8_t faults;          /* it has bounds checks: a launch passes a
                            ** fault record (backends/backend.h) */
+  uint8_t cancel;          /* it has cancellation checks (timeout): a
+                           ** launch passes a fault record whose cancel
+                           ** word stops it (backends/backend.h) */
   uint8_t lnum;            /* a parameter is an lnum: its code counts on
                            ** ids below 2^31 (docs/typing.md) */
 } gj_sig;

@@ -115,6 +115,9 @@ end
 
 local function launch_failed(K)
   local msg = env.lib and ffi.string(env.lib.gj_errmsg(env.ctx)) or "launch failed"
+  -- a timeout's message names the kernel already
+  local named = "kernel '" .. K.name .. "' "
+  if msg:sub(1, #named) == named then error(msg, 0) end
   error(msg .. " (in kernel " .. K.name .. ")", 0)
 end
 
@@ -297,6 +300,7 @@ local function compile_opts(K, tgt, one_based)
     precision = K.opts.precision or "double",
     fastmath = K.opts.fastmath and true or false,
     boundscheck = K.opts.boundscheck and true or false,
+    timeout = K.opts.timeout,
     one_based = one_based, argnames = K.pnames,
   }
   if env.compile_opts then

@@ -45,6 +45,9 @@ if core then
     "int gj_sync(void *ctx, int bk, int dev);",
     "void *gj_mem_host_register(void *ctx, int bk, int dev, void *host, uint64_t bytes, int written);",
     "int gj_mem_host_release(void *ctx, int bk, int dev, void *p, int quiet);",
+    "int gj_sigint_begin(void);",
+    "void gj_sigint_end(void);",
+    "long gj_sigint_count(void);",
   }) do
     pcall(ffi.cdef, decl)
   end
@@ -52,6 +55,12 @@ if core then
   local ok, l = pcall(ffi.load, path)
   if ok then
     lib, ctx = l, core.ctx
+    -- the sim backend's launches with a timeout count SIGINTs with the core's handler
+    sim.sigint = {
+      begin = function() return l.gj_sigint_begin() end,
+      finish = function() l.gj_sigint_end() end,
+      count = function() return tonumber(l.gj_sigint_count()) end,
+    }
   else
     core_error = "cannot load " .. tostring(path) .. " through the FFI: " .. tostring(l)
     core = nil
@@ -348,8 +357,31 @@ gpu.cache = {
 local known_opts = {
   name = "string", backend = true, device = true, cache = "boolean", fastmath = "boolean",
   precision = "string", boundscheck = "boolean", async = "boolean",
-  plugins = "table", job = true,
+  plugins = "table", job = true, timeout = true,
 }
+
+-- A timeout: seconds > 0 (finite, below 1e9), or false (none, whatever
+-- GPUJIT_TIMEOUT says).  GPUJIT_TIMEOUT applies to kernels that do not say:
+-- unset or empty is no timeout; anything else must be such a number.
+local function timeout_of(o, level)
+  local t = o.timeout
+  if t == false then return nil end
+  if t ~= nil then
+    if type(t) ~= "number" or not (t > 0 and t < 1e9) then
+      error("gpu.kernel: option 'timeout' must be a number of seconds > 0 (or false), got "
+        .. (type(t) == "number" and tostring(t) or type(t)), level + 1)
+    end
+    return t
+  end
+  local env = os.getenv("GPUJIT_TIMEOUT")
+  if env == nil or env == "" then return nil end
+  local v = env:match("^%s*[%d%.eE+-]+%s*$") and tonumber(env)
+  if not (v and v > 0 and v < 1e9) then
+    error("gpu.kernel: GPUJIT_TIMEOUT must be a number of seconds > 0 (e.g. 2 or 0.5), got '"
+      .. env .. "'", level + 1)
+  end
+  return v
+end
 
 local function check_opts(opts)
   if opts == nil then return {} end
@@ -369,6 +401,7 @@ local function check_opts(opts)
   end
   plugins.check_kernel_opts(o, 3)
   if o.boundscheck == nil and os.getenv("GPUJIT_BOUNDSCHECK") == "1" then o.boundscheck = true end
+  o.timeout = timeout_of(o, 3)
   if o.precision ~= nil and o.precision ~= "double" and o.precision ~= "single" then
     error("gpu.kernel: option 'precision' must be \"double\" or \"single\", got \""
       .. o.precision .. "\"", 3)

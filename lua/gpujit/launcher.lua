@@ -318,7 +318,7 @@ return function(h)
       local ndim = d.ndim
       local global = { [0] = tonumber(d.global[0]), tonumber(d.global[1]), tonumber(d.global[2]) }
       local group = { [0] = tonumber(d.group[0]), tonumber(d.group[1]), tonumber(d.group[2]) }
-      sim.run(K.fn, ndim, global, group, argv, n, K.name, K.opts.boundscheck)
+      sim.run(K.fn, ndim, global, group, argv, n, K.name, K.opts.boundscheck, K.opts.timeout)
       return true
     end
   end

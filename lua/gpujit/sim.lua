@@ -244,7 +244,7 @@ end
 -- group[0] == 0: the simulator chooses); ndim 1..3; argv[1..nargs] are
 -- passed to every work item as they are; checked: gpu.shared and
 -- gpu.local_array arrays are bounds-checked (M.checked).
-function M.run(fn, ndim, global, group, argv, nargs, name, checked)
+local function run(fn, ndim, global, group, argv, nargs, name, checked)
   local gsize = { [0] = global[0], global[1] or 1, global[2] or 1 }
   if ndim < 2 then gsize[1] = 1 end
   if ndim < 3 then gsize[2] = 1 end
@@ -340,6 +340,59 @@ function M.run(fn, ndim, global, group, argv, nargs, name, checked)
       end
     end
   end
+end
+
+-- Launches with a timeout (gpu.kernel's timeout, GPUJIT_TIMEOUT): a count
+-- hook looks at the clock, and at the SIGINT count of the compiled core's
+-- handler (M.sigint, set by gpujit when the core is loaded), every 1000
+-- instructions and stops the launch with an error.  Hooks do not run in
+-- compiled traces, so the launch runs interpreted: the JIT is off for it
+-- and its traces are flushed (every trace: LuaJIT flushes all or one
+-- function's), and the JIT's state and the previous hook are restored after.
+local STOP = {}
+M.sigint = nil   -- { begin = fn -> 0|-1, finish = fn, count = fn -> n }
+
+local function watched(name, timeout, ...)
+  local now = require("gpujit.util").now
+  local t0 = now()
+  local deadline = t0 + timeout
+  local sig = M.sigint
+  local sig_on = sig ~= nil and sig.begin() == 0
+  local n0 = sig_on and sig.count()
+  local reason
+  local function hook()
+    if reason then error(STOP, 0) end
+    if sig_on and sig.count() ~= n0 then reason = "interrupted"
+    elseif now() >= deadline then reason = "timeout" end
+    if reason then error(STOP, 0) end
+  end
+  local oh, om, oc = debug.gethook()
+  local jit_on = jit.status()
+  jit.off()
+  jit.flush()
+  debug.sethook(hook, "", 1000)
+  local ok, err = pcall(run, ...)
+  debug.sethook(oh, om, oc)
+  if jit_on then jit.on() end
+  if sig_on then
+    if not reason and sig.count() ~= n0 then reason = "interrupted" end
+    sig.finish()
+  end
+  if reason == "interrupted" then
+    error("kernel '" .. tostring(name) .. "' interrupted", 0)
+  elseif reason == "timeout" then
+    error(("kernel '%s' timed out after %.3g s (timeout = %g)"):format(
+      tostring(name), now() - t0, timeout), 0)
+  end
+  if not ok then error(err, 0) end
+end
+
+-- Run fn over a launch (see run); timeout: seconds, or nil.
+function M.run(fn, ndim, global, group, argv, nargs, name, checked, timeout)
+  if timeout then
+    return watched(name, timeout, fn, ndim, global, group, argv, nargs, name, checked)
+  end
+  return run(fn, ndim, global, group, argv, nargs, name, checked)
 end
 
 -- Is a work item running now (for tests and for gpujit.array)?

@@ -1,0 +1,56 @@
+/*
+** Runaway kernels (gpu.kernel's timeout, GPUJIT_TIMEOUT): the watchdog of
+** one launch, and SIGINT while such a launch runs.
+**
+** gj_watch_start starts a thread that sets *flag (the launch's fault
+** record's cancel word, backends/backend.h) to 1 when `seconds` have passed
+** or a SIGINT came, then waits; gj_watch_stop ends it and says whether it
+** fired.  The kernel's code, compiled with cancellation checks, stops
+** soon after the flag is set (gj_cg_cancel.c); the launch then returns and
+** gj_watch_stop turns what happened into the error.
+**
+** SIGINT: from the first gj_sigint_begin to the matching last
+** gj_sigint_end (counted: launches on several threads may overlap) the
+** process's SIGINT action is a handler that only counts the signal
+** (async-signal-safe); the last end restores the previous action exactly
+** as it was (handler, mask and flags).  A SIGINT stops every watched launch
+** running at the time.
+*/
+#ifndef GJ_WATCH_H
+#define GJ_WATCH_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "gj_err.h"
+
+typedef struct gj_watch {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int32_t *flag;
+  double t0, deadline, seconds;   /* CLOCK_MONOTONIC seconds */
+  long sigints;           /* gj_sigint_count() at the start */
+  int done;               /* the launch has returned */
+  int reason;             /* 0, GJ_WATCH_TIMEOUT, GJ_WATCH_SIGINT */
+} gj_watch;
+
+enum { GJ_WATCH_TIMEOUT = 1, GJ_WATCH_SIGINT = 2 };
+
+/* Start watching a launch (seconds > 0); the SIGINT handler is installed
+** for the watch.  0, or -1 with err (nothing started). */
+int gj_watch_start(gj_watch *w, int32_t *flag, double seconds, gj_err *err);
+
+/* End the watch (the launch has returned) and restore SIGINT's action.
+** 0 when it did not fire; else -1 with err saying "kernel 'NAME' timed
+** out after X s (timeout = T)" or "kernel 'NAME' interrupted". */
+int gj_watch_stop(gj_watch *w, const char *name, gj_err *err);
+
+/* The SIGINT handler alone (the sim backend, through the FFI): begin gives
+** 0, or -1 when sigaction failed (nothing installed, end must not be
+** called); count is how many SIGINTs the handler has seen so far. */
+int gj_sigint_begin(void);
+void gj_sigint_end(void);
+long gj_sigint_count(void);
+
+#endif
