@@ -60,6 +60,16 @@
 **   the record where the device reads it; elsewhere it may be ignored, and
 **   the launch runs to its end).  With the kernel stopped early the
 **   launch returns 0 as usual: the core knows it asked and reports it.
+** - print (sig->prints is 1, and then sig->faults is 1 too): the record is
+**   followed by a print area: a gj_print_head, then sig->print_cap bytes
+**   of records, gj_record_size(sig) bytes in all (a backend allocates its
+**   record so at load).  The host fills the head
+**   (cap, the rest 0) before `launch`; the core appends records (a
+**   gj_print_rec and its values) at @gj.fault_record(%wi) + sizeof(gj_fault)
+**   + sizeof(gj_print_head) + an atomic add to `used`, counting them in
+**   `written` (one that does not fit adds 1 to `dropped` instead).  A backend
+**   whose record lives in device memory copies the whole area to the device
+**   before the launch and back after it, where it copies the record.
 */
 #ifndef GJ_BACKEND_H
 #define GJ_BACKEND_H
@@ -103,6 +113,33 @@ typedef struct gj_fault {
   int64_t index;     /* the index used */
   int64_t length;    /* the array's length */
 } gj_fault;
+
+/* The head of a print area (sig->prints; see the top of this file); the
+** field offsets are part of the convention. */
+typedef struct gj_print_head {
+  uint64_t used;     /* bytes reserved by records (may pass cap) */
+  uint64_t cap;      /* bytes for records after this head */
+  uint64_t dropped;  /* records that did not fit */
+  uint64_t written;  /* records that did: they are the first `written`
+                     ** from offset 0 (a reservation that does not fit
+                     ** ends past cap, and so does every later one) */
+} gj_print_head;
+
+/* One print record: this head, then nslots 8-byte values (a double, or an
+** int64_t: integers and booleans) as the site's table says (core). */
+typedef struct gj_print_rec {
+  int64_t item;      /* the work item's linear global id */
+  int32_t site;      /* the print call's index in the kernel's table */
+  int32_t nslots;
+} gj_print_rec;
+
+/* Bytes of the record a launch of sig passes: the fault record, and for a
+** kernel that prints the print area after it. */
+static inline size_t gj_record_size(const gj_sig *sig)
+{
+  return sizeof(gj_fault) +
+         (sig->prints ? sizeof(gj_print_head) + (size_t)sig->print_cap : 0);
+}
 
 typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
 typedef struct gj_program gj_program;  /* a loaded, launchable kernel */

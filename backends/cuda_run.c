@@ -37,6 +37,7 @@ struct gj_program {
   void *cubin;
   size_t cubin_len;
   int uses_barrier;
+  gj_sig sig;              /* its record's size (prints) */
   int64_t max_group;       /* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
   unsigned nparams;        /* the entry's, hidden ones included */
   unsigned nuser;          /* the user's (arrays count twice) */
@@ -137,6 +138,7 @@ static int load_program(gj_bstate *st, int dev, const char *art, size_t len,
   }
   p->dev = dev;
   p->uses_barrier = sig->uses_barrier;
+  p->sig = *sig;
   if (setup_params(p, sig, err) != 0) goto done;
   if (is_cubin) {
     p->cubin = malloc(len ? len : 1);
@@ -167,21 +169,21 @@ static int load_program(gj_bstate *st, int dev, const char *art, size_t len,
   p->max_group = v;
   if (sig->cancel) {
     void *h = NULL;
-    r = a->MemHostAlloc(&h, sizeof(gj_fault),
+    r = a->MemHostAlloc(&h, gj_record_size(sig),
                         CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
     if (r != CUDA_SUCCESS) {
       cu_fail(err, "cuMemHostAlloc (fault record)", r);
       goto done;
     }
     p->shared_rec = h;
-    memset(h, 0, sizeof(gj_fault));
+    memset(h, 0, gj_record_size(sig));
     if ((r = a->MemHostGetDevicePointer(&p->fault, h, 0)) != CUDA_SUCCESS) {
       p->fault = 0;
       cu_fail(err, "cuMemHostGetDevicePointer (fault record)", r);
       goto done;
     }
   } else if (sig->faults &&
-             (r = a->MemAlloc(&p->fault, sizeof(gj_fault))) != CUDA_SUCCESS) {
+             (r = a->MemAlloc(&p->fault, gj_record_size(sig))) != CUDA_SUCCESS) {
     p->fault = 0;
     cu_fail(err, "cuMemAlloc (fault record)", r);
     goto done;
@@ -242,6 +244,21 @@ int cu_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
 ** watchdog) on to the mapped record the kernel reads.  Polls like the
 ** opencl backend (20 us growing to 1 ms); errors are left to the
 ** cuCtxSynchronize after it. */
+/* The fault record and, for a kernel that prints, its print area's head:
+** what a launch writes to the device before and reads back first. */
+static size_t head_bytes(const gj_sig *sig)
+{
+  return sizeof(gj_fault) + (sig->prints ? sizeof(gj_print_head) : 0);
+}
+
+/* The bytes of print records in the record rec (after the head). */
+static size_t print_bytes(const gj_sig *sig, const gj_fault *rec)
+{
+  const gj_print_head *h = (const gj_print_head *)(const void *)(rec + 1);
+  if (!sig->prints) return 0;
+  return h->used < h->cap ? (size_t)h->used : (size_t)h->cap;
+}
+
 static void wait_cancellable(const cu_api *a, gj_fault *fault,
                              gj_fault *shared_rec)
 {
@@ -295,10 +312,10 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   a = &st->drv->api;
   r = CUDA_SUCCESS;
   if (fault && p->shared_rec) {
-    memcpy(p->shared_rec, fault, sizeof(*fault));
+    memcpy(p->shared_rec, fault, head_bytes(&p->sig));
   } else if (fault && p->fault) {
     snprintf(call, sizeof(call), "cuMemcpyHtoD (fault record)");
-    r = a->MemcpyHtoD(p->fault, fault, sizeof(*fault));
+    r = a->MemcpyHtoD(p->fault, fault, head_bytes(&p->sig));
   }
   if (r == CUDA_SUCCESS) {
     r = a->LaunchKernel(p->fn, (unsigned)grid[0], (unsigned)grid[1],
@@ -319,10 +336,13 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   }
   if (r == CUDA_SUCCESS && fault && p->shared_rec) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    memcpy(fault, p->shared_rec, sizeof(*fault));
+    memcpy(fault, p->shared_rec, head_bytes(&p->sig) + print_bytes(&p->sig, p->shared_rec));
   } else if (r == CUDA_SUCCESS && fault && p->fault) {
     snprintf(call, sizeof(call), "cuMemcpyDtoH (fault record)");
-    r = a->MemcpyDtoH(fault, p->fault, sizeof(*fault));
+    r = a->MemcpyDtoH(fault, p->fault, head_bytes(&p->sig));
+    if (r == CUDA_SUCCESS && print_bytes(&p->sig, fault))
+      r = a->MemcpyDtoH((char *)fault + head_bytes(&p->sig),
+                        p->fault + head_bytes(&p->sig), print_bytes(&p->sig, fault));
   }
   cu_leave(st, pushed);
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(p->dev, err, call, r);

@@ -40,6 +40,9 @@ struct gj_program {
   size_t max_group;        /* CL_KERNEL_WORK_GROUP_SIZE, of both entries */
   cl_uint nargs;           /* the user's, the hidden ones (opencl_int.h) */
   cl_mem fault;            /* sig.faults: the fault record's buffer */
+  size_t fault_bytes;      /* its size: the record, and a print area
+                           ** (sig.prints) as large as the last launch's */
+  cl_uint fault_arg;       /* its argument index */
   /* sig.cancel on a device that shares host memory: the record's buffer
   ** is made on this host block (CL_MEM_USE_HOST_PTR), where the launch
   ** writes the cancel word while the kernel runs; else NULL (the kernel
@@ -68,6 +71,44 @@ static void add_build_log(gj_bstate *st, cl_program prog, cl_device_id d,
              log);
   }
   free(log);
+}
+
+/* The record's buffer, of at least `bytes` (the fault record and, for a
+** kernel that prints, its print area), made anew when it must grow (the
+** entries' argument is set again then).  With sig.cancel on a device that
+** shares host memory it lives on shared_rec, page-aligned host memory
+** where the launch writes the cancel word while the kernel runs. */
+static int record_buffer(gj_bstate *st, gj_program *p, size_t bytes,
+                         gj_err *err)
+{
+  ocl_device *d = &st->devs[p->dev];
+  size_t size = (bytes + 4095) / 4096 * 4096;
+  cl_int rc;
+  int i;
+  if (p->fault && p->fault_bytes >= bytes) return 0;
+  if (p->fault) st->cl.ReleaseMemObject(p->fault);
+  p->fault = NULL;
+  free(p->shared_rec);
+  p->shared_rec = NULL;
+  p->fault_bytes = 0;
+  if (p->sig.cancel && ocl_host_shares(st, p->dev)) {
+    void *h = NULL;
+    if (posix_memalign(&h, 4096, size) != 0)
+      return gj_err_set(err, "opencl: out of memory");
+    memset(h, 0, size);
+    p->shared_rec = h;
+  }
+  p->fault = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE |
+                                 (p->shared_rec ? CL_MEM_USE_HOST_PTR : 0),
+                                 size, p->shared_rec, &rc);
+  if (!p->fault) return ocl_fail(err, "clCreateBuffer (fault record)", rc);
+  p->fault_bytes = size;
+  for (i = 0; i < 2; i++) {
+    if (!p->entry[i].kernel) continue;
+    rc = st->cl.SetKernelArg(p->entry[i].kernel, p->fault_arg, sizeof(cl_mem), &p->fault);
+    if (rc != CL_SUCCESS) return ocl_fail(err, "clSetKernelArg (fault record)", rc);
+  }
+  return 0;
 }
 
 /* The kernel object of entry point `name`, with its argument slots, and
@@ -99,6 +140,7 @@ static int make_entry(gj_bstate *st, gj_program *p, const char *name,
   if (p->max_group == 0 || wg < p->max_group) p->max_group = wg;
   e->slots = calloc(nargs, sizeof(arg_slot));
   if (!e->slots) return gj_err_set(err, "opencl: out of memory");
+  p->fault_arg = want - 1;
   if (p->fault) {
     rc = st->cl.SetKernelArg(e->kernel, want - 1, sizeof(cl_mem), &p->fault);
     if (rc != CL_SUCCESS)
@@ -162,24 +204,8 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
   }
   for (i = 0; i < sig->nparams; i++) want += sig->params[i].is_array ? 3 : 1;
   want += sig->faults;
-  if (sig->cancel && ocl_host_shares(st, dev)) {
-    void *h = NULL;
-    if (posix_memalign(&h, 4096, 4096) != 0) {
-      gj_err_set(err, "opencl: out of memory");
-      goto fail;
-    }
-    memset(h, 0, 4096);
-    p->shared_rec = h;
-  }
-  if (sig->faults) {                   /* the fault record, once */
-    p->fault = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE |
-                                   (p->shared_rec ? CL_MEM_USE_HOST_PTR : 0),
-                                   sizeof(gj_fault), p->shared_rec, &rc);
-    if (!p->fault) {
-      ocl_fail(err, "clCreateBuffer (fault record)", rc);
-      goto fail;
-    }
-  }
+  if (sig->faults && record_buffer(st, p, gj_record_size(sig), err) != 0)
+    goto fail;                         /* the fault record, once */
   if (make_entry(st, p, OCL_ENTRY, want, &p->entry[0], err) != 0 ||
       (!sig->uses_barrier &&
        make_entry(st, p, OCL_ENTRY_EXACT, want, &p->entry[1], err) != 0))
@@ -315,6 +341,19 @@ static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
   st->cl.ReleaseEvent(ev);
 }
 
+/* After a launch of a kernel that prints: the records in the print area
+** (the head is already in the host's copy). */
+static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
+                          gj_fault *fault)
+{
+  gj_print_head *h = (gj_print_head *)(void *)(fault + 1);
+  size_t n = h->used < h->cap ? (size_t)h->used : (size_t)h->cap;
+  if (n == 0) return CL_SUCCESS;
+  return st->cl.EnqueueReadBuffer(d->queue, p->fault, CL_TRUE,
+                                  sizeof(*fault) + sizeof(*h), n, h + 1, 0,
+                                  NULL, NULL);
+}
+
 int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
                gj_fault *fault, gj_err *err)
 {
@@ -381,7 +420,9 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   }
   if (fault && p->fault) {   /* zeroed (the core's copy) before the run */
     rc = st->cl.EnqueueWriteBuffer(d->queue, p->fault, CL_TRUE, 0,
-                                   sizeof(*fault), fault, 0, NULL, NULL);
+                                   p->sig.prints ? sizeof(*fault) + sizeof(gj_print_head)
+                                                 : sizeof(*fault),
+                                   fault, 0, NULL, NULL);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
   }
   rc = st->cl.EnqueueNDRangeKernel(d->queue, e->kernel, (cl_uint)nd, NULL,
@@ -399,7 +440,11 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish", rc);
   if (fault && p->fault) {
     rc = st->cl.EnqueueReadBuffer(d->queue, p->fault, CL_TRUE, 0,
-                                  sizeof(*fault), fault, 0, NULL, NULL);
+                                  p->sig.prints ? sizeof(*fault) + sizeof(gj_print_head)
+                                                : sizeof(*fault),
+                                  fault, 0, NULL, NULL);
+    if (rc == CL_SUCCESS && p->sig.prints)    /* the records written */
+      rc = read_prints(st, d, p, fault);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueReadBuffer (fault record)", rc);
   }
   return 0;

@@ -104,10 +104,11 @@ for _, bk in ipairs(H.compilers) do
       function(k) k:launch(1, out1(), { 1, 2, 3 }) end)
     end)
 
-    it("calling print", function()
+    it("printing an array (print takes numbers, booleans, nil and string constants)", function()
       expect_error(bk, "k_print", function(o, x)
-        print(x); o[0] = x --@print
-      end, "--@print", { "print", "unknown function", "not supported" })
+        print("o", o); o[0] = x --@print
+      end, "--@print",
+      { "print: argument 2 is", "kernels print numbers, booleans, nil and string constants" })
     end)
 
     it("calling string.format", function()

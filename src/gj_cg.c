@@ -15,6 +15,7 @@
 #include "gj_cg_int.h"
 #include "gj_fault.h"
 #include "gj_intr.h"
+#include "gj_print.h"
 
 /* --- Slots ------------------------------------------------------------- */
 
@@ -777,7 +778,8 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   sig->frame_bytes = kernel->frame_bytes;
   sig->uses_barrier = (uint8_t)kernel->uses_barrier;
   sig->cancel = (uint8_t)(opts->cancel != 0);
-  sig->faults = (opts->sites && opts->sites->n > 0) || sig->cancel;
+  sig->prints = (uint8_t)(opts->prints && opts->prints->n > 0);
+  sig->faults = (opts->sites && opts->sites->n > 0) || sig->cancel || sig->prints;
   *out = g.M;
   return 0;
 }

@@ -35,6 +35,8 @@ typedef struct gj_cgopts {
   const gj_scalar *extra_elems;
   /* Tag each array load and store with !gj.loc (gpujit_plugin.h). */
   int locs;
+  /* print(...) calls: each is appended to prints (gj_cg_print.c). */
+  struct gj_psites *prints;
 } gj_cgopts;
 
 /* Emit the kernel fn (typed) into a new module in C.  Fills sig (params,

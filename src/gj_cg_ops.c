@@ -390,6 +390,7 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   }
   if (intr <= GJ_I_ATOMIC_CAS)
     return gj_cg_group_intr(g, i, intr, args, at, rt, res);
+  if (intr == GJ_I_PRINT) return gj_cg_print(g, i, nargs, args, at);
   if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
     LLVMValueRef x = tobit(g, args[0], at[0]), n, m31;
     switch (intr) {

@@ -222,6 +222,12 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
   o->timeout = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
   if (!(o->timeout > 0 && o->timeout < 1e9)) o->timeout = 0;  /* Lua checked */
   lua_pop(L, 1);
+  lua_getfield(L, 3, "print_buffer");
+  {
+    lua_Number b = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0;
+    o->print_cap = b >= 1 && b <= GJ_PRINT_MAX_CAP ? (uint32_t)b : 0;  /* Lua checked */
+  }
+  lua_pop(L, 1);
   lua_getfield(L, 3, "argnames");
   for (j = 0; j < o->nparams && lua_istable(L, -1); j++) {
     lua_rawgeti(L, -1, j + 1);
@@ -276,6 +282,33 @@ static void push_sig(lua_State *L, const gj_sig *sig)
   lua_setfield(L, -2, "shared_bytes");
 }
 
+/* prints = { { where = "file.lua:LINE", kinds = "nis", strs = { [j] =
+** text } }, ... }: the kernel's print calls by site (gj_print.h), for
+** lua/gpujit/printer.lua; absent when it has none. */
+static void push_prints(lua_State *L, const gj_psites *ps)
+{
+  int i, j;
+  if (ps->n == 0) return;
+  lua_createtable(L, ps->n, 0);
+  for (i = 0; i < ps->n; i++) {
+    const gj_psite *p = &ps->v[i];
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, p->where);
+    lua_setfield(L, -2, "where");
+    lua_pushlstring(L, p->kinds, (size_t)p->nargs);
+    lua_setfield(L, -2, "kinds");
+    lua_createtable(L, p->nargs, 0);
+    for (j = 0; j < p->nargs; j++) {
+      if (!p->strs[j]) continue;
+      lua_pushstring(L, p->strs[j]);
+      lua_rawseti(L, -2, j + 1);
+    }
+    lua_setfield(L, -2, "strs");
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "prints");
+}
+
 /* The stages' times and what the disk cache did (GPUJIT_VERBOSE,
 ** gpu.on_compile): ms = { job = .., frontend = .., ... }, stages = the
 ** names in order, cache = "off" | "hit" | "miss" | "written". */
@@ -325,6 +358,7 @@ static int core_compile(lua_State *L)
   lua_pushlightuserdata(L, out.kernel);
   lua_setfield(L, -2, "handle");
   push_sig(L, &out.kernel->sig);
+  push_prints(L, &out.kernel->prints);
   push_timing(L, &out);
   return 1;
 }
@@ -690,6 +724,11 @@ GJ_API int gj_launch(gj_kernel *k, const gj_dims *dims, void *args)
 {
   if (!k || !k->prog) return -1;
   return gj_kernel_launch(k, dims, args);
+}
+
+GJ_API const void *gj_prints(gj_kernel *k, uint64_t *written, uint64_t *dropped)
+{
+  return gj_kernel_prints(k, written, dropped);
 }
 
 GJ_API const char *gj_errmsg(gj_ctx *c)

@@ -450,6 +450,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   gj_cgopts cgo;
   gj_sig sig;
   gj_sites sites = { 0, 0, NULL };
+  gj_psites prints = { 0, 0, NULL };
   gj_plugset ps;
   gpujit_kernel_desc kd;
   const char *xnames[GJ_MAXPARAMS];
@@ -495,6 +496,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   cgo.fastmath = o->fastmath;
   cgo.sites = o->boundscheck ? &sites : NULL;
   cgo.cancel = o->timeout > 0;
+  cgo.prints = &prints;
   cgo.argnames = o->argnames;
   gj_plugset_buffers(&ps, xbuf, xnames, xelems);
   cgo.nextra = ps.nbuf;
@@ -502,6 +504,8 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   cgo.extra_elems = xelems;
   cgo.locs = ps.n > 0;
   if (gj_cg_module(&cs, kfn, &job, &cgo, C, &m, &body, &sig)) goto done;
+  /* not in the module (the record's size is the program's, at load) */
+  sig.print_cap = sig.prints ? (o->print_cap ? o->print_cap : GJ_PRINT_DEFAULT_CAP) : 0;
   ps.buf_base = (int)LLVMCountParams(body) - 2 * ps.nbuf;
   if (gj_plugset_module(&ps, GJ_STAGE_IR, &kd, &m, err)) goto done;
   lap(out, GJ_ST_CODEGEN, &t0);
@@ -517,6 +521,8 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
       ** module, only their numbers: this compile's describe the code. */
       out->kernel->sites = sites;
       sites.v = NULL;
+      out->kernel->prints = prints;
+      memset(&prints, 0, sizeof(prints));
       out->cache = GJ_CACHE_HIT;
       lap(out, GJ_ST_CACHE, &t0);
       rc = 0;
@@ -589,6 +595,8 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     }
     k->sites = sites;     /* the kernel owns them now */
     sites.v = NULL;
+    k->prints = prints;
+    memset(&prints, 0, sizeof(prints));
     out->kernel = k;
     lap(out, GJ_ST_LOAD, &t0);
     if (use_cache && cache_store(ctx, o, &key, k, art, artlen))
@@ -609,6 +617,7 @@ done:
   if (C) LLVMContextDispose(C);
   gj_cs_free(&cs);
   gj_sites_free(&sites);
+  gj_psites_free(&prints);
   return rc;
 }
 
@@ -624,9 +633,32 @@ static int dims_in_range(const gj_kernel *k, const gj_dims *dims)
   return 1;
 }
 
+/* The record a launch of k passes: on the stack for checks and timeouts,
+** k->rec (with its print area's head set) for a kernel that prints. */
+static gj_fault *launch_record(gj_kernel *k, gj_fault *local)
+{
+  gj_print_head *h;
+  if (!k->sig.prints) {
+    memset(local, 0, sizeof(*local));
+    return local;
+  }
+  if (!k->rec) {
+    k->rec = calloc(1, gj_record_size(&k->sig));
+    if (!k->rec) {
+      gj_err_set(&k->ctx->err, "launch: out of memory for the print buffer "
+                 "(%zu bytes)", gj_record_size(&k->sig));
+      return NULL;
+    }
+  }
+  memset(k->rec, 0, sizeof(gj_fault) + sizeof(gj_print_head));
+  h = (gj_print_head *)(void *)(k->rec + 1);
+  h->cap = k->sig.print_cap;
+  return k->rec;
+}
+
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
 {
-  gj_fault f;
+  gj_fault local, *f;
   gj_watch w;
   int rc;
   if (!dims_in_range(k, dims))
@@ -634,19 +666,31 @@ int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
                       "ids are typed below it)", k->sig.lnum ? 31 : 51);
   if (!k->sig.faults)
     return k->be->launch(k->bst, k->prog, dims, args, NULL, &k->ctx->err);
-  memset(&f, 0, sizeof(f));
+  if (!(f = launch_record(k, &local))) return -1;
   if (!k->sig.cancel) {
-    if (k->be->launch(k->bst, k->prog, dims, args, &f, &k->ctx->err)) return -1;
-    if (f.site) return gj_fault_error(&k->sites, &f, &k->ctx->err);
+    if (k->be->launch(k->bst, k->prog, dims, args, f, &k->ctx->err)) return -1;
+    if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
     return 0;
   }
-  /* a timeout: the watchdog sets f.cancel at the deadline or on SIGINT */
-  if (gj_watch_start(&w, &f.cancel, k->timeout, &k->ctx->err)) return -1;
-  rc = k->be->launch(k->bst, k->prog, dims, args, &f, &k->ctx->err);
+  /* a timeout: the watchdog sets f->cancel at the deadline or on SIGINT */
+  if (gj_watch_start(&w, &f->cancel, k->timeout, &k->ctx->err)) return -1;
+  rc = k->be->launch(k->bst, k->prog, dims, args, f, &k->ctx->err);
   if (gj_watch_stop(&w, k->name, &k->ctx->err)) return -1;   /* stopped */
   if (rc) return -1;
-  if (f.site) return gj_fault_error(&k->sites, &f, &k->ctx->err);
+  if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
   return 0;
+}
+
+const void *gj_kernel_prints(const gj_kernel *k, uint64_t *written,
+                             uint64_t *dropped)
+{
+  const gj_print_head *h;
+  *written = *dropped = 0;
+  if (!k->sig.prints || !k->rec) return NULL;
+  h = (const gj_print_head *)(const void *)(k->rec + 1);
+  *written = h->written;
+  *dropped = h->dropped;
+  return h + 1;
 }
 
 void gj_kernel_free(gj_kernel *k)
@@ -654,5 +698,7 @@ void gj_kernel_free(gj_kernel *k)
   if (!k) return;
   if (k->prog && k->bst) k->be->unload(k->bst, k->prog);
   gj_sites_free(&k->sites);
+  gj_psites_free(&k->prints);
+  free(k->rec);
   free(k);
 }

@@ -7,6 +7,7 @@
 
 #include "gj_ctx.h"
 #include "gj_fault.h"
+#include "gj_print.h"
 #include "gpujit.h"
 
 typedef struct gj_compile_opts {
@@ -23,6 +24,8 @@ typedef struct gj_compile_opts {
                           ** (gj_cg_cancel.c) and stop a launch running
                           ** longer; 0: none.  Only "> 0" is in the cache
                           ** key: the seconds are the loaded kernel's. */
+  uint32_t print_cap;     /* bytes for print records per launch (the
+                          ** print_buffer option; 0: the default) */
   int nparams;
   const char *types[GJ_MAXPARAMS];   /* type names: "float", "int32_t[]" */
   const char *cache_dir;  /* the disk cache's directory; NULL: not used */
@@ -78,12 +81,22 @@ struct gj_kernel {
   gj_sites sites;         /* sig.faults: the bounds checks */
   double timeout;         /* sig.cancel: seconds a launch may run */
   char name[64];          /* for the timeout's message */
+  gj_psites prints;       /* sig.prints: the print calls */
+  gj_fault *rec;          /* sig.prints: the launch's record and print
+                          ** area (gj_record_size), reused by launches */
 };
 
 /* Run k; a bounds-check fault becomes the error, and so does a launch of a
 ** kernel with a timeout that ran too long or got SIGINT (gj_watch.h).  0,
-** or -1 with the message in k->ctx->err. */
+** or -1 with the message in k->ctx->err.  A kernel that prints leaves its
+** records in k->rec (gj_kernel_prints), also when it fails. */
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args);
+
+/* The print records of k's last launch (sig.prints; else NULL and 0s):
+** the first *written records from the returned address (backends/backend.h,
+** gj_print_rec), and how many did not fit. */
+const void *gj_kernel_prints(const gj_kernel *k, uint64_t *written,
+                             uint64_t *dropped);
 
 void gj_kernel_free(gj_kernel *k);
 

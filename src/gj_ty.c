@@ -72,6 +72,14 @@ gj_ty gj_ty_lnum(const gj_cs *cs, double lo, double hi)
   return t;
 }
 
+/* Two string constants (GJ_T_STR: u.origin is the text, or 0) agree. */
+static int same_text(gj_ty a, gj_ty b)
+{
+  const char *x = (const char *)(uintptr_t)a.u.origin;
+  const char *y = (const char *)(uintptr_t)b.u.origin;
+  return x == y || (x && y && strcmp(x, y) == 0);
+}
+
 int gj_ty_eq(gj_ty a, gj_ty b)
 {
   if (a.k != b.k) return 0;
@@ -83,7 +91,7 @@ int gj_ty_eq(gj_ty a, gj_ty b)
     return a.s == b.s && a.space == b.space &&
            (a.space != GJ_SPACE_GLOBAL || a.aux == b.aux);
   case GJ_T_KV: return a.aux == b.aux;
-  case GJ_T_STR: return a.s == b.s;
+  case GJ_T_STR: return a.s == b.s && same_text(a, b);
   default: return 1;
   }
 }
@@ -253,7 +261,7 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
   case GJ_T_KV:
     return a.aux == b.aux ? a : conflict(a, b);
   case GJ_T_STR:
-    return a.s == b.s ? a : conflict(a, b);
+    return a.s == b.s && same_text(a, b) ? a : conflict(a, b);
   default:
     return conflict(a, b);
   }

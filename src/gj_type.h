@@ -96,6 +96,11 @@ typedef struct gj_sig {
                            ** word stops it (backends/backend.h) */
   uint8_t lnum;            /* a parameter is an lnum: its code counts on
                            ** ids below 2^31 (docs/typing.md) */
+  uint8_t prints;          /* it calls print: the launch's fault record is
+                           ** followed by a print area, and sig->faults is 1
+                           ** too (backends/backend.h) */
+  uint32_t print_cap;      /* then: the bytes for records in it (the
+                           ** kernel's print_buffer option) */
 } gj_sig;
 
 /* Fill offsets, sizes and argsize from is_array/elem. */

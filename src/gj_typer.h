@@ -53,7 +53,8 @@ typedef struct gj_ty {
                    ** and local space the length the intrinsic gave */
   union {
     double c;        /* constant value (BOOL: 0 or 1) */
-    uint64_t origin; /* ARR: bit i set when it may be kernel/function param i */
+    uint64_t origin; /* ARR: bit i set when it may be kernel/function param i;
+                     ** STR: the text (a const char *, the proto's) */
   } u;
   /* Integer NUMs only (docs/typing.md, "Whole numbers"):
   ** rng:  the value lies in [lo, hi], both below 2^53 in magnitude (the

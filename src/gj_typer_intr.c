@@ -150,6 +150,27 @@ static int type_atomic(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
   return 0;
 }
 
+/* print(...): numbers, booleans, nil and string constants (docs/api.md,
+** "print in kernels"); no results. */
+static int type_print(gj_cs *cs, gj_fn *fn, int i, int nargs,
+                      const gj_ty *args, int *nres_out)
+{
+  int j;
+  for (j = 0; j < nargs; j++) {
+    gj_tk k = (gj_tk)args[j].k;
+    if (!(gj_ty_isnumeric(args[j]) || k == GJ_T_BOOL || k == GJ_T_NIL ||
+          (k == GJ_T_STR && args[j].u.origin))) {
+      char b[200];
+      gj_ty_str(cs, args[j], b, sizeof(b));
+      return gj_typer_error(cs, fn, i, "print: argument %d is %s; kernels "
+                            "print numbers, booleans, nil and string "
+                            "constants", j + 1, b);
+    }
+  }
+  *nres_out = 0;
+  return 0;
+}
+
 static int type_group_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                            const gj_ty *args, gj_ty *res, int *nres_out)
 {
@@ -196,6 +217,8 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
   case GJ_I_ATOMIC_MAX: case GJ_I_ATOMIC_AND: case GJ_I_ATOMIC_OR:
   case GJ_I_ATOMIC_XOR: case GJ_I_ATOMIC_XCHG: case GJ_I_ATOMIC_CAS:
     return type_group_intr(cs, fn, i, intr, nargs, args, res, nres_out);
+  case GJ_I_PRINT:
+    return type_print(cs, fn, i, nargs, args, nres_out);
   default:
     break;
   }

@@ -87,6 +87,7 @@ static gj_ty ty_str(const char *name)
   gj_ty t = gj_ty_kind(GJ_T_STR);
   gj_scalar sc;
   t.s = (uint8_t)(name && gj_scalar_parse(name, &sc) == 0 ? sc : GJ_SCALAR__MAX);
+  t.u.origin = (uint64_t)(uintptr_t)name;   /* print's text */
   return t;
 }
 

@@ -300,7 +300,7 @@ local function compile_opts(K, tgt, one_based)
     precision = K.opts.precision or "double",
     fastmath = K.opts.fastmath and true or false,
     boundscheck = K.opts.boundscheck and true or false,
-    timeout = K.opts.timeout,
+    timeout = K.opts.timeout, print_buffer = K.opts.print_buffer,
     one_based = one_based, argnames = K.pnames,
   }
   if env.compile_opts then

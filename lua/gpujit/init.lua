@@ -357,7 +357,7 @@ gpu.cache = {
 local known_opts = {
   name = "string", backend = true, device = true, cache = "boolean", fastmath = "boolean",
   precision = "string", boundscheck = "boolean", async = "boolean",
-  plugins = "table", job = true, timeout = true,
+  plugins = "table", job = true, timeout = true, print_buffer = "number",
 }
 
 -- A timeout: seconds > 0 (finite, below 1e9), or false (none, whatever
@@ -402,6 +402,11 @@ local function check_opts(opts)
   plugins.check_kernel_opts(o, 3)
   if o.boundscheck == nil and os.getenv("GPUJIT_BOUNDSCHECK") == "1" then o.boundscheck = true end
   o.timeout = timeout_of(o, 3)
+  local pb = o.print_buffer
+  if pb ~= nil and not (pb >= 64 and pb <= 2 ^ 30 and pb % 1 == 0) then
+    error("gpu.kernel: option 'print_buffer' must be a whole number of bytes in 64 .. 2^30, got "
+      .. tostring(pb), 3)
+  end
   if o.precision ~= nil and o.precision ~= "double" and o.precision ~= "single" then
     error("gpu.kernel: option 'precision' must be \"double\" or \"single\", got \""
       .. o.precision .. "\"", 3)
@@ -551,6 +556,7 @@ for _, name in ipairs(sim.intrinsics) do
   gpu[name] = sim[name]
 end
 if core and core.intrinsic then
+  core.intrinsic(print, "print")   -- print in kernels (gpujit.printer)
   for _, name in ipairs(sim.intrinsics) do
     core.intrinsic(gpu[name], name)
   end

@@ -9,6 +9,7 @@ local types = require("gpujit.types")
 local array = require("gpujit.array")
 local sim = require("gpujit.sim")
 local plugins = require("gpujit.plugins")
+local printer = require("gpujit.printer")
 
 local type, tonumber, select, error, tostring = type, tonumber, select, error, tostring
 local typeof = ffi.typeof
@@ -210,8 +211,13 @@ return function(h)
     end
     for _, l in ipairs(regs) do fill[#fill + 1] = l end
     local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
+    if info.prints then   -- print in the kernel: its records, also when it failed
+      U.PRINTS = function() printer.flush(K, env.lib, ov.handle, info.prints) end
+      launch = "local rc = lib.gj_launch(H, dims, args); U.PRINTS(); if rc ~= 0 then fail(K) end"
+    end
     if #nreg > 0 then
-      launch = ("if lib.gj_launch(H, dims, args) ~= 0 then %s; fail(K) end"):format(release_all(1))
+      local relq = release_all(1):gsub("%%", "%%%%")
+      launch = launch:gsub("then fail%(K%) end$", "then " .. relq .. "; fail(K) end")
       local rel = { ("local rf = lib.gj_mem_host_release(ctx, BK, DEV, r%d, 0)"):format(nreg[1]) }
       for k = 2, #nreg do
         rel[k] = ("if lib.gj_mem_host_release(ctx, BK, DEV, r%d, rf) ~= 0 then rf = -1 end"):format(nreg[k])

@@ -244,7 +244,7 @@ end
 -- group[0] == 0: the simulator chooses); ndim 1..3; argv[1..nargs] are
 -- passed to every work item as they are; checked: gpu.shared and
 -- gpu.local_array arrays are bounds-checked (M.checked).
-local function run(fn, ndim, global, group, argv, nargs, name, checked)
+local function run_items(fn, ndim, global, group, argv, nargs, name, checked)
   local gsize = { [0] = global[0], global[1] or 1, global[2] or 1 }
   if ndim < 2 then gsize[1] = 1 end
   if ndim < 3 then gsize[2] = 1 end
@@ -340,6 +340,29 @@ local function run(fn, ndim, global, group, argv, nargs, name, checked)
       end
     end
   end
+end
+
+-- print in kernels: what the work items print is kept, then written by the
+-- global print in work-item order (the linear global id), each item's calls
+-- in their order, as the compiled backends do (lua/gpujit/printer.lua).  A
+-- kernel that holds print in an upvalue of its own prints at once.
+local function run(fn, ndim, global, group, argv, nargs, name, checked)
+  local real, lines = _G.print, {}
+  _G.print = function(...)
+    local w = cur
+    if w == nil then return real(...) end
+    local gs = w.launch.gsize
+    lines[#lines + 1] = { item = w.gid[0] + gs[0] * (w.gid[1] + gs[1] * w.gid[2]),
+                          seq = #lines + 1, n = select("#", ...), ... }
+  end
+  local ok, err = pcall(run_items, fn, ndim, global, group, argv, nargs, name, checked)
+  _G.print = real
+  table.sort(lines, function(a, b)
+    if a.item ~= b.item then return a.item < b.item end
+    return a.seq < b.seq
+  end)
+  for _, l in ipairs(lines) do real(unpack(l, 1, l.n)) end
+  if not ok then error(err, 0) end
 end
 
 -- Launches with a timeout (gpu.kernel's timeout, GPUJIT_TIMEOUT): a count

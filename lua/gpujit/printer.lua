@@ -1,0 +1,84 @@
+-- print in kernels: after a launch, the records the kernel's print calls
+-- left (src/gj_cg_print.c; the layout is backends/backend.h's gj_print_rec)
+-- become lines, written by the global `print` exactly as Lua's print would
+-- (tostring of each value, tab-separated): in work-item order (the linear
+-- global id), each work item's calls in the order it made them.  Then, when
+-- records did not fit in the kernel's print buffer, one line saying how
+-- many were dropped.  docs/api.md, "print in kernels".
+local ffi = require("ffi")
+
+local M = {}
+
+pcall(ffi.cdef, [[
+typedef struct gj_print_rec { int64_t item; int32_t site; int32_t nslots; } gj_print_rec;
+const void *gj_prints(void *k, uint64_t *written, uint64_t *dropped);
+]])
+
+local RECP = ffi.typeof("const gj_print_rec *")
+local U8P = ffi.typeof("const uint8_t *")
+local DP = ffi.typeof("const double *")
+local I64P = ffi.typeof("const int64_t *")
+local U64P = ffi.typeof("const uint64_t *")
+local i64, u64 = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
+local written, dropped = ffi.new("uint64_t[1]"), ffi.new("uint64_t[1]")
+local unpack, sort, tonumber = unpack, table.sort, tonumber
+
+-- The values of the record at p for site s, into vals; their count.
+local function values(p, s, vals)
+  local slots = p + ffi.sizeof("gj_print_rec")
+  local kinds, k = s.kinds, 0
+  for j = 1, #kinds do
+    local c = kinds:byte(j)
+    if c == 115 then            -- 's': a string constant
+      vals[j] = s.strs[j]
+    elseif c == 48 then         -- '0': nil
+      vals[j] = nil
+    else
+      local at = slots + 8 * k
+      k = k + 1
+      if c == 110 then          -- 'n': a double
+        vals[j] = ffi.cast(DP, at)[0]
+      elseif c == 105 then      -- 'i': an integer that stands for a Lua number
+        vals[j] = tonumber(ffi.cast(I64P, at)[0])
+      elseif c == 108 then      -- 'l': a C int64_t (cdata: tostring gives 5LL)
+        vals[j] = i64(ffi.cast(I64P, at)[0])
+      elseif c == 117 then      -- 'u': a C uint64_t (5ULL)
+        vals[j] = u64(ffi.cast(U64P, at)[0])
+      else                      -- 'b'
+        vals[j] = ffi.cast(I64P, at)[0] ~= 0
+      end
+    end
+  end
+  return #kinds
+end
+
+-- Print what launch H of kernel K (compiled with print sites `sites`) left.
+function M.flush(K, lib, H, sites)
+  local base = lib.gj_prints(H, written, dropped)
+  local n, nd = tonumber(written[0]), tonumber(dropped[0])
+  if base ~= nil and n > 0 then
+    local p = ffi.cast(U8P, base)
+    local recs, off = {}, 0
+    for r = 1, n do
+      local rec = ffi.cast(RECP, p + off)
+      recs[r] = { item = tonumber(rec.item), seq = r, off = off, site = rec.site }
+      off = off + ffi.sizeof("gj_print_rec") + 8 * rec.nslots
+    end
+    sort(recs, function(a, b)
+      if a.item ~= b.item then return a.item < b.item end
+      return a.seq < b.seq
+    end)
+    local out, vals = _G.print, {}
+    for r = 1, n do
+      local rec = recs[r]
+      local nv = values(p + rec.off, sites[rec.site + 1], vals)
+      out(unpack(vals, 1, nv))
+    end
+  end
+  if nd > 0 then
+    _G.print(("gpujit: kernel '%s': %d print record%s dropped: the print buffer is full"
+      .. " (the kernel's print_buffer option sets its bytes)"):format(K.name, nd, nd == 1 and "" or "s"))
+  end
+end
+
+return M
