@@ -655,10 +655,13 @@ static int cpu_sync(gj_bstate *st, int dev, gj_err *err)
 }
 
 const gj_backend gj_backend_cpu = {
-  "cpu",
-  cpu_open, cpu_close, cpu_ndevices, cpu_device_info, cpu_job,
-  cpu_wrap, cpu_emit, cpu_load, cpu_unload, cpu_launch_run,
-  cpu_alloc, cpu_free, cpu_copy, cpu_sync,
-  NULL, NULL,     /* the cache keeps the object file that load takes */
-  NULL, NULL, NULL   /* host memory is device memory (host_shared) */
+  .name = "cpu",
+  .open = cpu_open, .close = cpu_close, .ndevices = cpu_ndevices,
+  .device_info = cpu_device_info, .job = cpu_job,
+  .wrap = cpu_wrap, .emit = cpu_emit, .load = cpu_load, .unload = cpu_unload,
+  .launch = cpu_launch_run,
+  .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .sync = cpu_sync,
+  /* cache_save, cache_load: none, the cache keeps the object file that
+  ** load takes; host_shares, host_register, host_release: none, host
+  ** memory is device memory (host_shared) */
 };

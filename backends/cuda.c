@@ -543,10 +543,13 @@ static int cu_sync(gj_bstate *st, int dev, gj_err *err)
 }
 
 const gj_backend gj_backend_cuda = {
-  "cuda",
-  cu_open, cu_close, cu_ndevices, cu_device_info, cu_job,
-  cu_wrap, cu_emit, cu_load, cu_unload, cu_launch,
-  cu_alloc, cu_free, cu_copy, cu_sync,
-  cu_cache_save, cu_cache_load,
-  NULL, NULL, NULL   /* host arrays are staged (cuMemHostRegister: later) */
+  .name = "cuda",
+  .open = cu_open, .close = cu_close, .ndevices = cu_ndevices,
+  .device_info = cu_device_info, .job = cu_job,
+  .wrap = cu_wrap, .emit = cu_emit, .load = cu_load, .unload = cu_unload,
+  .launch = cu_launch,
+  .alloc = cu_alloc, .free = cu_free, .copy = cu_copy, .sync = cu_sync,
+  .cache_save = cu_cache_save, .cache_load = cu_cache_load,
+  /* host_shares, host_register, host_release: none, host arrays are
+  ** staged (cuMemHostRegister: later) */
 };

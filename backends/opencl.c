@@ -617,10 +617,13 @@ static int ocl_sync(gj_bstate *st, int dev, gj_err *err)
 }
 
 const gj_backend gj_backend_opencl = {
-  "opencl",
-  ocl_open, ocl_close, ocl_ndevices, ocl_device_info, ocl_job,
-  ocl_wrap, ocl_emit, ocl_load, ocl_unload, ocl_launch,
-  ocl_alloc, ocl_free, ocl_copy, ocl_sync,
-  ocl_cache_save, ocl_cache_load,
-  ocl_host_shares, ocl_host_register, ocl_host_release
+  .name = "opencl",
+  .open = ocl_open, .close = ocl_close, .ndevices = ocl_ndevices,
+  .device_info = ocl_device_info, .job = ocl_job,
+  .wrap = ocl_wrap, .emit = ocl_emit, .load = ocl_load, .unload = ocl_unload,
+  .launch = ocl_launch,
+  .alloc = ocl_alloc, .free = ocl_free, .copy = ocl_copy, .sync = ocl_sync,
+  .cache_save = ocl_cache_save, .cache_load = ocl_cache_load,
+  .host_shares = ocl_host_shares, .host_register = ocl_host_register,
+  .host_release = ocl_host_release,
 };
