@@ -84,6 +84,10 @@
 #include "../src/gj_job.h"
 #include "../src/gj_type.h"
 
+/* gj_device_info.rank of each kind of device: the default device is a CUDA
+** GPU, else an OpenCL GPU, else the cpu backend (else sim). */
+enum { GJ_RANK_CPU = 10, GJ_RANK_OPENCL_GPU = 20, GJ_RANK_CUDA = 30 };
+
 typedef struct gj_device_info {
   char name[128];
   char vendor[128];
@@ -97,6 +101,10 @@ typedef struct gj_device_info {
                            ** "" where the device can take none */
   int host_math;           /* math.* calls the host's libm: results are
                            ** bit-identical to LuaJIT's */
+  int host_shared;         /* kernels address host memory directly (the
+                           ** Lua face passes host arrays as they are) */
+  int rank;                /* preference for the default device: the
+                           ** highest wins; 0: never the default */
 } gj_device_info;
 
 

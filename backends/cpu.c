@@ -136,6 +136,8 @@ static void cpu_fill_info(gj_bstate *st)
   memset(d, 0, sizeof(*d));
   snprintf(d->format, sizeof(d->format), "object");
   d->host_math = 1;
+  d->host_shared = 1;      /* the device is this process */
+  d->rank = GJ_RANK_CPU;
   if (cpuinfo_field("model name", d->name, sizeof(d->name)) != 0) {
     char *host = LLVMGetHostCPUName();
     snprintf(d->name, sizeof(d->name), "%s", host ? host : "cpu");

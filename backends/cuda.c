@@ -153,6 +153,7 @@ static void describe(cu_device *d)
     snprintf(i->name, sizeof(i->name), "CUDA device");
   snprintf(i->vendor, sizeof(i->vendor), "NVIDIA");
   snprintf(i->type, sizeof(i->type), "gpu");
+  i->rank = GJ_RANK_CUDA;
   if (a->DeviceTotalMem(&mem, d->id) == CUDA_SUCCESS)
     i->memory = (int64_t)mem;
   if (a->DeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,

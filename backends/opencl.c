@@ -271,6 +271,8 @@ static void describe(gj_bstate *st, ocl_device *d)
   d->host_libm = d->format == OCL_SPIR && (type & CL_DEVICE_TYPE_CPU) &&
                  strstr(pname, "Portable Computing Language") != NULL;
   i->host_math = d->host_libm;
+  /* a GPU is preferred to the cpu backend, which beats OpenCL's CPUs */
+  i->rank = (type & CL_DEVICE_TYPE_GPU) ? GJ_RANK_OPENCL_GPU : 0;
 }
 
 static int list_devices(gj_bstate *st, gj_err *err)

@@ -170,6 +170,10 @@ static int core_devices(lua_State *L)
       }
       lua_pushboolean(L, di.host_math);
       lua_setfield(L, -2, "host_math");
+      lua_pushboolean(L, di.host_shared);
+      lua_setfield(L, -2, "host_shared");
+      lua_pushinteger(L, di.rank);
+      lua_setfield(L, -2, "rank");
       if (di.format[0]) {
         lua_pushstring(L, di.format);
         lua_setfield(L, -2, "format");

@@ -83,7 +83,7 @@ if core and core.lnum_classes then types.set_lnum_classes(core.lnum_classes()) e
 local sim_entry = {
   backend = "sim", name = "sim", vendor = "gpujit", type = "sim", index = 0, bk = -1,
   memory = 0, compute_units = 1, max_group = 1024, max_group_dim = { 1024, 1024, 1024 },
-  host_shared = true, host_math = true,
+  host_shared = true, host_math = true, rank = 0,
 }
 local sim_target = {
   backend = "sim", bk = -1, dev = 0, sim = true, shared = true, entry = sim_entry, label = "sim",
@@ -123,9 +123,7 @@ if core then
   if okd and type(devs) == "table" then
     for _, d in ipairs(devs) do
       local entry = copy(d)
-      local shared = entry.host_shared
-      if shared == nil then shared = entry.backend == "cpu" end
-      entry.host_shared = shared
+      local shared = entry.host_shared == true   -- the device's fact (backends/backend.h)
       local t = {
         backend = entry.backend, bk = entry.bk, dev = entry.index, sim = false,
         shared = shared, hostreg = not shared and entry.host_register == true, entry = entry,
@@ -219,17 +217,15 @@ local function resolve_compile(device, fname, level, index)
   error(err, level + 1)
 end
 
+-- The device with the highest rank the backend gives it (a CUDA GPU, an
+-- OpenCL GPU, the cpu backend; backends/backend.h), else sim.
 local function default_target()
+  local best
   for _, t in ipairs(targets) do
-    if t.backend == "cuda" then return t end
+    local r = t.entry.rank or 0
+    if r > 0 and (best == nil or r > (best.entry.rank or 0)) then best = t end
   end
-  for _, t in ipairs(targets) do
-    if t.backend == "opencl" and t.entry.type == "gpu" then return t end
-  end
-  for _, t in ipairs(targets) do
-    if t.backend == "cpu" then return t end
-  end
-  return sim_target
+  return best or sim_target
 end
 
 -- A target that can compile, for inspection when the current one is sim.
