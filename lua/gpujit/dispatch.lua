@@ -29,9 +29,7 @@ local type, tonumber, select, error, tostring = type, tonumber, select, error, t
 local typeof = ffi.typeof
 local concat = table.concat
 
-pcall(ffi.cdef, [[
-typedef struct gj_dims { int64_t global[3]; int64_t group[3]; int32_t ndim; int32_t pad_; } gj_dims;
-]])
+require("gpujit.cdefs")
 local gj_dims = ffi.typeof("gj_dims")
 
 -- Set by gpujit (init.lua) through D.setup:

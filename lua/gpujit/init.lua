@@ -12,6 +12,7 @@ local array = require("gpujit.array")
 local dispatch = require("gpujit.dispatch")
 local plugins = require("gpujit.plugins")
 local util = require("gpujit.util")
+require("gpujit.cdefs")
 local rng = require("gpujit.rng")
 
 local gpu = { _VERSION = "0.1.0" }
@@ -36,21 +37,6 @@ do
 end
 
 if core then
-  for _, decl in ipairs({
-    "int gj_launch(void *k, const gj_dims *dims, void *args);",
-    "const char *gj_errmsg(void *ctx);",
-    "void *gj_mem_alloc(void *ctx, int bk, int dev, uint64_t bytes);",
-    "void gj_mem_free(void *ctx, int bk, int dev, void *p);",
-    "int gj_mem_copy(void *ctx, int bk, int dev, void *dst, const void *src, uint64_t bytes, int dir);",
-    "int gj_sync(void *ctx, int bk, int dev);",
-    "void *gj_mem_host_register(void *ctx, int bk, int dev, void *host, uint64_t bytes, int written);",
-    "int gj_mem_host_release(void *ctx, int bk, int dev, void *p, int quiet);",
-    "int gj_sigint_begin(void);",
-    "void gj_sigint_end(void);",
-    "long gj_sigint_count(void);",
-  }) do
-    pcall(ffi.cdef, decl)
-  end
   local path = core.path or package.searchpath("gpujit.core", package.cpath)
   local ok, l = pcall(ffi.load, path)
   if ok then

@@ -9,10 +9,7 @@ local ffi = require("ffi")
 
 local M = {}
 
-pcall(ffi.cdef, [[
-typedef struct gj_print_rec { int64_t item; int32_t site; int32_t nslots; } gj_print_rec;
-const void *gj_prints(void *k, uint64_t *written, uint64_t *dropped);
-]])
+require("gpujit.cdefs")
 
 local RECP = ffi.typeof("const gj_print_rec *")
 local U8P = ffi.typeof("const uint8_t *")

@@ -1,0 +1,28 @@
+-- The C declarations of the compiled core's FFI entry points (src/gj_lua.c,
+-- "FFI entry points") and of the structs they share with Lua, in one place.
+-- Each is declared on its own, so that a declaration this LuaJIT state has
+-- already seen (a second copy of the module) does not stop the others.
+local ffi = require("ffi")
+
+for _, decl in ipairs({
+  -- a launch's shape (src/gj_type.h, gj_dims)
+  "typedef struct gj_dims { int64_t global[3]; int64_t group[3]; int32_t ndim; int32_t pad_; } gj_dims;",
+  -- one print record's head (backends/backend.h, gj_print_rec)
+  "typedef struct gj_print_rec { int64_t item; int32_t site; int32_t nslots; } gj_print_rec;",
+  "int gj_launch(void *k, const gj_dims *dims, void *args);",
+  "const void *gj_prints(void *k, uint64_t *written, uint64_t *dropped);",
+  "const char *gj_errmsg(void *ctx);",
+  "void *gj_mem_alloc(void *ctx, int bk, int dev, uint64_t bytes);",
+  "void gj_mem_free(void *ctx, int bk, int dev, void *p);",
+  "int gj_mem_copy(void *ctx, int bk, int dev, void *dst, const void *src, uint64_t bytes, int dir);",
+  "int gj_sync(void *ctx, int bk, int dev);",
+  "void *gj_mem_host_register(void *ctx, int bk, int dev, void *host, uint64_t bytes, int written);",
+  "int gj_mem_host_release(void *ctx, int bk, int dev, void *p, int quiet);",
+  "int gj_sigint_begin(void);",
+  "void gj_sigint_end(void);",
+  "long gj_sigint_count(void);",
+}) do
+  pcall(ffi.cdef, decl)
+end
+
+return true
