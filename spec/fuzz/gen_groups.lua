@@ -74,10 +74,22 @@ function GG.params_of(case) return case.launch and GG.params or G.params end
 -- Cases compiled together must have the same parameters and precision.
 -- (A kernel that calls gpu.barrier() must be launched with global a multiple
 -- of group: cases with work groups are not compiled with those without.)
+-- With work groups the group's shape is part of the key too: PoCL compiles a
+-- kernel again for each group size it is launched with (seconds for a batch
+-- with barriers), so the cases of a batch share one (GG.SHAPES).
 function GG.batch_key(case)
-  return (case.launch and (case.wg and "w" or "g") or "") .. case.precision
+  if not case.launch then return case.precision end
+  if not case.wg then return "g" .. case.precision end
+  local g = case.launch.group
+  return "w" .. (type(g) == "number" and g or table.concat(g, "x")) .. case.precision
 end
-GG.batch_keys = { "double", "single", "gdouble", "gsingle", "wdouble", "wsingle" }
+GG.SHAPES = { { 4 }, { 16 }, { 3 }, { 2, 4 }, { 3, 2 }, { 2, 2, 2 }, { 1, 2, 3 } }
+GG.batch_keys = { "double", "single", "gdouble", "gsingle" }
+for _, sh in ipairs(GG.SHAPES) do
+  for _, p in ipairs({ "double", "single" }) do
+    GG.batch_keys[#GG.batch_keys + 1] = "w" .. table.concat(sh, "x") .. p
+  end
+end
 
 ---------------------------------------------------------------------------
 -- Statements of this module (rendered through G.renderers)
@@ -390,12 +402,17 @@ end
 function P:launch()
   local R = self.R
   local ndim = R.pick({ 1, 2, 2, 3, 3 })
+  local shape
+  if self.wg then
+    shape = R.pick(GG.SHAPES)
+    ndim = #shape
+  end
   local caps = { { 1, 2, 3, 4, 5, 8, 16 }, { 1, 2, 3, 4 }, { 1, 2, 3 } }
   local nmax = ({ 4, 2, 2 })[ndim]
   local glob, grp, N = {}, {}, 1
   local explicit = self.wg or R.chance(0.6)
   for d = 1, ndim do
-    grp[d] = R.pick(caps[ndim])
+    grp[d] = shape and shape[d] or R.pick(caps[ndim])
     glob[d] = grp[d] * R.int(1, nmax)
     -- without barriers, global need not be a multiple of group
     if not self.wg and R.chance(0.3) and glob[d] > 1 then glob[d] = glob[d] - R.int(1, grp[d] - 1 + 1) end
@@ -555,6 +572,10 @@ function GG.generate_groups(seed, o)
   -- the data first: a cas may expect an element's initial value
   case.data = G.data(R, case)
   GG.data(R, case)
+  -- s fractional: every case of a batch then has the same signature, one
+  -- compile (a batch with barriers compiles slowly; gen.lua's cases cover
+  -- the classes of whole numbers)
+  case.data.s = R.int(-1000, 1000) / 4 + 0.125
   case.body = p:body()
   one_based(case)
   return case
