@@ -5,6 +5,7 @@
 local G = require("spec.fuzz.gen")
 local C = require("spec.fuzz.check")
 local S = require("spec.fuzz.shrink")
+local GG = require("spec.fuzz.gen_groups")
 
 -- The first generated case from seed 1 whose source has `needle`.
 local function case_with(needle)
@@ -34,6 +35,34 @@ describe("fuzz shrinker", function()
       assert.are.equal(1, small.N)
     end)
   end
+
+  it("cuts a work-group kernel down, keeping its shared writes and their barriers", function()
+    local c
+    for seed = 3, 3000, 3 do
+      c = GG.generate(seed)
+      if c.wg and c.N > 4 and GG.source(c):find("gpu.atomic_xor(sc", 1, true) then break end
+    end
+    local needle = "gpu.atomic_xor(sc"
+    local fails = function(x) return valid(x) and GG.source(x):find(needle, 1, true) ~= nil end
+    assert.is_true(fails(c))
+    local small = S.shrink(c, fails, 300)
+    local after = GG.source(small)
+    assert.is_true(fails(small))
+    assert.is_true(small.N < c.N, "work items: " .. small.N)
+    -- the keep statements stay: every slot written before the barrier that
+    -- its readers wait at
+    for _, needle2 in ipairs({ "isrc[l] = ", "xsrc[l] = ", "sc[l] = ", "gpu.barrier()" }) do
+      assert.is_truthy(after:find(needle2, 1, true), needle2 .. " dropped:\n" .. after)
+    end
+    local path = os.tmpname()
+    S.write(path, small, "a work-group case")
+    local r = dofile(path)
+    os.remove(path)
+    assert.are.same(small.launch, r.launch)
+    assert.are.equal(after, r.source)
+    for _, sp in ipairs(GG.layout(small)) do assert.are.same(small.data[sp.name], r.data[sp.name]) end
+    assert.is_true(valid(r))
+  end)
 
   it("writes a reproducer that loads back with the same source and data", function()
     local c = G.generate(4242)

@@ -6,36 +6,47 @@
 -- (check.lua, run_batch); `make fuzz N=1 SEED=<seed>` runs a failing seed
 -- alone, shrinks it and writes a reproducer.
 --
--- 504 kernels run on the cpu backend, the first 64 of them on the others:
--- PoCL's build of a kernel takes ~0.5 s here (the cpu backend's compile
--- ~0.05 s), and the suite should stay near a minute.  `make fuzz` runs every
--- kernel on every backend.  GPUJIT_FUZZ_SPEC_N sets one count for all.
+-- One seed in three makes a kernel of spec/fuzz/gen_groups.lua (work groups,
+-- 2-D and 3-D launches, Lua-table and gpu.array arguments).
+--
+-- 504 kernels run on the cpu backend; on the others the first 64 without
+-- work groups and the first two batches with them (PoCL's build of a kernel
+-- takes ~0.5 s here, the cpu backend's compile ~0.05 s, and PoCL builds a
+-- kernel with barriers again for each group size); the suite should stay
+-- near a minute and a half.  `make fuzz` runs every kernel on every backend.
+-- GPUJIT_FUZZ_SPEC_N sets one count for all (and every work-group batch).
 -- On a device without host_math (its math library is not the host's) only
 -- the kernels that call no transcendental function are compared.
 
 local H = require("spec.helpers")
-local G = require("spec.fuzz.gen")
+local GG = require("spec.fuzz.gen_groups")
 local C = require("spec.fuzz.check")
 
 local SEED = 20261121
 local COUNT = tonumber(os.getenv("GPUJIT_FUZZ_SPEC_N")) or 504
 local PER_BACKEND = { cpu = COUNT }
 local OTHERS = tonumber(os.getenv("GPUJIT_FUZZ_SPEC_N")) or 64
+-- ... and the first WG_OTHERS batches with work groups (gen_groups.lua: such
+-- a batch fills late, its cases share a group shape)
+local WG_OTHERS = os.getenv("GPUJIT_FUZZ_SPEC_N") and math.huge or 2
 
--- The cases in batches of one precision each, in seed order.
+-- The cases in batches of one kind each (GG.batch_key: precision, and
+-- gen_groups.lua's cases apart), in seed order.
 local function batches()
-  local out, pending = {}, { double = {}, single = {} }
+  local out, pending = {}, {}
+  for _, key in ipairs(GG.batch_keys) do pending[key] = {} end
   for seed = SEED, SEED + COUNT - 1 do
-    local case = G.generate(seed)
-    local list = pending[case.precision]
+    local case = GG.generate(seed)
+    local key = GG.batch_key(case)
+    local list = pending[key]
     list[#list + 1] = case
     if #list == C.BATCH then
       out[#out + 1] = list
-      pending[case.precision] = {}
+      pending[key] = {}
     end
   end
-  for _, p in ipairs({ "double", "single" }) do
-    if #pending[p] > 0 then out[#out + 1] = pending[p] end
+  for _, key in ipairs(GG.batch_keys) do
+    if #pending[key] > 0 then out[#out + 1] = pending[key] end
   end
   return out
 end
@@ -48,7 +59,7 @@ local TRANSCENDENTAL = { "math%.exp", "math%.log", "math%.sin", "math%.cos", "ma
 local function exact_only(batch)
   local out = {}
   for _, case in ipairs(batch) do
-    local src, inexact = G.source(case), false
+    local src, inexact = GG.source(case), false
     for _, pat in ipairs(TRANSCENDENTAL) do inexact = inexact or src:find(pat) ~= nil end
     if not inexact then out[#out + 1] = case end
   end
@@ -88,7 +99,7 @@ describe("fuzz: " .. COUNT .. " generated kernels from seed " .. SEED, function(
       for _, case in ipairs(batch) do
         if case.precision == "single" then single = single + 1 end
         fns = fns + #case.fns
-        src[#src + 1] = G.source(case)
+        src[#src + 1] = GG.source(case)
       end
     end
     local text = table.concat(src)
@@ -100,25 +111,64 @@ describe("fuzz: " .. COUNT .. " generated kernels from seed " .. SEED, function(
     end
   end)
 
-  for _, bk in ipairs(H.compilers) do
-    local limit, n = PER_BACKEND[bk] or OTHERS, 0
-    for _, whole in ipairs(all) do
-      n = n + #whole
-      if n > limit then break end
-      local batch = H.host_math(bk) and whole or exact_only(whole)
-      it(bk .. ": seeds " .. seeds(batch), function()
-        H.need(bk)
-        local bad = {}
-        for j, r in ipairs(C.run_batch(batch, { bk })) do
-          local seed = batch[j].seed
-          if r.invalid then bad[#bad + 1] = "seed " .. seed .. ": invalid: " .. r.invalid end
-          for _, f in ipairs(r.fails or {}) do
-            bad[#bad + 1] = string.format("seed %d on %s: %s: %s\n  (shrink it: make fuzz N=1 SEED=%d)",
-              seed, bk, f.class, f.msg:sub(1, 300), seed)
-          end
+  it("has work groups, 2-D and 3-D launches, Lua-table and gpu.array arguments (gen_groups.lua)", function()
+    local n, src = {}, {}
+    local function count(what) n[what] = (n[what] or 0) + 1 end
+    for _, batch in ipairs(all) do
+      for _, case in ipairs(batch) do
+        if case.launch then
+          count("new")
+          local g = case.launch.global
+          count(type(g) == "number" and "1-D" or #g .. "-D")
+          if case.wg then count("work groups") end
+          if case.launch.group == nil then count("no group") end
+          src[#src + 1] = GG.source(case)
         end
-        assert(#bad == 0, table.concat(bad, "\n"))
-      end)
+      end
+    end
+    for _, what in ipairs({ "1-D", "2-D", "3-D", "work groups", "no group" }) do
+      assert.is_true((n[what] or 0) >= 3, what .. ": " .. tostring(n[what]))
+    end
+    assert.is_true(n.new > COUNT / 5, "gen_groups.lua cases: " .. tostring(n.new))
+    local text = table.concat(src)
+    for _, needle in ipairs({ "gpu.shared(", "gpu.barrier()", "isrc, idst = idst, isrc", "sc[l] = ",
+      "gpu.atomic_add(ac", "gpu.atomic_sub(ac", "gpu.atomic_min(ac", "gpu.atomic_max(ac",
+      "gpu.atomic_and(", "gpu.atomic_or(", "gpu.atomic_xor(", "gpu.atomic_add(af", "gpu.atomic_add(ad",
+      "gpu.atomic_xchg(ax", "gpu.atomic_cas(ax", "(sc, ", "for t", "+ 1] = ", "rd[", "ru[",
+      "oi[", "of[", "gpu.num_groups(" }) do
+      assert.is_truthy(text:find(needle, 1, true), "no gen_groups.lua kernel has " .. needle)
+    end
+  end)
+
+  for _, bk in ipairs(H.compilers) do
+    local limit, n, nwg = PER_BACKEND[bk] or OTHERS, 0, 0
+    for _, whole in ipairs(all) do
+      local take
+      if PER_BACKEND[bk] then
+        take = true
+      elseif whole[1].wg then
+        nwg = nwg + 1
+        take = nwg <= WG_OTHERS
+      else
+        n = n + #whole
+        take = n <= limit
+      end
+      if take then
+        local batch = H.host_math(bk) and whole or exact_only(whole)
+        it(bk .. ": seeds " .. seeds(batch), function()
+          H.need(bk)
+          local bad = {}
+          for j, r in ipairs(C.run_batch(batch, { bk })) do
+            local seed = batch[j].seed
+            if r.invalid then bad[#bad + 1] = "seed " .. seed .. ": invalid: " .. r.invalid end
+            for _, f in ipairs(r.fails or {}) do
+              bad[#bad + 1] = string.format("seed %d on %s: %s: %s\n  (shrink it: make fuzz N=1 SEED=%d)",
+                seed, bk, f.class, f.msg:sub(1, 300), seed)
+            end
+          end
+          assert(#bad == 0, table.concat(bad, "\n"))
+        end)
+      end
     end
   end
 end)

@@ -10,7 +10,7 @@
 
 local ffi = require("ffi")
 local H = require("spec.helpers")
-local G = require("spec.fuzz.gen")
+local GG = require("spec.fuzz.gen_groups")
 
 local C = {}
 C.FLOAT_ULPS = 4
@@ -25,7 +25,7 @@ C.BATCH = 8
 -- A case is a generated tree (gen.lua) or a reproducer, which holds the
 -- source itself (case.source).
 function C.kernel_fn(case, src)
-  src = src or case.source or G.source(case)
+  src = src or case.source or GG.source(case)
   local chunk, err = load(src, "=" .. (case.chunkname or "fuzz_kernel"))
   if not chunk then return nil, err end
   local ok, fn = pcall(chunk, H.gpu)
@@ -33,18 +33,30 @@ function C.kernel_fn(case, src)
   return fn
 end
 
--- Fresh launch arguments (the arrays filled from case.data).
-function C.args(case)
+-- Fresh launch arguments (the arrays filled from case.data) for backend bk
+-- (default: the oracle's, "sim"): FFI arrays, Lua tables, or gpu.arrays on
+-- bk's device (GG.layout).
+function C.args(case, bk)
   local d = case.data
   local a = { case.N, d.s }
-  for _, name in ipairs(G.arrays) do
-    local vals = d[name]
-    local arr = ffi.new(G.ctypes[name] .. "[?]", math.max(#vals, 1))
-    for j = 1, #vals do arr[j - 1] = vals[j] end
+  for _, sp in ipairs(GG.layout(case)) do
+    local vals = d[sp.name]
+    local arr
+    if sp.box == "table" then
+      arr = {}
+      for j = 1, #vals do arr[j] = vals[j] end
+    else
+      arr = ffi.new(sp.ct .. "[?]", math.max(#vals, 1))
+      for j = 1, #vals do arr[j - 1] = vals[j] end
+      if sp.box == "garray" then arr = H.gpu.to_device(arr, sp.ct, bk or "sim") end
+    end
     a[#a + 1] = arr
   end
   return a
 end
+
+-- The number of arguments of a case's kernel.
+local function nparams(case) return #GG.params_of(case) end
 
 local function kopts(case)
   return { name = case.name or "fuzz", precision = case.precision, cache = false }
@@ -56,7 +68,7 @@ function C.oracle(case, fn)
   local k = H.kernel("sim", fn, kopts(case))
   jit.flush()
   jit.off()
-  local ok, err = pcall(k.launch, k, case.N, unpack(args, 1, #G.params))
+  local ok, err = pcall(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
   jit.on()
   if not ok then return nil, tostring(err) end
   return args
@@ -80,13 +92,24 @@ local function differ(ct, got, exp)
   return "expected " .. H.fmt(tonumber(exp)) .. ", got " .. H.fmt(tonumber(got))
 end
 
--- Compare the arrays of two argument lists: nil, or a message naming the
--- first array that differs.
-function C.compare(got, ref)
-  for j, name in ipairs(G.arrays) do
-    local ct = G.ctypes[name]
-    local g, r = got[j + 2], ref[j + 2]
-    local n = ffi.sizeof(g) / ffi.sizeof(ct)
+-- An array argument after the launch as a 0-based array and its length:
+-- a Lua table shifted by one, a gpu.array read back.
+local function host(arr, ct)
+  if type(arr) == "table" then
+    return setmetatable({}, { __index = function(_, i) return arr[i + 1] end }), #arr
+  end
+  if ffi.istype(ct .. "[?]", arr) then return arr, ffi.sizeof(arr) / ffi.sizeof(ct) end
+  local h = arr:to_host()
+  return h, #arr
+end
+
+-- Compare the arrays of two argument lists of a case: nil, or a message
+-- naming the first array that differs.
+function C.compare(got, ref, case)
+  for j, sp in ipairs(GG.layout(case)) do
+    local name, ct = sp.name, sp.ct
+    local g, n = host(got[j + 2], ct)
+    local r = host(ref[j + 2], ct)
     local bad = {}
     for i = 0, n - 1 do
       local m = differ(ct, g[i], r[i])
@@ -106,12 +129,12 @@ end
 --   class "mismatch:<array>", "compile" (an error naming the kernel, raised
 --   at the first launch), "launch" (any other error of the launch).
 local function launch_compare(k, case, ref, pre)
-  local args = C.args(case)
+  local args = C.args(case, k.opts.backend)
   local ok, err
   if pre == nil then
-    ok, err = pcall(k.launch, k, case.N, unpack(args, 1, #G.params))
+    ok, err = pcall(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
   else
-    ok, err = pcall(k.launch, k, case.N, pre, unpack(args, 1, #G.params))
+    ok, err = pcall(k.launch, k, GG.cfg(case), pre, unpack(args, 1, nparams(case)))
   end
   if not ok then
     local msg = tostring(err)
@@ -119,7 +142,7 @@ local function launch_compare(k, case, ref, pre)
     local class = msg:find("(in kernel", 1, true) and "compile" or "launch"
     return { class = class, msg = msg }
   end
-  local arr, msg = C.compare(args, ref)
+  local arr, msg = C.compare(args, ref, case)
   if arr then return { class = "mismatch:" .. arr, msg = msg } end
   return nil
 end
@@ -160,7 +183,7 @@ function C.run_batch(cases, backends)
     end
   end
   if #valid == 0 then return res end
-  local chunk = assert(load(G.batch_source(valid), "=fuzz_batch"))
+  local chunk = assert(load(GG.batch_source(valid), "=fuzz_batch"))
   local wrapper = chunk(H.gpu)
   local at = {}
   for j = 1, #cases do if res[j].fails then at[#at + 1] = j end end

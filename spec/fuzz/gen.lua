@@ -596,6 +596,10 @@ end
 
 local E = G.expr
 
+-- Renderers of statement types that other generators add
+-- (spec/fuzz/gen_groups.lua): type -> function(out, st, ind).
+G.renderers = {}
+
 local function render_block(out, stmts, ind)
   for _, st in ipairs(stmts) do G.render_stmt(out, st, ind) end
 end
@@ -656,6 +660,8 @@ function G.render_stmt(out, st, ind)
     local a = {}
     for j, e in ipairs(st.es) do a[j] = E(e) end
     out[#out + 1] = p .. "return " .. table.concat(a, ", ")
+  elseif G.renderers[t] then
+    G.renderers[t](out, st, ind)
   end
 end
 
@@ -813,5 +819,9 @@ function G.data(R, case)
   end
   return d
 end
+
+-- For the generators that build on this one (spec/fuzz/gen_groups.lua).
+G.rng, G.node, G.fmtnum, G.new_gen, G.render_block = rng, node, fmtnum, new_gen, render_block
+G.B31, G.BMAX = B31, BMAX
 
 return G

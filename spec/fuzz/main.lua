@@ -10,7 +10,7 @@
 -- (default build/fuzz/); the path is printed.  Exit status 1 when any kernel
 -- failed.
 
-local G = require("spec.fuzz.gen")
+local GG = require("spec.fuzz.gen_groups")
 local C = require("spec.fuzz.check")
 local S = require("spec.fuzz.shrink")
 local H = require("spec.helpers")
@@ -74,16 +74,18 @@ end
 
 print(string.format("fuzz: %d kernels from seed %d on %s, %d per compile", n, seed0,
   table.concat(backends, ","), C.BATCH))
-local pending = { double = {}, single = {} }
+local pending = {}
+for _, key in ipairs(GG.batch_keys) do pending[key] = {} end
 for seed = seed0, seed0 + n - 1 do
-  local case = G.generate(seed)
-  local list = pending[case.precision]
+  local case = GG.generate(seed)
+  local key = GG.batch_key(case)
+  local list = pending[key]
   list[#list + 1] = case
   if #list == C.BATCH then
     run(list)
-    pending[case.precision] = {}
+    pending[key] = {}
   end
 end
-for _, list in pairs(pending) do if #list > 0 then run(list) end end
+for _, key in ipairs(GG.batch_keys) do if #pending[key] > 0 then run(pending[key]) end end
 print(string.format("fuzz: %d kernels, %d failed, %d invalid, %d s", n, failed, invalid, os.time() - t0))
 os.exit((failed == 0 and invalid == 0) and 0 or 1)

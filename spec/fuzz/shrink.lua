@@ -16,6 +16,7 @@
 -- does not fail, so it is never kept.
 
 local G = require("spec.fuzz.gen")
+local GG = require("spec.fuzz.gen_groups")
 
 local S = {}
 
@@ -31,7 +32,7 @@ end
 S.copy = deep_copy
 
 -- Statement fields holding expressions, by statement type.
-local EXPR_FIELDS = { "e", "idx", "c", "a", "b" }
+local EXPR_FIELDS = { "e", "idx", "c", "a", "b", "lim" }
 
 -- Call f(parent_table, key) for every expression node in the case, in a
 -- fixed order (children after their parent).
@@ -95,11 +96,46 @@ local function replacements(e)
   return out
 end
 
+-- Launch edits of a case with case.launch (gen_groups.lua): per dimension,
+-- one group fewer (or one work item fewer, without work groups), then a
+-- smaller group; case.N follows.
+local function dims(t) if type(t) == "number" then return { t } end return t end
+local function launch_edits(case, out)
+  local L = case.launch
+  local function edit(fn)
+    out[#out + 1] = function(c)
+      local gl, gr = dims(c.launch.global), c.launch.group and dims(c.launch.group)
+      if fn(gl, gr) == false then return false end
+      if type(c.launch.global) == "number" then c.launch.global = gl[1] end
+      if gr and type(c.launch.group) == "number" then c.launch.group = gr[1] end
+      c.N = GG.count(c.launch)
+    end
+  end
+  for d = 1, #dims(L.global) do
+    edit(function(gl, gr)
+      local step = (case.wg and gr) and gr[d] or 1
+      if gl[d] - step < 1 then return false end
+      gl[d] = gl[d] - step
+    end)
+    if L.group then
+      -- halve the group; with work groups global stays a multiple of it
+      edit(function(gl, gr)
+        if gr[d] <= 1 then return false end
+        local ng = gl[d] / gr[d]
+        gr[d] = math.floor(gr[d] / 2)
+        if case.wg then gl[d] = gr[d] * ng end
+      end)
+    end
+  end
+end
+
 -- Every candidate edit, as a function that edits a copy of the case in
 -- place (returning false when it does not apply).
 local function candidates(case)
   local out = {}
-  if case.N > 1 then
+  if case.launch then
+    launch_edits(case, out)
+  elseif case.N > 1 then
     out[#out + 1] = function(c) c.N = 1 end
     out[#out + 1] = function(c) c.N = math.floor(c.N / 2) end
     out[#out + 1] = function(c) c.N = c.N - 1 end
@@ -126,7 +162,9 @@ local function candidates(case)
           end)
         end
       end
-      if st.t ~= "return" then edit(function(b) table.remove(b, j) end) end
+      -- keep: a statement that later ones need to stay race-free (a
+      -- shared-array write, its barrier: gen_groups.lua)
+      if st.t ~= "return" and not st.keep then edit(function(b) table.remove(b, j) end) end
       if st.body then
         edit(function(b)
           local s = table.remove(b, j)
@@ -156,7 +194,8 @@ local function candidates(case)
     end
   end)
   -- data: zero whole arrays, then single values
-  for _, name in ipairs(G.arrays) do
+  for _, sp in ipairs(GG.layout(case)) do
+    local name = sp.name
     out[#out + 1] = function(c)
       local t = c.data[name]
       local any = false
@@ -169,7 +208,8 @@ end
 
 -- Output arrays hold 4 elements per work item.
 local function fit_data(c)
-  for _, name in ipairs(G.arrays) do
+  for _, sp in ipairs(GG.layout(c)) do
+    local name = sp.name
     if name:sub(1, 1) == "o" then
       local t = c.data[name]
       for j = #t, 4 * c.N + 1, -1 do t[j] = nil end
@@ -210,12 +250,23 @@ function S.render(case, note)
   for l in (note or ""):gmatch("[^\n]+") do out[#out + 1] = "-- " .. l end
   out[#out + 1] = "return {"
   out[#out + 1] = string.format("  precision = %q, N = %d, M = %d,", case.precision, case.N, case.M)
+  if case.launch then
+    -- a gen_groups.lua case: its launch (and so its arguments: GG.layout)
+    local function shape(t)
+      if type(t) == "number" then return tostring(t) end
+      return "{ " .. table.concat(t, ", ") .. " }"
+    end
+    out[#out + 1] = "  launch = { global = " .. shape(case.launch.global) ..
+      (case.launch.group and (", group = " .. shape(case.launch.group)) or "") .. " },"
+    if case.wg then out[#out + 1] = "  wg = true," end
+  end
   out[#out + 1] = "  data = {"
   local s = case.data.s
   out[#out + 1] = "    s = " .. (s ~= s and "0 / 0" or s == math.huge and "math.huge"
     or s == -math.huge and "-math.huge" or (s == 0 and 1 / s < 0) and "-0.0"
     or string.format("%.17g", s)) .. ","
-  for _, name in ipairs(G.arrays) do
+  for _, sp in ipairs(GG.layout(case)) do
+    local name = sp.name
     local vals = {}
     for j, v in ipairs(case.data[name]) do
       vals[j] = (v == math.floor(v) and math.abs(v) < 2 ^ 53) and string.format("%.0f", v)
@@ -235,7 +286,7 @@ function S.render(case, note)
   end
   out[#out + 1] = "  },"
   out[#out + 1] = "  source = [==["
-  out[#out + 1] = (case.source or G.source(case)) .. "]==],"
+  out[#out + 1] = (case.source or GG.source(case)) .. "]==],"
   out[#out + 1] = "}"
   return table.concat(out, "\n") .. "\n"
 end
