@@ -268,8 +268,8 @@ static void describe(gj_bstate *st, ocl_device *d)
   snprintf(i->format, sizeof(i->format), "%s", format_names[d->format]);
   /* PoCL's CPU devices run kernels on threads of this process and link
   ** them against its libraries. */
-  d->host_libm = d->format == OCL_SPIR && (type & CL_DEVICE_TYPE_CPU) &&
-                 strstr(pname, "Portable Computing Language") != NULL;
+  d->is_pocl = strstr(pname, "Portable Computing Language") != NULL;
+  d->host_libm = d->format == OCL_SPIR && (type & CL_DEVICE_TYPE_CPU) && d->is_pocl;
   i->host_math = d->host_libm;
   /* a GPU is preferred to the cpu backend, which beats OpenCL's CPUs */
   i->rank = (type & CL_DEVICE_TYPE_GPU) ? GJ_RANK_OPENCL_GPU : 0;
@@ -421,6 +421,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   j->as_shared = 3;
   j->as_local = 0;
   j->serial_groups = 0;
+  j->join_barriers = d->is_pocl;   /* a PoCL bug's workaround (gj_job.h) */
   j->codegen_opt = LLVMCodeGenLevelDefault;
   j->reloc = LLVMRelocDefault;
   j->code_model = LLVMCodeModelDefault;

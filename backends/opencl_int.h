@@ -67,6 +67,8 @@ typedef struct ocl_device {
   ** kernels may call the host's libm, which makes math bit-identical to
   ** LuaJIT's (opencl_wrap.c). */
   int host_libm;
+  int is_pocl;             /* the platform is PoCL (Portable Computing
+                           ** Language): gj_job.join_barriers */
   int sm;                  /* OCL_PTX: compute capability, e.g. 86 */
   int spirv_minor;         /* OCL_SPIRV: the newest SPIR-V 1.x it takes */
   /* OCL_SPIRV chosen by GPUJIT_OPENCL_FORMAT for a device that takes SPIR

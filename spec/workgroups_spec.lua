@@ -155,6 +155,29 @@ for _, bk in ipairs(backends) do
       end, n / g, { what = "group sums" })
     end)
 
+    it_wg("code after an if holding a barrier that no item enters runs once (groups 1 wide in x)",
+      function()
+      -- PoCL 3.1 ran it twice for work item 0 of such groups (gj_job.join_barriers)
+      local k = H.kernel(bk, function(c, oi, ol)
+        local g = gpu.global_id(0) + gpu.global_size(0) * (gpu.global_id(1)
+          + gpu.global_size(1) * gpu.global_id(2))
+        if c[0] >= 0 then gpu.barrier() end
+        ol[g] = oi[g] % 10
+        oi[g] = 0
+      end, { name = "ifbarrier" })
+      for _, shape in ipairs({ { 3, 1, 1 }, { 1, 3, 1 }, { 1, 1, 3 }, { 2, 1, 3 } }) do
+        for _, c in ipairs({ -1, 1 }) do
+          local n = shape[1] * shape[2] * shape[3]
+          local oi, ol = ffi.new("int32_t[?]", n), ffi.new("int64_t[?]", n)
+          for i = 0, n - 1 do oi[i] = 845 + 4 * i end
+          k:launch({ global = shape, group = shape }, ffi.new("int32_t[1]", c), oi, ol)
+          for i = 0, n - 1 do
+            assert.are.equal((845 + 4 * i) % 10, tonumber(ol[i]), table.concat(shape, "x") .. " item " .. i)
+          end
+        end
+      end
+    end)
+
     it_wg("a tiled matrix multiply: two shared tiles, barriers inside a loop", function()
       local M, N, K = 48, 64, 80
       local rng = H.rng(3)

@@ -691,6 +691,8 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
     memcpy(fs.st.slot, gj_fn_entry(fn, b), sizeof(gj_ty) * (size_t)p->framesize);
     fs.st.mr_base = -1;
     fs.st.mr_n = 0;
+    if (blk->join_barrier && g->job->join_barriers && !g->resumable)
+      gj_cg_barrier(g);   /* a PoCL workaround (gj_job.h) */
     for (i = blk->start; i < blk->end; i++) {
       term = emit_ins(g, &fs, b, i, &ed);
       if (term < 0) goto done;

@@ -221,7 +221,7 @@ static LLVMValueRef local_array(gj_cg *g, gj_scalar s, int64_t n)
   return make_array(g, GJ_SPACE_LOCAL, p, n);
 }
 
-static void barrier(gj_cg *g)
+void gj_cg_barrier(gj_cg *g)
 {
   if (g->job->serial_groups) {
     gj_cg_resume_point(g);
@@ -268,7 +268,7 @@ int gj_cg_group_intr(gj_cg *g, int i, int intr, LLVMValueRef *args,
   gj_cg_guard gd;
   switch (intr) {
   case GJ_I_BARRIER:
-    barrier(g);
+    gj_cg_barrier(g);
     return 0;
   case GJ_I_SHARED:
     res[0] = shared_array(g, (gj_scalar)rt[0].s, rt[0].aux);

@@ -120,6 +120,9 @@ LLVMValueRef gj_cg_check_end(gj_cg *g, const gj_cg_guard *gd, LLVMValueRef v);
 LLVMBasicBlockRef gj_cg_cancel_edge(gj_cg *g, LLVMBasicBlockRef target);
 void gj_cg_cancel_here(gj_cg *g);
 
+/* gpu.barrier() at the builder's position (gj_cg_group.c). */
+void gj_cg_barrier(gj_cg *g);
+
 /* print(...) (gj_cg_print.c): append a record to the launch's print area. */
 int gj_cg_print(gj_cg *g, int i, int nargs, LLVMValueRef *args, const gj_ty *at);
 

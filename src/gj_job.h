@@ -49,6 +49,11 @@ typedef struct gj_job {
   ** "spirv" (the SPIR bitcode translated by llvm-spirv).  Read-only: the
   ** device decides it (opencl: GPUJIT_OPENCL_FORMAT, docs/backends.md). */
   char format[16];
+  /* 1: a barrier at the join of every branch whose paths reach one (the
+  ** control flow is uniform, so every work item gets there): PoCL 3.1 runs
+  ** the code after an `if` holding a barrier twice for a work item when no
+  ** work item enters the `if` and the group is 1 wide in x (docs/backends.md) */
+  int join_barriers;
 } gj_job;
 
 #endif

@@ -92,6 +92,9 @@ typedef struct gj_block {
   int start, end;   /* instructions [start, end) */
   int nsucc;
   int succ[2];      /* successor block indices */
+  int join_barrier; /* the join (immediate post-dominator) of a branch
+                    ** whose paths reach a barrier (gj_uniform.c): with
+                    ** job->join_barriers, codegen puts one at its start */
 } gj_block;
 
 /* One function specialized for one tuple of argument types. */

@@ -67,6 +67,7 @@ typedef struct ufn {
   uint8_t *cur;      /* fs: the bits while a block is replayed */
   uint8_t *vbr;      /* per block: ends in a live two-way varying branch */
   uint8_t *div;      /* per block: inside some varying branch's region */
+  uint8_t *hasbar;   /* per block: calls gpu.barrier or a function that does */
   int *cause;        /* per block: the branch block whose region holds it */
   int *stack;        /* nb + 1: the worklist, and the region walks */
   gj_ty *ty;         /* the replayed types */
@@ -121,6 +122,7 @@ static int call_bits(ufn *a, int b, int i, const gj_tstate *st, int report,
     if (intr == GJ_I_GLOBAL_ID || intr == GJ_I_LOCAL_ID ||
         (intr >= GJ_I_ATOMIC_ADD && intr <= GJ_I_ATOMIC_CAS))
       *x = 1;
+    if (intr == GJ_I_BARRIER) a->hasbar[b] = 1;
     if (report && intr == GJ_I_BARRIER && a->div[b])
       set_bad(a, BAD_BARRIER, i, cond_line(a, b), 0, NULL);
     return 0;
@@ -136,6 +138,7 @@ static int call_bits(ufn *a, int b, int i, const gj_tstate *st, int report,
     return -1;
   if (analyze(a->u, callee, vp, &s)) return -1;
   *x = (uint8_t)s.ret_varying;
+  if (callee->uses_barrier) a->hasbar[b] = 1;
   if (report && callee->uses_barrier) {
     if (a->div[b])
       set_bad(a, BAD_CALL, i, cond_line(a, b), 0, callee);
@@ -397,6 +400,42 @@ static int regions(ufn *a, int *seen)
   return grew;
 }
 
+/* Mark the join (immediate post-dominator) of every live two-way branch
+** whose paths reach a barrier before it (gj_block.join_barrier).  Such a
+** branch is uniform (else the check refuses the kernel), so every work
+** item of a group reaches its join together.  seen as in regions(), with
+** tags of its own (-(b + 1)). */
+static void joins(ufn *a, int *seen)
+{
+  int b;
+  for (b = 0; b < a->nb; b++) {
+    int stop, nwork = 0, s, bar = 0;
+    if (!a->fn->reached[b] || a->fn->blocks[b].nsucc != 2 ||
+        !a->live[2 * b] || !a->live[2 * b + 1])
+      continue;
+    stop = ipdom(a, b);
+    if (stop == a->nb) continue;   /* the paths meet only at the returns */
+    for (s = 0; s < 2; s++) {
+      int t = a->fn->blocks[b].succ[s];
+      if (t != stop && seen[t] != -(b + 1)) {
+        seen[t] = -(b + 1);
+        a->stack[nwork++] = t;
+      }
+    }
+    while (nwork > 0) {
+      int n = a->stack[--nwork];
+      const int *o = a->succ + 3 * n;
+      bar |= a->hasbar[n];
+      for (s = 0; s < 3 && o[s] >= 0; s++)
+        if (o[s] != stop && o[s] != a->nb && seen[o[s]] != -(b + 1)) {
+          seen[o[s]] = -(b + 1);
+          a->stack[nwork++] = o[s];
+        }
+    }
+    if (bar) a->fn->blocks[stop].join_barrier = 1;
+  }
+}
+
 /* --- One function, one context ----------------------------------------- */
 
 static int analyze(uctx *u, gj_fn *fn, uint64_t vparams, usum *out)
@@ -432,13 +471,14 @@ static int analyze(uctx *u, gj_fn *fn, uint64_t vparams, usum *out)
   a.cur = calloc(fs, 1);
   a.vbr = calloc(nb, 1);
   a.div = calloc(nb, 1);
+  a.hasbar = calloc(nb, 1);
   a.cause = malloc(nb * sizeof(int));
   a.stack = malloc(nb * sizeof(int));
   a.ty = calloc(fs, sizeof(gj_ty));
   flags = calloc(nb, 1);
   seen = calloc(nb, sizeof(int));
   if (!a.live || !a.copy || !a.succ || !a.pd || !a.in || !a.cur || !a.vbr ||
-      !a.div || !a.cause || !a.stack || !a.ty || !flags || !seen) {
+      !a.div || !a.hasbar || !a.cause || !a.stack || !a.ty || !flags || !seen) {
     gj_err_set(cs->err, "out of memory");
     goto done;
   }
@@ -465,9 +505,11 @@ static int analyze(uctx *u, gj_fn *fn, uint64_t vparams, usum *out)
     memset(flags, 0, nb);
     if (flow(&a, flags)) goto done;
   } while (regions(&a, seen));
-  if (fn->uses_barrier)
+  if (fn->uses_barrier) {
     for (b = 0; b < a.nb && a.sum.bad == BAD_NONE; b++)
       if (fn->reached[b] && pass_block(&a, b, 1)) goto done;
+    if (a.sum.bad == BAD_NONE) joins(&a, seen);
+  }
   if (u->n == u->max) {
     int m = u->max ? 2 * u->max : 8;
     usum *n = realloc(u->memo, sizeof(usum) * (size_t)m);
@@ -490,6 +532,7 @@ done:
   free(a.cur);
   free(a.vbr);
   free(a.div);
+  free(a.hasbar);
   free(a.cause);
   free(a.stack);
   free(a.ty);

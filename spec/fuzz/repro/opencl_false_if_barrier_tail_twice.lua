@@ -1,7 +1,8 @@
--- OPEN BUG (opencl/PoCL only; cpu agrees): a gpu.barrier() inside a uniform if whose
--- condition is false for the whole group (ri[1] = -859); the statements after the if run
--- twice for work item 0 (it reads back the 0 it stored: ol[0] is 0, LuaJIT gives 845 % 10 = 5).
--- Move into spec/fuzz/repro/ with the fix (fuzz_repro_spec runs every file there).
+-- PoCL 3.1 (opencl only; cpu agrees with LuaJIT): a gpu.barrier() inside a uniform if
+-- whose condition is false for the whole group (ri[1] = -859), in a group 1 wide in x; the
+-- statements after the if ran twice for work item 0 (it read back the 0 it stored: ol[0]
+-- was 0, LuaJIT gives 845 % 10 = 5).  The same OpenCL C fails on PoCL alone; gpujit now
+-- puts a barrier at the join of such a branch on PoCL (gj_job.join_barriers).
 -- gpujit fuzz reproducer (docs/fuzzing.md)
 -- seed 13542, backend opencl, precision double
 -- mismatch:ol: ol[0] (int64_t): expected 5, got 0
