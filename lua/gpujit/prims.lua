@@ -137,9 +137,9 @@ local function to_dev(a, tgt, fname, level)
     local buf = ffi.new("double[?]", a.n)
     for i = 1, a.n do
       local x = src[i]
-      if type(x) ~= "number" then
-        argerr(a.argn, fname, "table element [" .. i .. "] is " .. types.describe(x)
-          .. ", expected a number", level + 1)
+      if type(x) ~= "number" then   -- raised through the caller's pcall: no position
+        error(("bad argument #%d to '%s' (table element [%d] is %s, expected a number)"):format(
+          a.argn, fname, i, types.describe(x)), 0)
       end
       buf[i - 1] = x
     end
