@@ -99,20 +99,39 @@ end
 M.pick_target = pick_target
 
 -- A non-owning gpu.array of `elem` over `n` elements at `ptr` on `tgt`;
--- `keep` is kept alive with it.  Its memory is never freed through it.
+-- `keep` is kept alive with it.  Its memory is never freed through it: a
+-- view's ptr is cleared (M.close_views) before the primitive that made it
+-- returns, so that its finalizer (the gpu.array metatype's) finds nothing
+-- to free.  (ffi.gc(view, nil) would drop the finalizer, but with
+-- metatype finalizers LuaJIT's JIT then computed wrong values: the sim
+-- backend's reductions came out wrong in one run of four.)
 local views = setmetatable({}, { __mode = "k" })
+local open = {}
 local function view(ptr, elem, n, tgt, keep)
   local e = array.ctype_of(elem)()
-  ffi.gc(e, nil)         -- not the owner: no finalizer
   e.ptr = ffi.cast(elem .. " *", ptr)
   e.n = n
   e.ctx = env.ctx
   e.bk = tgt.sim and array.SIM_BK or tgt.bk
   e.dev = tgt.sim and 0 or tgt.dev
   views[e] = keep or true
+  open[#open + 1] = e
   return e
 end
 M.view = view
+
+-- The number of open views (a primitive's mark), and closing those opened
+-- after a mark.
+function M.open_views() return #open end
+function M.close_views(mark)
+  for i = #open, mark + 1, -1 do
+    local e = open[i]
+    open[i] = nil
+    views[e] = nil
+    e.ptr = nil
+    e.n = 0
+  end
+end
 
 -- The same memory as another element type (n2 elements of elem2).
 function M.alias(e, elem2, n2, tgt)
@@ -121,7 +140,7 @@ end
 
 -- A device array on tgt for the classified argument a; a.dev is set, and
 -- a.back() copies a temporary back into the argument (for outputs).
-local function to_dev(a, tgt, fname, level)
+local function to_dev(a, tgt, fname)
   if a.kind == "garray" then
     a.dev = a.value
     a.back = function() end
@@ -161,16 +180,12 @@ M.to_dev = to_dev
 
 -- Drop the views and temporaries of a call (their memory is the
 -- argument's, or freed by the collector).
-local function done(list)
+local function done(list, mark)
   for _, a in ipairs(list) do
-    if a.dev and a.kind ~= "garray" and views[a.dev] then
-      views[a.dev] = nil
-      a.dev.ptr = nil
-    elseif a.dev and a.kind ~= "garray" then
-      a.dev:free()
-    end
+    if a.dev and a.kind ~= "garray" and not views[a.dev] then a.dev:free() end
     a.dev = nil
   end
+  M.close_views(mark)
 end
 M.done = done
 
@@ -355,8 +370,9 @@ local function make_chunks(ACC, op)
               i = i + LANES
             end
             for l = 0, hi - full - 1 do acc[l] = op(acc[l], a[full + l]) end
+            -- folded in lane 0 (a store rounds each step as the kernels do)
+            for l = 1, LANES - 1 do acc[0] = op(acc[0], acc[l]) end
             s = acc[0]
-            for l = 1, LANES - 1 do s = op(s, acc[l]) end
           else
             local acc = gpu.local_array(ACC, 1)
             acc[0] = a[lo]
@@ -374,13 +390,13 @@ end
 -- left), or without init from p[0].
 local function make_final(ACC, op)
   return function()
-    return function(part, out, g, init, has_init)
+    return function(part, out, g, has_init)
       if gpu.global_id(0) == 0 and gpu.global_id(1) == 0 then
         local acc = gpu.local_array(ACC, 1)
         local j0 = 0
         if has_init then
-          acc[0] = init
-        else
+          acc[0] = out[0]   -- init, passed in out (a scalar argument would be a
+        else                -- Lua number on the sim backend: 64-bit values round)
           acc[0] = part[0]
           j0 = 1
         end
@@ -429,24 +445,25 @@ function M.reduce(a, op, init)
   end
   local tgt = pick_target({ A }, fname, 2)
   local list = { A }
+  local mark = M.open_views()
   local ok, res = pcall(function()
-    local d = to_dev(A, tgt, fname, 4)
+    local d = to_dev(A, tgt, fname)
     local G, C, g = chunking(tgt, A.n)
     local f = fn and op or op_fn(op, ACC)
     local key = opkey(op, ACC)
     local k1 = kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
     local k2 = kernel(tgt, "reduce_final_" .. key, make_final(ACC, f))
     local part = env.gpu.array(ACC, G, tgt.entry)
-    local out = env.gpu.array(ACC, 1, tgt.entry)
-    k1:launch(items_cfg(tgt, G), d, part, i64(A.n), i64(C))
     local iv = init ~= nil and ffi.new(ACC, init) or (fn and ffi.new(ACC, 0) or identity(op, ACC))
-    k2:launch(items_cfg(tgt, 1), part, out, i64(g), iv, init ~= nil or not fn)
+    local out = env.gpu.to_device(ffi.new(ACC .. "[1]", iv), ACC, tgt.entry)
+    k1:launch(items_cfg(tgt, G), d, part, i64(A.n), i64(C))
+    k2:launch(items_cfg(tgt, 1), part, out, i64(g), init ~= nil or not fn)
     local v = out:to_host()[0]
     part:free()
     out:free()
     return result(v)
   end)
-  done(list)
+  done(list, mark)
   if not ok then error(res, 2) end
   return res
 end
@@ -482,7 +499,7 @@ local function make_scan(ACC, op, exclusive)
           local hi = math.min(n, lo + C)
           local acc = gpu.local_array(ACC, 1)
           if exclusive then
-            if j == 0 then acc[0] = id else acc[0] = part[j] end
+            if j == 0 then acc[0] = id[0] else acc[0] = part[j] end
             for i = lo, hi - 1 do
               local x = a[i]
               out[i] = acc[0]
@@ -545,10 +562,11 @@ function M.scan(a, op, out, exclusive)
   local ACC = fn and O.elem or acc_type(op, O.elem)
   local tgt = pick_target({ A, O }, fname, 2)
   local list = { A, O }
+  local mark = M.open_views()
   local ok, res = pcall(function()
-    local da = to_dev(A, tgt, fname, 4)
+    local da = to_dev(A, tgt, fname)
     local same = rawequal(a, out)
-    local dout = same and da or to_dev(O, tgt, fname, 4)
+    local dout = same and da or to_dev(O, tgt, fname)
     local G, C, g = chunking(tgt, A.n)
     local f = fn and op or op_fn(op, ACC)
     local key = opkey(op, ACC)
@@ -559,12 +577,14 @@ function M.scan(a, op, out, exclusive)
     local part = env.gpu.array(ACC, G, tgt.entry)
     k1:launch(items_cfg(tgt, G), da, part, i64(A.n), i64(C))
     k2:launch(items_cfg(tgt, 1), part, i64(g))
-    k3:launch(items_cfg(tgt, G), da, dout, part, i64(A.n), i64(C),
-      fn and ffi.new(ACC, 0) or identity(op, ACC))
+    local id = env.gpu.to_device(ffi.new(ACC .. "[1]", fn and 0 or identity(op, ACC)), ACC,
+      tgt.entry)
+    k3:launch(items_cfg(tgt, G), da, dout, part, i64(A.n), i64(C), id)
     part:free()
+    id:free()
     if same then A.back() else O.back() end
   end)
-  done(list)
+  done(list, mark)
   if not ok then error(res, 2) end
   return out
 end
@@ -575,7 +595,7 @@ end
 local function make_fill()
   return function(a, v, n)
     local i = gpu.global_id(0)
-    if i < n then a[i] = v end
+    if i < n then a[i] = v[0] end
   end
 end
 
@@ -609,13 +629,16 @@ function M.fill(a, v)
   if A.n == 0 then return a end
   local tgt = pick_target({ A }, fname, 2)
   local list = { A }
+  local mark = M.open_views()
   local ok, res = pcall(function()
-    local d = to_dev(A, tgt, fname, 4)
-    local x = A.elem == "bool" and v or ffi.new(A.elem, v)
+    local d = to_dev(A, tgt, fname)
+    -- the value in a 1-element array: a scalar argument is a Lua number on sim
+    local x = env.gpu.to_device(ffi.new(A.elem .. "[1]", v), A.elem, tgt.entry)
     M.elementwise(tgt, "fill", make_fill, A.n, d, x, i64(A.n))
+    x:free()
     A.back()
   end)
-  done(list)
+  done(list, mark)
   if not ok then error(res, 2) end
   return a
 end
@@ -636,13 +659,14 @@ function M.copy(dst, src)
   if S.n == 0 or rawequal(dst, src) then return dst end
   local tgt = pick_target({ D, S }, fname, 2)
   local list = { D, S }
+  local mark = M.open_views()
   local ok, res = pcall(function()
-    local dd = to_dev(D, tgt, fname, 4)
-    local ds = to_dev(S, tgt, fname, 4)
+    local dd = to_dev(D, tgt, fname)
+    local ds = to_dev(S, tgt, fname)
     M.elementwise(tgt, "copy", make_copy, S.n, dd, ds, i64(S.n))
     D.back()
   end)
-  done(list)
+  done(list, mark)
   if not ok then error(res, 2) end
   return dst
 end

@@ -201,13 +201,6 @@ local function key_views(e, n, bytes, tgt)
   return { m = P.alias(e, "uint64_t", n, tgt), w = P.alias(e, "uint32_t", 2 * n, tgt), W = 2 }
 end
 
-local function release(...)
-  for i = 1, select("#", ...) do
-    local v = select(i, ...)
-    if v then v.ptr = nil end
-  end
-end
-
 -- gpu.sort(keys [, values])
 function M.sort(keys, values)
   local fname = "sort"
@@ -231,11 +224,12 @@ function M.sort(keys, values)
   local n = K.n
   if n <= 1 then return keys, values end
   local list = { K, V }
+  local mark = P.open_views()
   local tgt = P.pick_target({ K, V }, fname, 2)
   local gpu_ = P.env_gpu()
   local ok, err = pcall(function()
-    local dk = P.to_dev(K, tgt, fname, 4)
-    local dv = V and P.to_dev(V, tgt, fname, 4)
+    local dk = P.to_dev(K, tgt, fname)
+    local dv = V and P.to_dev(V, tgt, fname)
     local bytes = types.size[K.elem]
     local ut = UINT[bytes]
     local cp = function(dst, src)
@@ -257,7 +251,6 @@ function M.sort(keys, values)
         if dv then cp(dv, vtmp) end
       end
       if flip then flip:launch(n, flipw, i64(W), i64(n)) end
-      release(flipw, A.m, A.w, B.m, B.w)
       tmp:free()
       if vtmp then vtmp:free() end
     else
@@ -283,13 +276,12 @@ function M.sort(keys, values)
         g:launch(n, dv, vcopy, idx, i64(n))
         vcopy:free()
       end
-      release(kb, ukw, A.m, A.w, B.m, B.w)
       ukA:free(); ukB:free(); iA:free(); iB:free()
     end
     K.back()
     if V then V.back() end
   end)
-  P.done(list)
+  P.done(list, mark)
   if not ok then error(err, 2) end
   return keys, values
 end
