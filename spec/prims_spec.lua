@@ -487,6 +487,31 @@ for _, bk in ipairs(H.backends) do
       end)
     end)
 
+    it("the examples of docs/api.md", function()
+      local n = 1000
+      local x = ffi.new("float[?]", n)
+      local s, mx, ma = 0, -math.huge, 0
+      for i = 0, n - 1 do
+        x[i] = (i % 37) - 18.5
+        s, mx, ma = s + x[i], math.max(mx, x[i]), math.max(ma, math.abs(x[i]))
+      end
+      assert.equals(s, gpu.reduce(x, "+"))
+      assert.equals(mx, gpu.reduce(x, "max"))
+      assert.equals(ma, gpu.reduce(x, function(a, b) return math.max(math.abs(a), math.abs(b)) end, 0))
+      local counts, offsets = gpu.to_device({ 3, 0, 2, 5 }, "int32_t"), gpu.zeros("int32_t", 4)
+      gpu.scan(counts, "+", offsets, true)
+      assert.same({ 0, 3, 3, 5 }, offsets:to_host({}))
+      local keys, values = { 3, 1, 2, 1 }, { 10, 20, 30, 40 }
+      local rk, rv = gpu.sort(keys, values)
+      assert.same({ 1, 1, 2, 3 }, rk)
+      assert.same({ 20, 40, 30, 10 }, rv)
+      local d = gpu.array("double", 5)
+      gpu.fill(d, 0)
+      local dst = ffi.new("double[5]", 7)
+      gpu.copy(dst, d)
+      for i = 0, 4 do assert.equals(0, dst[i]) end
+    end)
+
     describe("errors", function()
       local function err(fn, ...)
         local ok, e = pcall(fn, ...)
