@@ -223,11 +223,13 @@ local function fkey(f)
 end
 
 -- The launch shape of G items: a row of S work items per item on the cpu
--- backend (S * G >= 4096), one work item per item elsewhere.
+-- backend (S * G >= 4096), one work item per item elsewhere; groups of one
+-- item, of 64 on GPUs.
 local function items_cfg(tgt, G)
-  local S = 1
+  local S, gy = 1, 1
   if tgt.backend == "cpu" and G < CPU_ITEMS then S = math.ceil(CPU_ITEMS / G) end
-  return { global = { S, G }, group = { S, 1 } }
+  if tgt.entry and tgt.entry.type == "gpu" then gy = math.min(G, 64) end
+  return { global = { S, G }, group = { S, gy } }
 end
 M.items_cfg = items_cfg
 
@@ -451,8 +453,8 @@ function M.reduce(a, op, init)
     local G, C, g = chunking(tgt, A.n)
     local f = fn and op or op_fn(op, ACC)
     local key = opkey(op, ACC)
-    local k1 = kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
-    local k2 = kernel(tgt, "reduce_final_" .. key, make_final(ACC, f))
+    local k1 = M.kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
+    local k2 = M.kernel(tgt, "reduce_final_" .. key, make_final(ACC, f))
     local part = env.gpu.array(ACC, G, tgt.entry)
     local iv = init ~= nil and ffi.new(ACC, init) or (fn and ffi.new(ACC, 0) or identity(op, ACC))
     local out = env.gpu.to_device(ffi.new(ACC .. "[1]", iv), ACC, tgt.entry)
@@ -570,9 +572,9 @@ function M.scan(a, op, out, exclusive)
     local G, C, g = chunking(tgt, A.n)
     local f = fn and op or op_fn(op, ACC)
     local key = opkey(op, ACC)
-    local k1 = kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
-    local k2 = kernel(tgt, "scan_carry_" .. key, make_carry(ACC, f))
-    local k3 = kernel(tgt, (exclusive and "scan_excl_" or "scan_") .. key,
+    local k1 = M.kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
+    local k2 = M.kernel(tgt, "scan_carry_" .. key, make_carry(ACC, f))
+    local k3 = M.kernel(tgt, (exclusive and "scan_excl_" or "scan_") .. key,
       make_scan(ACC, f, exclusive == true))
     local part = env.gpu.array(ACC, G, tgt.entry)
     k1:launch(items_cfg(tgt, G), da, part, i64(A.n), i64(C))
@@ -608,7 +610,7 @@ end
 
 function M.elementwise(tgt, name, make, n, ...)
   if n == 0 then return end
-  local k = kernel(tgt, name, make)
+  local k = M.kernel(tgt, name, make)
   k:launch(n, ...)
 end
 
