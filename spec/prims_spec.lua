@@ -555,6 +555,11 @@ for _, bk in ipairs(H.backends) do
           err(gpu.copy, a, ffi.new("int32_t[5]")))
         assert.matches("prims_spec.lua:%d+: bad argument #1 to 'reduce' %(table element %[2%] is Lua string",
           err(function() local r = gpu.reduce({ 1, "x" }, "+") return r end))
+        if bk ~= "sim" then
+          local here, there = gpu.zeros("double", 2, bk), gpu.zeros("double", 2, "sim")
+          assert.matches("bad argument #2 to 'copy' %(the gpu.array lives on sim, argument #1 on "
+            .. bk .. ":0: use one device%)", err(gpu.copy, here, there))
+        end
         local d = gpu.to_device({ 1, 2 })
         d:free()
         assert.matches("bad argument #1 to 'reduce' %(the gpu.array has been freed%)",
