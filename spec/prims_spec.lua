@@ -313,6 +313,55 @@ for _, bk in ipairs(H.backends) do
         end
       end)
 
+      it("every builtin op, inclusive and exclusive", function()
+        local ops = {
+          ["*"] = function(x, y) return x * y end, min = math.min, max = math.max,
+          ["and"] = bit.band, ["or"] = bit.bor,
+        }
+        local ident = { ["*"] = 1, ["and"] = -1, ["or"] = 0 }
+        for _, pair in ipairs({ { "int32_t", "int64_t" }, { "uint8_t", "uint8_t" },
+          { "int64_t", "int64_t" }, { "double", "double" } }) do
+          local ct, ot = pair[1], pair[2]
+          for _, n in ipairs({ 1, 7, 257 }) do
+            local vals = {}
+            for i = 1, n do vals[i] = (i % 5 == 0) and 2 or ((i % 3 == 0) and 5 or 1) end
+            if not unsigned[ct] then vals[2] = -1 end
+            local pv = {}   -- products that stay small
+            for i = 1, n do pv[i] = (i % 50 == 0) and 2 or 1 end
+            if not unsigned[ct] then pv[2] = -1 end
+            for _, op in ipairs({ "*", "min", "max", "and", "or" }) do
+              local v = op == "*" and pv or vals
+              local a = make("ffi", ct, v, n)
+              if not ((op == "and" or op == "or") and ct == "double") then
+                for _, excl in ipairs({ false, true }) do
+                  local out = ffi.new(ot .. "[?]", n)
+                  gpu.scan(a, op, out, excl)
+                  local s = ident[op] or (op == "min" and math.huge or -math.huge)
+                  for i = 0, n - 1 do
+                    local before = s
+                    s = ops[op](s, v[i + 1])
+                    local want = excl and before or s
+                    if ot ~= "double" and math.abs(want) == math.huge then
+                      want = want > 0 and (ot == "uint8_t" and 255 or 2 ^ 63 - 1) or -2 ^ 63
+                    end
+                    local w = ffi.cast(ot, ffi.new("int64_t", want))
+                    if ot == "double" then w = want end
+                    if ot == "int64_t" and math.abs(want) >= 2 ^ 62 then
+                      -- the identities of min and max: the type's extremes
+                      w = want > 0 and bit.bnot(ffi.new("int64_t", 1) * 2 ^ 62 * 2) or
+                        ffi.new("int64_t", -2 ^ 62) * 2
+                    end
+                    assert.is_true(out[i] == w, ("%s %s->%s n=%d %s out[%d] = %s, expected %s")
+                      :format(op, ct, ot, n, excl and "exclusive" or "inclusive", i,
+                        tostring(out[i]), tostring(w)))
+                  end
+                end
+              end
+            end
+          end
+        end
+      end)
+
       it("a large array: " .. large(bk) .. " int32 elements", function()
         local n = large(bk)
         local a = ffi.new("int32_t[?]", n)
