@@ -50,8 +50,10 @@ local function make_hist()
   end
 end
 
+-- Also flag[0] = 1 when one digit holds every key (its G counts sum to n):
+-- the pass would not move anything, and is skipped.
 local function make_offsets()
-  return function(hist, m)
+  return function(hist, m, G, n, flag)
     if gpu.global_id(0) == 0 and gpu.global_id(1) == 0 then
       local s = hist[0] - hist[0]
       for i = 0, m - 1 do
@@ -59,6 +61,13 @@ local function make_offsets()
         hist[i] = s
         s = s + c
       end
+      local one = 0
+      for d = 0, 255 do
+        local hi = n
+        if d < 255 then hi = hist[(d + 1) * G] end
+        if hi - hist[d * G] == n then one = 1 end
+      end
+      flag[0] = one
     end
   end
 end
@@ -165,30 +174,37 @@ end
 ---------------------------------------------------------------------------
 
 -- Radix passes over the keys in kA (move view mA, digit view wA, W words a
--- key), ping-ponging with kB; values in vA/vB or nil.  Returns whether the
--- result ended in B.
+-- key), ping-ponging with kB; values in vA/vB or nil.  A pass whose digit
+-- is the same for every key moves nothing and is skipped (one element read
+-- back per pass says so).  Returns whether the result ended in B.
 local function passes(tgt, n, bytes, A, B, vA, vB)
   local npass = bytes
   local G = P.sort_items(tgt, n)
   local C = math.ceil(n / G)
   local cfg = P.items_cfg(tgt, G)
   local hist = P.env_gpu().array("int64_t", 256 * G, tgt.entry)
+  local flag = P.env_gpu().array("int64_t", 1, tgt.entry)
   local kh = P.kernel(tgt, "sort_hist", make_hist)
   local ko = P.kernel(tgt, "sort_offsets", make_offsets)
   local ks = P.kernel(tgt, vA and "sort_scatter_kv" or "sort_scatter_k", make_scatter(vA ~= nil))
   local src, dst, vs, vd = A, B, vA, vB
+  local inB = false
   local nn, CC, GG = i64(n), i64(C), i64(G)
   for p = 0, npass - 1 do
     local w, shift = math.floor(p / 4), (p % 4) * 8
     if bytes <= 2 then w = 0 end
     local WW, ww, sh = i64(src.W), i64(w), i64(shift)
     kh:launch(cfg, src.w, WW, ww, sh, hist, nn, CC, GG)
-    ko:launch(P.items_cfg(tgt, 1), hist, i64(256 * G))
-    ks:launch(cfg, src.w, WW, ww, sh, src.m, dst.m, vs or src.m, vd or dst.m, hist, nn, CC, GG)
-    src, dst, vs, vd = dst, src, vd, vs
+    ko:launch(P.items_cfg(tgt, 1), hist, i64(256 * G), GG, nn, flag)
+    if flag:to_host()[0] ~= 1 then
+      ks:launch(cfg, src.w, WW, ww, sh, src.m, dst.m, vs or src.m, vd or dst.m, hist, nn, CC, GG)
+      src, dst, vs, vd = dst, src, vd, vs
+      inB = not inB
+    end
   end
   hist:free()
-  return npass % 2 == 1
+  flag:free()
+  return inB
 end
 
 -- Views of the memory of device array e (n keys of `bytes` bytes) for the
