@@ -133,6 +133,37 @@ function M.close_views(mark)
   end
 end
 
+-- Scratch device memory: n elements of elem on tgt for the named slot of a
+-- primitive, a view of an array kept (weakly) for the next call, so that
+-- a loop of sorts does not allocate, and page in, its temporaries each time
+-- (a fresh 32 MB temporary cost more than the pass that first wrote it).
+-- The arrays go with the next garbage collection that finds them unused.
+local pool = setmetatable({}, { __mode = "v" })
+function M.scratch(tgt, elem, n, slot)
+  local key = tostring(tgt.label or tgt.backend) .. "/" .. elem .. "/" .. slot
+  local e = pool[key]
+  if e == nil or e.ptr == nil or tonumber(e.n) < n then
+    e = env.gpu.array(elem, math.max(n, 1), tgt.entry)
+    pool[key] = e
+  end
+  return view(e.ptr, elem, n, tgt, e)
+end
+
+-- A host buffer of one element of elem, made once: a one-element read-back
+-- in a loop (the sort's per-pass flag) would otherwise allocate a small
+-- VLA each time, the pattern that LuaJIT 2.1.0-beta3's allocation sinking
+-- gets wrong (see gpujit.sim's new_array).
+local hostbufs = {}
+function M.read1(e, elem)
+  local b = hostbufs[elem]
+  if b == nil then
+    b = ffi.new(elem .. "[1]")
+    hostbufs[elem] = b
+  end
+  e:to_host(b)
+  return b[0]
+end
+
 -- The same memory as another element type (n2 elements of elem2).
 function M.alias(e, elem2, n2, tgt)
   return view(e.ptr, elem2, n2, tgt, e)
@@ -455,13 +486,12 @@ function M.reduce(a, op, init)
     local key = opkey(op, ACC)
     local k1 = M.kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
     local k2 = M.kernel(tgt, "reduce_final_" .. key, make_final(ACC, f))
-    local part = env.gpu.array(ACC, G, tgt.entry)
+    local part = M.scratch(tgt, ACC, G, "part")
     local iv = init ~= nil and ffi.new(ACC, init) or (fn and ffi.new(ACC, 0) or identity(op, ACC))
     local out = env.gpu.to_device(ffi.new(ACC .. "[1]", iv), ACC, tgt.entry)
     k1:launch(items_cfg(tgt, G), d, part, i64(A.n), i64(C))
     k2:launch(items_cfg(tgt, 1), part, out, i64(g), init ~= nil or not fn)
-    local v = out:to_host()[0]
-    part:free()
+    local v = M.read1(out, ACC)
     out:free()
     return result(v)
   end)
@@ -576,13 +606,12 @@ function M.scan(a, op, out, exclusive)
     local k2 = M.kernel(tgt, "scan_carry_" .. key, make_carry(ACC, f))
     local k3 = M.kernel(tgt, (exclusive and "scan_excl_" or "scan_") .. key,
       make_scan(ACC, f, exclusive == true))
-    local part = env.gpu.array(ACC, G, tgt.entry)
+    local part = M.scratch(tgt, ACC, G, "part")
     k1:launch(items_cfg(tgt, G), da, part, i64(A.n), i64(C))
     k2:launch(items_cfg(tgt, 1), part, i64(g))
     local id = env.gpu.to_device(ffi.new(ACC .. "[1]", fn and 0 or identity(op, ACC)), ACC,
       tgt.entry)
     k3:launch(items_cfg(tgt, G), da, dout, part, i64(A.n), i64(C), id)
-    part:free()
     id:free()
     if same then A.back() else O.back() end
   end)

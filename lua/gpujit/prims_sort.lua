@@ -13,9 +13,11 @@
 -- unsigned view of the same memory), sorted between the keys' memory and a
 -- temporary (an even number of passes ends in the keys' memory), and
 -- mapped back; values ride along.  Float keys are not mapped one to one
--- (every NaN sorts as one largest key, -0 and +0 as one key), so their
--- mapped keys are sorted with their original index, and the keys and
--- values are then gathered from copies by that index.
+-- (every NaN sorts as one largest key, -0 and +0 as one key): a float is
+-- sorted as a 64-bit word, its ordered key above its own bits (4 passes on
+-- the upper word), values along; a double's ordered key is sorted with its
+-- original index, and the keys and values are then gathered from copies by
+-- that index.
 local types = require("gpujit.types")
 local P = require("gpujit.prims")
 local sim = require("gpujit.sim")
@@ -107,10 +109,11 @@ local function make_flip(half)
   end
 end
 
--- Float keys -> ordered unsigned words (32-bit: one word; 64-bit: two,
--- low first), and idx[i] = i.  NaN: all ones; -0 and +0: the same key.
-local function make_fmap32()
-  return function(kf, kb, uk, idx, n)
+-- float keys -> 64-bit words: the ordered key above (NaN: all ones; -0 and
+-- +0: the same key), the key's own bits below, so that the sort on the
+-- upper word carries the exact key along (uk: the uint32 view, 2 a key).
+local function make_fpack32()
+  return function(kf, kb, uk, n)
     local i = gpu.global_id(0)
     if i < n then
       local x = kf[i]
@@ -125,12 +128,20 @@ local function make_fmap32()
       else
         u = b + 2147483648
       end
-      uk[i] = u
-      idx[i] = i
+      uk[2 * i] = b
+      uk[2 * i + 1] = u
     end
   end
 end
 
+local function make_unpack32()
+  return function(dst, src, n)
+    local i = gpu.global_id(0)
+    if i < n then dst[i] = src[2 * i] end
+  end
+end
+
+-- double keys -> ordered unsigned words (two, low first), and idx[i] = i.
 local function make_fmap64()
   return function(kf, kb, uk, idx, n)
     local i = gpu.global_id(0)
@@ -177,12 +188,12 @@ end
 -- key), ping-ponging with kB; values in vA/vB or nil.  A pass whose digit
 -- is the same for every key moves nothing and is skipped (one element read
 -- back per pass says so).  Returns whether the result ended in B.
-local function passes(tgt, n, bytes, A, B, vA, vB)
-  local npass = bytes
+local function passes(tgt, n, bytes, A, B, vA, vB, word)
+  local npass = word and 4 or bytes
   local G = P.sort_items(tgt, n)
   local C = math.ceil(n / G)
   local cfg = P.items_cfg(tgt, G)
-  local hist = P.env_gpu().array("int64_t", 256 * G, tgt.entry)
+  local hist = P.scratch(tgt, "int64_t", 256 * G, "hist")
   local flag = P.env_gpu().array("int64_t", 1, tgt.entry)
   local kh = P.kernel(tgt, "sort_hist", make_hist)
   local ko = P.kernel(tgt, "sort_offsets", make_offsets)
@@ -193,16 +204,16 @@ local function passes(tgt, n, bytes, A, B, vA, vB)
   for p = 0, npass - 1 do
     local w, shift = math.floor(p / 4), (p % 4) * 8
     if bytes <= 2 then w = 0 end
+    if word then w = word end
     local WW, ww, sh = i64(src.W), i64(w), i64(shift)
     kh:launch(cfg, src.w, WW, ww, sh, hist, nn, CC, GG)
     ko:launch(P.items_cfg(tgt, 1), hist, i64(256 * G), GG, nn, flag)
-    if flag:to_host()[0] ~= 1 then
+    if P.read1(flag, "int64_t") ~= 1 then
       ks:launch(cfg, src.w, WW, ww, sh, src.m, dst.m, vs or src.m, vd or dst.m, hist, nn, CC, GG)
       src, dst, vs, vd = dst, src, vd, vs
       inB = not inB
     end
   end
-  hist:free()
   flag:free()
   return inB
 end
@@ -242,7 +253,6 @@ function M.sort(keys, values)
   local list = { K, V }
   local mark = P.open_views()
   local tgt = P.pick_target({ K, V }, fname, 2)
-  local gpu_ = P.env_gpu()
   local ok, err = pcall(function()
     local dk = P.to_dev(K, tgt, fname)
     local dv = V and P.to_dev(V, tgt, fname)
@@ -258,8 +268,8 @@ function M.sort(keys, values)
       local half = bytes == 8 and 2 ^ 31 or 2 ^ (8 * bytes - 1)
       local flip = signed and P.kernel(tgt, "sort_flip" .. bytes, make_flip(half))
       if flip then flip:launch(n, flipw, i64(W), i64(n)) end
-      local tmp = gpu_.array(ut, n, tgt.entry)
-      local vtmp = dv and gpu_.array(V.elem, n, tgt.entry)
+      local tmp = P.scratch(tgt, ut, n, "keys")
+      local vtmp = dv and P.scratch(tgt, V.elem, n, "values")
       local A, B = key_views(dk, n, bytes, tgt), key_views(tmp, n, bytes, tgt)
       local inB = passes(tgt, n, bytes, A, B, dv, vtmp)
       if inB then
@@ -267,32 +277,37 @@ function M.sort(keys, values)
         if dv then cp(dv, vtmp) end
       end
       if flip then flip:launch(n, flipw, i64(W), i64(n)) end
-      tmp:free()
-      if vtmp then vtmp:free() end
+    elseif bytes == 4 then
+      -- float: (ordered key, bits) pairs sorted on the upper word, values along
+      local kb = P.alias(dk, "uint32_t", n, tgt)
+      local pA = P.scratch(tgt, "uint64_t", n, "keys")
+      local pB = P.scratch(tgt, "uint64_t", n, "keys2")
+      local vtmp = dv and P.scratch(tgt, V.elem, n, "values")
+      local A, B = key_views(pA, n, 8, tgt), key_views(pB, n, 8, tgt)
+      P.kernel(tgt, "sort_fpack32", make_fpack32):launch(n, dk, kb, A.w, i64(n))
+      local inB = passes(tgt, n, 8, A, B, dv, vtmp, 1)
+      P.kernel(tgt, "sort_unpack32", make_unpack32):launch(n, kb, inB and B.w or A.w, i64(n))
+      if inB and dv then cp(dv, vtmp) end
     else
       local kb = P.alias(dk, "uint32_t", n * (bytes / 4), tgt)
-      local ukA = gpu_.array(ut, n, tgt.entry)
-      local ukB = gpu_.array(ut, n, tgt.entry)
-      local iA = gpu_.array("uint32_t", n, tgt.entry)
-      local iB = gpu_.array("uint32_t", n, tgt.entry)
+      local ukA = P.scratch(tgt, ut, n, "keys")
+      local ukB = P.scratch(tgt, ut, n, "keys2")
+      local iA = P.scratch(tgt, "uint32_t", n, "index")
+      local iB = P.scratch(tgt, "uint32_t", n, "index2")
       local ukw = P.alias(ukA, "uint32_t", n * (bytes / 4), tgt)
-      P.kernel(tgt, "sort_fmap" .. bytes, bytes == 4 and make_fmap32 or make_fmap64)
-        :launch(n, dk, kb, ukw, iA, i64(n))
+      P.kernel(tgt, "sort_fmap64", make_fmap64):launch(n, dk, kb, ukw, iA, i64(n))
       local A, B = key_views(ukA, n, bytes, tgt), key_views(ukB, n, bytes, tgt)
       local inB = passes(tgt, n, bytes, A, B, iA, iB)
       local idx = inB and iB or iA
       local g = P.kernel(tgt, "sort_gather", make_gather)
-      local kcopy = gpu_.array(K.elem, n, tgt.entry)
+      local kcopy = P.scratch(tgt, K.elem, n, "keycopy")
       cp(kcopy, dk)
       g:launch(n, dk, kcopy, idx, i64(n))
-      kcopy:free()
       if dv then
-        local vcopy = gpu_.array(V.elem, n, tgt.entry)
+        local vcopy = P.scratch(tgt, V.elem, n, "values")
         cp(vcopy, dv)
         g:launch(n, dv, vcopy, idx, i64(n))
-        vcopy:free()
       end
-      ukA:free(); ukB:free(); iA:free(); iB:free()
     end
     K.back()
     if V then V.back() end
