@@ -250,6 +250,9 @@ function M.sort(keys, values)
   end
   local n = K.n
   if n <= 1 then return keys, values end
+  if K.elem == "double" and n > 2 ^ 32 - 1 then   -- the index is a uint32_t
+    argerr(1, fname, ("%.0f double keys: at most 2^32 - 1 can be sorted"):format(n), 2)
+  end
   local list = { K, V }
   local mark = P.open_views()
   local tgt = P.pick_target({ K, V }, fname, 2)
