@@ -132,6 +132,12 @@ local function new_array(name, ctype, n)
   return a
 end
 
+-- Never compiled into a trace: LuaJIT 2.1.0-beta3's allocation sinking
+-- turns a sunk VLA of 8-byte elements (gpu.local_array("int64_t", 1) in a
+-- loop of launches) into wrong values and segmentation faults; `-O-sink`
+-- or this makes them go away (the sim backend is for debugging).
+jit.off(new_array)
+
 function M.shared(ctype, n)
   local w = cur
   if w == nil then outside("shared") end
