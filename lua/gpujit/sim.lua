@@ -12,6 +12,7 @@
 -- The intrinsic functions below are also the values of gpu.global_id etc.;
 -- the compiler core recognizes them by identity.
 local bit = require("bit")
+local ffi = require("ffi")
 local types = require("gpujit.types")
 
 local M = {}
@@ -182,12 +183,30 @@ local function store(a, i, v)
   a[i] = v
 end
 
+-- An atomic's operand as the element type holds it, converted as a store
+-- into the array converts a number (kernels.md, "Work groups": the compiled
+-- code converts a float operand so; an integer operand beyond the element's
+-- range it takes modulo 2^bits instead, which sim, whose numbers are all
+-- doubles, cannot tell apart).  Tables (no element type) keep the number.
+local scratch = {}
+local function operand(a, v)
+  local e = elem_of(a)
+  if e == nil or type(v) ~= "number" then return v end
+  local sc = scratch[e]
+  if sc == nil then
+    sc = ffi.new(e .. "[1]")
+    scratch[e] = sc
+  end
+  sc[0] = v
+  return sc[0]
+end
+
 local function atomic(name, op)
   M[name] = function(a, i, v)
     if cur == nil then outside(name) end
     if type(a) == "userdata" then check_atomic(a, i) end
     local old = a[i]
-    store(a, i, op(old, v))
+    store(a, i, op(old, operand(a, v)))
     return old
   end
 end
@@ -205,7 +224,7 @@ function M.atomic_cas(a, i, expected, new)
   if cur == nil then outside("atomic_cas") end
   if type(a) == "userdata" then check_atomic(a, i) end
   local old = a[i]
-  if old == expected then store(a, i, new) end
+  if old == operand(a, expected) then store(a, i, new) end
   return old
 end
 
