@@ -183,15 +183,20 @@ local function store(a, i, v)
   a[i] = v
 end
 
--- An atomic's operand as the element type holds it, converted as a store
--- into the array converts a number (kernels.md, "Work groups": the compiled
--- code converts a float operand so; an integer operand beyond the element's
--- range it takes modulo 2^bits instead, which sim, whose numbers are all
--- doubles, cannot tell apart).  Tables (no element type) keep the number.
+-- An atomic's operand as the element type holds it (kernels.md, "Work
+-- groups"): a whole number modulo 2^bits, as the compiled code converts an
+-- integer operand; another number as a store into the array converts it.
+-- (A whole number the compiled code holds as a double, beyond the element's
+-- range, it converts as a store: sim, whose numbers are all doubles, cannot
+-- tell the two apart.)  Tables (no element type) keep the number.
 local scratch = {}
 local function operand(a, v)
   local e = elem_of(a)
   if e == nil or type(v) ~= "number" then return v end
+  if v % 1 == 0 and v > -2 ^ 63 and v < 2 ^ 63 then
+    if e == "int32_t" then return tobit(v) end
+    if e == "uint32_t" then return v % 4294967296 end
+  end
   local sc = scratch[e]
   if sc == nil then
     sc = ffi.new(e .. "[1]")
@@ -373,6 +378,7 @@ end
 -- kernel that holds print in an upvalue of its own prints at once.
 local function run(fn, ndim, global, group, argv, nargs, name, checked)
   local real, lines = _G.print, {}
+  local out = require("gpujit.printer").out()
   _G.print = function(...)
     local w = cur
     if w == nil then return real(...) end
@@ -386,7 +392,7 @@ local function run(fn, ndim, global, group, argv, nargs, name, checked)
     if a.item ~= b.item then return a.item < b.item end
     return a.seq < b.seq
   end)
-  for _, l in ipairs(lines) do real(unpack(l, 1, l.n)) end
+  for _, l in ipairs(lines) do out(unpack(l, 1, l.n)) end
   if not ok then error(err, 0) end
 end
 

@@ -62,15 +62,33 @@ local function kopts(case)
   return { name = case.name or "fuzz", precision = case.precision, cache = false }
 end
 
--- Run on the oracle: the argument list after the launch, or nil and the error.
+-- pcall(f, ...) with what the kernel prints kept (gpujit.printer.write):
+-- lines as print writes them (a NaN's sign is not compared, as in arrays),
+-- then pcall's results.
+local printer = require("gpujit.printer")
+local function printing(f, ...)
+  local lines = {}
+  printer.write = function(...)
+    local t = {}
+    for j = 1, select("#", ...) do t[j] = tostring((select(j, ...))) end
+    lines[#lines + 1] = (table.concat(t, "\t"):gsub("%-nan", "nan"))
+  end
+  local res = { pcall(f, ...) }
+  printer.write = nil
+  return lines, unpack(res, 1, table.maxn(res))
+end
+
+-- Run on the oracle: the argument list after the launch (its field printed:
+-- the lines the kernel printed), or nil and the error.
 function C.oracle(case, fn)
   local args = C.args(case)
   local k = H.kernel("sim", fn, kopts(case))
   jit.flush()
   jit.off()
-  local ok, err = pcall(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
+  local lines, ok, err = printing(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
   jit.on()
   if not ok then return nil, tostring(err) end
+  args.printed = lines
   return args
 end
 
@@ -130,11 +148,11 @@ end
 --   at the first launch), "launch" (any other error of the launch).
 local function launch_compare(k, case, ref, pre)
   local args = C.args(case, k.opts.backend)
-  local ok, err
+  local lines, ok, err
   if pre == nil then
-    ok, err = pcall(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
+    lines, ok, err = printing(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
   else
-    ok, err = pcall(k.launch, k, GG.cfg(case), pre, unpack(args, 1, nparams(case)))
+    lines, ok, err = printing(k.launch, k, GG.cfg(case), pre, unpack(args, 1, nparams(case)))
   end
   if not ok then
     local msg = tostring(err)
@@ -144,6 +162,14 @@ local function launch_compare(k, case, ref, pre)
   end
   local arr, msg = C.compare(args, ref, case)
   if arr then return { class = "mismatch:" .. arr, msg = msg } end
+  if ref.printed and table.concat(lines, "\n") ~= table.concat(ref.printed, "\n") then
+    for j = 1, math.max(#lines, #ref.printed) do
+      if lines[j] ~= ref.printed[j] then
+        return { class = "mismatch:print", msg = ("printed line %d: %q, expected %q"):format(
+          j, tostring(lines[j]), tostring(ref.printed[j])) }
+      end
+    end
+  end
   return nil
 end
 

@@ -102,7 +102,17 @@ Gen.__index = Gen
 
 local function new_gen(R, o)
   return setmetatable({ R = R, single = o.single, vars = {}, nvar = 0, fns = {}, consts = {},
-    loops = 0, budget = o.budget or 24, M = o.M, infn = nil, nlabel = 0 }, Gen)
+    loops = 0, budget = o.budget or 24, M = o.M, infn = nil, nlabel = 0,
+    nrng = 0, rng_max = R.chance(0.08) and 2 or 0 }, Gen)
+end
+
+-- May this expression call a random-number function (gpu.philox4x32,
+-- uniform, normal)?  About one kernel in twelve, at most two calls each
+-- (Philox is ten rounds: a compile costs more).
+function Gen:rng_call()
+  if self.nrng >= self.rng_max or not self.R.chance(0.05) then return false end
+  self.nrng = self.nrng + 1
+  return true
 end
 
 function Gen:fresh(prefix)
@@ -190,6 +200,10 @@ function Gen:leaf_i(maxb)
   if #cs > 0 then
     opts[#opts + 1] = function() local c = R.pick(cs); return node(c.name, "i", math.abs(c.v)) end
   end
+  if self:rng_call() then   -- Philox4x32-10's first word (docs/api.md, "Random numbers")
+    return self:within(node("(gpu.philox4x32(%1, %2, 0, 7, %3, 0))", "i", 4294967296,
+      { self:gen_i(0, B31), self:gen_i(0, B31), self:gen_i(0, B31) }, true), maxb)
+  end
   return self:within(R.pick(opts)(), maxb)
 end
 
@@ -266,7 +280,9 @@ function Gen:gen_L(depth)
   local a, b = self:gen_L(depth - 1), self:gen_L(depth - 1)
   if a.k ~= "L" and b.k ~= "L" then a = node("rl[%1]", "L", nil, { self:ro_index(1) }) end
   local op = R.pick({ "+", "-", "*" })
-  if R.chance(0.15) then return node("(-%1)", "L", nil, { a }) end
+  -- the negation of an int64_t, not of an integer that may be 0 (a -0 double
+  -- for gpujit, int64_t arithmetic for LuaJIT)
+  if R.chance(0.15) then return node("(-%1)", "L", nil, { a.k == "L" and a or b }) end
   return node("(%1 " .. op .. " %2)", "L", nil, { a, b })
 end
 
@@ -309,6 +325,10 @@ function Gen:leaf_d()
     if c.k == "d" then opts[#opts + 1] = function() return node(c.name, "d") end end
   end
   if R.chance(0.05) then return node(R.chance(0.5) and "math.huge" or "math.pi", "d") end
+  if not self.single and self:rng_call() then   -- counter-based uniforms and normals
+    return node(R.chance(0.7) and "gpu.uniform(%1, %2)" or "gpu.normal(%1, %2)", "d", nil,
+      { self:gen_i(0, B31), self:gen_i(0, B31) }, true)
+  end
   return R.pick(opts)()
 end
 
@@ -555,6 +575,8 @@ function Gen:stmt(depth)
     return { t = "goto", c = self:gen_cond(1), label = self.cur_label }
   elseif r == 15 and self.infn == nil and R.chance(0.3) then
     return { t = "ret", c = self:gen_cond(1) }
+  elseif r == 16 and R.chance(0.25) then
+    return self:print_stmt()
   elseif r <= 17 then
     local fs = {}
     for idx, f in ipairs(self.fns) do
@@ -571,6 +593,31 @@ function Gen:stmt(depth)
     end
   end
   return self:store_or_local()
+end
+
+-- print(...) of integers, doubles (not with precision = "single", where
+-- gpujit prints the float it computed), booleans, nil and string constants;
+-- check.lua compares the lines (docs/api.md, "print in kernels").
+local PRINT_STRS = { '"x"', '"v ="', '""', '"a\tb"' }
+
+function Gen:print_stmt()
+  local R = self.R
+  local args = {}
+  for j = 1, R.int(0, 4) do
+    local r = R.int(1, 6)
+    if r <= 2 then
+      args[j] = self:nz(self:bounded_i(2))
+    elseif r == 3 and not self.single then
+      args[j] = self:gen_d(2)
+    elseif r == 4 then
+      args[j] = node(R.pick(PRINT_STRS), "s")
+    elseif r == 5 then
+      args[j] = self:gen_cond(1)
+    else
+      args[j] = node("nil", "s")
+    end
+  end
+  return { t = "print", args = args }
 end
 
 function Gen:store_or_local()
@@ -660,6 +707,10 @@ function G.render_stmt(out, st, ind)
     local a = {}
     for j, e in ipairs(st.es) do a[j] = E(e) end
     out[#out + 1] = p .. "return " .. table.concat(a, ", ")
+  elseif t == "print" then
+    local a = {}
+    for j, e in ipairs(st.args) do a[j] = E(e) end
+    out[#out + 1] = p .. "print(" .. table.concat(a, ", ") .. ")"
   elseif G.renderers[t] then
     G.renderers[t](out, st, ind)
   end

@@ -27,9 +27,9 @@
 --
 -- Atomics (any case) are order-independent, so that results compare exactly
 -- whatever order work items run in: their return values are never used;
--- add/sub/and/or/xor/min/max on integers commute (min/max take bit.tobit of
--- the value: LuaJIT's simulator compares before converting to int32, gpujit
--- after); float and double atomic_add only add multiples of 1/8 of small
+-- add/sub/and/or/xor/min/max on integers commute (their values go
+-- through bit.tobit: an integer beyond int32, or a whole double, the
+-- compiled code and sim convert differently, docs/fuzzing.md); float and double atomic_add only add multiples of 1/8 of small
 -- magnitude, whose sums are exact in any order; xchg and cas each have an
 -- element of ax to themselves (one per call site) and store a value that is
 -- the same for every work item, so the result is the same whichever item
@@ -312,11 +312,11 @@ end
 local INT_CLASSES = { { "atomic_add", "atomic_sub" }, { "atomic_min" }, { "atomic_max" },
   { "atomic_and" }, { "atomic_or" }, { "atomic_xor" } }
 
--- The value of an integer atomic (min/max: an int32 already; see the top).
-function P:atomic_value(fn)
-  local e = self.gen:gen_i(2, BMAX)
-  if fn == "atomic_min" or fn == "atomic_max" then return node("bit.tobit(%1)", "i", B31, { e }, true) end
-  return e
+-- The value of an integer atomic: an int32 already (see the top; an integer
+-- expression that may be -0 is a double for gpujit, whose atomics convert a
+-- double beyond the element's range as a store does, sim modulo 2^32).
+function P:atomic_value()
+  return node("bit.tobit(%1)", "i", B31, { self.gen:gen_i(2, BMAX) }, true)
 end
 
 -- A multiple of 1/8 in -4 .. 3.875, for float and double atomic_add.
@@ -354,7 +354,7 @@ function P:atomic(out)
     local fn = R.pick(INT_CLASSES[c])
     local ix = node("(" .. (2 * c - 2) .. " + %1 % 2)", "i", 2 * c - 1, { self.gen:gen_i(1, BMAX) }, true)
     ix.fixed = true
-    st = { t = "atomic", fn = fn, arr = "ac", args = { ix, self:atomic_value(fn) } }
+    st = { t = "atomic", fn = fn, arr = "ac", args = { ix, self:atomic_value() } }
   elseif r <= 7 then
     local arr = R.pick({ "af", "ad" })
     st = { t = "atomic", fn = "atomic_add", arr = arr, args = { self:aindex(arr), self:eighths() } }
@@ -387,7 +387,7 @@ function P:shared_atomics(out)
   for _ = 1, R.int(1, 3) do
     local fn = R.pick(class)
     local ix = node("(%1 % GV)", "i", 64, { gen:gen_i(1, BMAX) }, true)
-    local st = { t = "atomic", fn = fn, arr = "sc", args = { ix, self:atomic_value(fn) } }
+    local st = { t = "atomic", fn = fn, arr = "sc", args = { ix, self:atomic_value() } }
     if R.chance(0.3) then st = { t = "if", c = gen:gen_cond(1), body = { st } } end
     out[#out + 1] = st
   end
