@@ -29,8 +29,9 @@
 -- whatever order work items run in: their return values are never used;
 -- add/sub/and/or/xor/min/max on integers commute (their values go
 -- through bit.tobit: an integer beyond int32, or a whole double, the
--- compiled code and sim convert differently, docs/fuzzing.md); float and double atomic_add only add multiples of 1/8 of small
--- magnitude, whose sums are exact in any order; xchg and cas each have an
+-- compiled code and sim convert differently, docs/fuzzing.md); float and
+-- double atomic_add only add multiples of 1/8 of small magnitude, whose
+-- sums are exact in any order; xchg and cas each have an
 -- element of ax to themselves (one per call site) and store a value that is
 -- the same for every work item, so the result is the same whichever item
 -- comes first.
