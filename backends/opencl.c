@@ -116,7 +116,7 @@ int ocl_fail(gj_err *err, const char *what, cl_int code)
 static int load_libm(gj_bstate *st, gj_err *err)
 {
   static const char *const names[LIBM__N1] = {
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2"
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "atan2", "pow"
   };
   void **t = calloc(LIBM__N, sizeof(void *));
   int i;

@@ -52,7 +52,7 @@ typedef enum ocl_format {
 ** f64 first, then the same functions for f32 (the `f`-suffixed names). */
 enum {
   LIBM_TAN, LIBM_ASIN, LIBM_ACOS, LIBM_ATAN, LIBM_SINH, LIBM_COSH,
-  LIBM_TANH, LIBM_ATAN2, LIBM__N1
+  LIBM_TANH, LIBM_ATAN2, LIBM_POW, LIBM__N1
 };
 #define LIBM__N (2 * LIBM__N1)
 
