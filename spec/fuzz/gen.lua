@@ -225,7 +225,9 @@ function Gen:gen_i(depth, maxb)
     return node("(%1 * %2)", "i", a.b * b.b, { a, b })
   elseif r == 4 then
     local a = self:gen_i(d, maxb)
-    return node("(-%1)", "i", a.b, { a })
+    -- with precision = "single", 0 - a: LuaJIT folds -(0 % 8) to the float
+    -- constant -0, which meets integers as a float there (typing.md)
+    return node(self.single and "(0 - %1)" or "(-%1)", "i", a.b, { a })
   elseif r == 5 then
     local K = R.pick({ 2, 3, 5, 7, 8, 10, 256, -3, -8, 1000 })
     if math.abs(K) > maxb then K = 2 end
