@@ -291,7 +291,7 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
           char triple[64]; char datalayout[256]; char cpu[64]; char features[1024];
           char target_id[256]; unsigned as_global, as_shared, as_local; int serial_groups;
           const char *intrinsics_ir; int nlibs; spec_gj_job_lib libs[4]; char passes[1024];
-          int codegen_opt, reloc, code_model; char format[16];
+          int codegen_opt, reloc, code_model; char format[16]; int join_barriers;
         } spec_gj_job;
         int gj_job_from_backend(void *ctx, const char *backend, int dev, spec_gj_job *job);
         const char *gj_errmsg(void *ctx);
