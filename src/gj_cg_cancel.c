@@ -17,16 +17,8 @@
 /* Offset of gj_fault.cancel: part of the convention. */
 _Static_assert(offsetof(gj_fault, cancel) == 12, "gj_fault.cancel at byte 12");
 
-static void cold(gj_cg *g, LLVMValueRef br)
-{
-  LLVMMetadataRef md[3];
-  unsigned kind = LLVMGetMDKindIDInContext(g->C, "prof", 4);
-  md[0] = LLVMMDStringInContext2(g->C, "branch_weights", 14);
-  md[1] = LLVMValueAsMetadata(LLVMConstInt(g->lt[LT_I32], 1, 0));
-  md[2] = LLVMValueAsMetadata(LLVMConstInt(g->lt[LT_I32], 100000, 0));
-  LLVMSetMetadata(br, kind,
-                  LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 3)));
-}
+/* The cancelled branch: taken once in 100000, as weights go. */
+static void cold(gj_cg *g, LLVMValueRef br) { gj_cg_branch_weights(g, br, 1, 100000); }
 
 /* At the builder's position: if cancelled, return; else go to next. */
 static void check(gj_cg *g, LLVMBasicBlockRef next)

@@ -67,16 +67,7 @@ static LLVMBasicBlockRef record(gj_cg *g, int site, int line, int arg,
 }
 
 /* The failing branch is cold: keep the checked loop's layout tight. */
-static void unlikely(gj_cg *g, LLVMValueRef br)
-{
-  LLVMMetadataRef md[3];
-  unsigned kind = LLVMGetMDKindIDInContext(g->C, "prof", 4);
-  md[0] = LLVMMDStringInContext2(g->C, "branch_weights", 14);
-  md[1] = LLVMValueAsMetadata(LLVMConstInt(g->lt[LT_I32], 2000, 0));
-  md[2] = LLVMValueAsMetadata(LLVMConstInt(g->lt[LT_I32], 1, 0));
-  LLVMSetMetadata(br, kind,
-                  LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 3)));
-}
+static void unlikely(gj_cg *g, LLVMValueRef br) { gj_cg_branch_weights(g, br, 2000, 1); }
 
 int gj_cg_check_begin(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
                       LLVMValueRef idx, gj_ty ti, gj_cg_guard *gd)

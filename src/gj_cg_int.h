@@ -120,6 +120,11 @@ LLVMValueRef gj_cg_check_end(gj_cg *g, const gj_cg_guard *gd, LLVMValueRef v);
 LLVMBasicBlockRef gj_cg_cancel_edge(gj_cg *g, LLVMBasicBlockRef target);
 void gj_cg_cancel_here(gj_cg *g);
 
+/* !prof branch_weights on the two-way branch br: its first successor taken
+** `first` times for `second` of the other (gj_cg_ops.c). */
+void gj_cg_branch_weights(gj_cg *g, LLVMValueRef br, unsigned first,
+                          unsigned second);
+
 /* gpu.barrier() at the builder's position (gj_cg_group.c). */
 void gj_cg_barrier(gj_cg *g);
 

@@ -51,6 +51,18 @@ LLVMValueRef gj_cg_call(gj_cg *g, const char *name, LLVMTypeRef ret,
   return LLVMBuildCall2(g->B, fty, f, args, n, "");
 }
 
+void gj_cg_branch_weights(gj_cg *g, LLVMValueRef br, unsigned first,
+                          unsigned second)
+{
+  LLVMMetadataRef md[3];
+  unsigned kind = LLVMGetMDKindIDInContext(g->C, "prof", 4);
+  md[0] = LLVMMDStringInContext2(g->C, "branch_weights", 14);
+  md[1] = LLVMValueAsMetadata(LLVMConstInt(g->lt[LT_I32], first, 0));
+  md[2] = LLVMValueAsMetadata(LLVMConstInt(g->lt[LT_I32], second, 0));
+  LLVMSetMetadata(br, kind,
+                  LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 3)));
+}
+
 /* llvm.fptosi.sat: out-of-range floats saturate and NaN gives 0, where a
 ** plain fptosi would be poison. */
 static LLVMValueRef fptosi_sat(gj_cg *g, LLVMValueRef v, LLVMTypeRef to)
