@@ -382,6 +382,11 @@ end
 local first_kernel = child("cache.lua", "5")
 local compile_time = child("compile_time.lua", "cpu 500 1000 2000")
 
+-- The parallel primitives (issue 21): gpu.reduce, gpu.scan, gpu.sort
+-- against the same algorithms in C (bench/prims.lua), in a process of its own.
+io.stderr:write("bench: parallel primitives ...\n")
+local prims = child("prims.lua", tostring(RUNS)):gsub("bench: [^\n]*\n", "")
+
 -- Report ----------------------------------------------------------------------
 
 local function sh(cmd)
@@ -450,6 +455,8 @@ p("")
 p("```")
 p("%s", (compile_time:gsub("%s+$", "")))
 p("```")
+p("")
+p("%s", (prims:gsub("%s+$", "")))
 local text = table.concat(md, "\n")
 print(text)
 

@@ -115,3 +115,110 @@ void ref_matmul(float *C, const float *A, const float *B, int N)
     }
   }
 }
+
+/* ---- The parallel primitives (bench/prims.lua): the algorithms of
+** lua/gpujit/prims.lua and prims_sort.lua, with G items (gpujit's choice
+** for the size, passed in) over OpenMP's threads, so that the float sum is
+** the same sum in the same order and the outputs compare bit for bit. */
+
+#define PRIM_LANES 16
+
+/* Item j folds the chunk [j*C, min(n, (j+1)*C)) in PRIM_LANES lanes. */
+static float chunk_sum_f32(const float *a, int64_t lo, int64_t hi)
+{
+  float s;
+  if (hi - lo >= PRIM_LANES) {
+    float acc[PRIM_LANES];
+    for (int l = 0; l < PRIM_LANES; l++) acc[l] = a[lo + l];
+    int64_t full = hi - (hi - lo) % PRIM_LANES;
+    for (int64_t i = lo + PRIM_LANES; i < full; i += PRIM_LANES)
+      for (int l = 0; l < PRIM_LANES; l++) acc[l] = acc[l] + a[i + l];
+    for (int64_t l = 0; l < hi - full; l++) acc[l] = acc[l] + a[full + l];
+    s = acc[0];
+    for (int l = 1; l < PRIM_LANES; l++) s = s + acc[l];
+  } else {
+    s = a[lo];
+    for (int64_t i = lo + 1; i < hi; i++) s = s + a[i];
+  }
+  return s;
+}
+
+/* gpu.reduce(a, "+") of floats; part: G floats of scratch. */
+float ref_reduce_f32(const float *a, int64_t n, int64_t G, float *part)
+{
+  int64_t C = (n + G * PRIM_LANES - 1) / (G * PRIM_LANES) * PRIM_LANES;
+  int64_t g = (n + C - 1) / C;
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < g; j++) {
+    int64_t lo = j * C, hi = lo + C < n ? lo + C : n;
+    part[j] = chunk_sum_f32(a, lo, hi);
+  }
+  float s = 0.0f;
+  for (int64_t j = 0; j < g; j++) s = s + part[j];
+  return s;
+}
+
+/* gpu.scan(a, "+", out) of int32 into int32 (sums in int64, stored
+** narrowed); part: G int64 of scratch. */
+void ref_scan_i32(const int32_t *a, int32_t *out, int64_t n, int64_t G, int64_t *part)
+{
+  int64_t C = (n + G * PRIM_LANES - 1) / (G * PRIM_LANES) * PRIM_LANES;
+  int64_t g = (n + C - 1) / C;
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < g; j++) {
+    int64_t lo = j * C, hi = lo + C < n ? lo + C : n, s = 0;
+    for (int64_t i = lo; i < hi; i++) s += a[i];
+    part[j] = s;
+  }
+  int64_t c = 0;
+  for (int64_t j = 0; j < g; j++) {
+    int64_t t = part[j];
+    part[j] = c;
+    c += t;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < g; j++) {
+    int64_t lo = j * C, hi = lo + C < n ? lo + C : n, s = part[j];
+    for (int64_t i = lo; i < hi; i++) {
+      s += a[i];
+      out[i] = (int32_t)s;
+    }
+  }
+}
+
+/* gpu.sort(keys) of int32: LSD radix, 8 bits a pass, G chunks; tmp: n
+** uint32, hist: 256 * G int64. */
+void ref_sort_i32(int32_t *keys, int64_t n, int64_t G, uint32_t *tmp, int64_t *hist)
+{
+  uint32_t *u = (uint32_t *)keys, *src = u, *dst = tmp;
+  int64_t C = (n + G - 1) / G;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) u[i] ^= 0x80000000u;
+  for (int shift = 0; shift < 32; shift += 8) {
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < G; j++) {
+      int64_t cnt[256] = { 0 };
+      int64_t lo = j * C, hi = lo + C < n ? lo + C : n;
+      for (int64_t i = lo; i < hi; i++) cnt[(src[i] >> shift) & 255]++;
+      for (int d = 0; d < 256; d++) hist[d * G + j] = cnt[d];
+    }
+    int64_t s = 0;
+    for (int64_t i = 0; i < 256 * G; i++) {
+      int64_t c = hist[i];
+      hist[i] = s;
+      s += c;
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < G; j++) {
+      int64_t off[256];
+      for (int d = 0; d < 256; d++) off[d] = hist[d * G + j];
+      int64_t lo = j * C, hi = lo + C < n ? lo + C : n;
+      for (int64_t i = lo; i < hi; i++) dst[off[(src[i] >> shift) & 255]++] = src[i];
+    }
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) u[i] ^= 0x80000000u;
+}

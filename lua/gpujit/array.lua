@@ -100,7 +100,18 @@ local methods = {}
 
 M.methods = methods   -- for spec/api_doc_spec.lua: every method is documented
 
+-- An integer cdata index (an int64_t read from an array, in a kernel run by
+-- the sim backend) indexes as its number, as it does an FFI array.
+local function cindex(k)
+  if type(k) == "cdata" then
+    local ok, v = pcall(tonumber, k)
+    if ok and type(v) == "number" then return v end
+  end
+  return k
+end
+
 function impl.index(e, k, elem)
+  k = cindex(k)
   if type(k) == "number" then
     if e.ptr == nil then fail("gpu.array: use of a freed array", 2) end
     if not host_ok(e) then
@@ -121,6 +132,7 @@ function impl.index(e, k, elem)
 end
 
 function impl.newindex(e, k, v)
+  k = cindex(k)
   if type(k) ~= "number" then fail("gpu.array: cannot set field '" .. tostring(k) .. "'", 2) end
   if e.ptr == nil then fail("gpu.array: use of a freed array", 2) end
   if not host_ok(e) then

@@ -544,6 +544,14 @@ if core and core.intrinsic then
   end
 end
 
+---------------------------------------------------------------------------
+-- Parallel primitives (gpujit.prims, gpujit.prims_sort; docs/api.md).
+
+local prims = require("gpujit.prims")
+prims.setup({ gpu = gpu, ctx = ctx, current = current, target_of = target_of })
+gpu.reduce, gpu.scan, gpu.fill, gpu.copy = prims.reduce, prims.scan, prims.fill, prims.copy
+gpu.sort = require("gpujit.prims_sort").sort
+
 gpu.types = types
 gpu._raise = raise
 
