@@ -141,8 +141,10 @@ LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts)
   gj_scalar fs = gj_ty_scalar(g->cs, from);
   /* LuaJIT stores a number through int32_t into kinds of 32 bits or fewer
   ** (but uint32_t): an integer outside int32_t's range gives its minimum,
-  ** as the same value held in a double would. */
-  if (gj_scalar_isint(fs) && gj_scalar_bits(fs) > 32 &&
+  ** as the same value held in a double would.  A C integer (cdata)
+  ** converts as C converts it, to its low bits. */
+  int num = !(from.k == GJ_T_NUM && from.cint);
+  if (num && gj_scalar_isint(fs) && gj_scalar_bits(fs) > 32 &&
       (gj_scalar_bits(ts) < 32 || ts == GJ_I32)) {
     LLVMBuilderRef B = g->B;
     LLVMTypeRef t = LLVMTypeOf(v);
@@ -154,7 +156,7 @@ LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts)
     v = LLVMBuildSelect(B, inr, v, lo, "");
   }
   /* ... and a negative number into uint64_t gives 2^63 */
-  if (ts == GJ_U64 && gj_scalar_isint(fs) && gj_scalar_issigned(fs)) {
+  if (num && ts == GJ_U64 && gj_scalar_isint(fs) && gj_scalar_issigned(fs)) {
     LLVMValueRef neg = LLVMBuildICmp(g->B, LLVMIntSLT, v, LLVMConstNull(LLVMTypeOf(v)), "");
     v = gj_cg_to_scalar(g, v, from, ts);
     return LLVMBuildSelect(g->B, neg, LLVMConstInt(LLVMTypeOf(v), 1ull << 63, 0), v, "");
@@ -354,8 +356,10 @@ static LLVMValueRef tobit(gj_cg *g, LLVMValueRef v, gj_ty t)
   LLVMBuilderRef B = g->B;
   gj_scalar s = gj_ty_scalar(g->cs, t);
   double lo, hi;
-  if (gj_scalar_isint(s) && gj_ty_bounds(t, &lo, &hi) && lo > -2251799813685248.0 &&
-      hi < 2251799813685248.0)
+  /* a C integer: its low 32 bits; a number: LuaJIT's lj_num2bit */
+  if (gj_scalar_isint(s) && ((t.k == GJ_T_NUM && t.cint) ||
+                             (gj_ty_bounds(t, &lo, &hi) && lo > -2251799813685248.0 &&
+                              hi < 2251799813685248.0)))
     return gj_cg_to_scalar(g, v, t, GJ_I32);
   if (gj_scalar_isint(s)) {
     v = gj_cg_to_scalar(g, v, t, GJ_F64);
@@ -365,6 +369,55 @@ static LLVMValueRef tobit(gj_cg *g, LLVMValueRef v, gj_ty t)
   v = LLVMBuildFAdd(B, v, LLVMConstReal(g->lt[LT_F64], 6755399441055744.0), "");
   v = LLVMBuildBitCast(B, v, g->lt[LT_I64], "");
   return LLVMBuildTrunc(B, v, g->lt[LT_I32], "");
+}
+
+/* An operand of a 64-bit bit.* operation on kind s (int64_t or uint64_t),
+** as lj_cconv_ct_tv converts it: a C integer as C does, a number as a store
+** into an s element. */
+static LLVMValueRef to64(gj_cg *g, LLVMValueRef v, gj_ty t, gj_scalar s)
+{
+  if (t.k == GJ_T_NUM && t.cint) return gj_cg_to_scalar(g, v, t, s);
+  return gj_cg_to_elem(g, v, t, s);
+}
+
+/* bit.* on 64 bits (LuaJIT 2.1's lib_bit.c with a C integer operand; the
+** typer's bit_kind): a shift's or rotate's count is the low 32 bits of its
+** operand (lj_num2bit of a number) modulo 64 (lj_carith_shift64). */
+static int bit64(gj_cg *g, int intr, int nargs, LLVMValueRef *args, const gj_ty *at,
+                 gj_scalar s, LLVMValueRef *res)
+{
+  LLVMBuilderRef B = g->B;
+  LLVMTypeRef t = g->lt[LT_I64];
+  LLVMValueRef x = to64(g, args[0], at[0], s), n, m;
+  int j;
+  switch (intr) {
+  case GJ_I_B_BNOT: res[0] = LLVMBuildNot(B, x, ""); return 0;
+  case GJ_I_B_BAND: case GJ_I_B_BOR: case GJ_I_B_BXOR:
+    for (j = 1; j < nargs; j++) {
+      LLVMValueRef y = to64(g, args[j], at[j], s);
+      x = intr == GJ_I_B_BAND ? LLVMBuildAnd(B, x, y, "")
+        : intr == GJ_I_B_BOR  ? LLVMBuildOr(B, x, y, "")
+                              : LLVMBuildXor(B, x, y, "");
+    }
+    res[0] = x;
+    return 0;
+  default:
+    break;
+  }
+  n = LLVMBuildAnd(B, LLVMBuildZExt(B, tobit(g, args[1], at[1]), t, ""),
+                   LLVMConstInt(t, 63, 0), "");
+  switch (intr) {
+  case GJ_I_B_LSHIFT: res[0] = LLVMBuildShl(B, x, n, ""); break;
+  case GJ_I_B_RSHIFT: res[0] = LLVMBuildLShr(B, x, n, ""); break;
+  case GJ_I_B_ARSHIFT: res[0] = LLVMBuildAShr(B, x, n, ""); break;
+  default:
+    m = LLVMBuildAnd(B, LLVMBuildSub(B, LLVMConstInt(t, 64, 0), n, ""),
+                     LLVMConstInt(t, 63, 0), "");
+    res[0] = intr == GJ_I_B_ROL
+                 ? LLVMBuildOr(B, LLVMBuildShl(B, x, n, ""), LLVMBuildLShr(B, x, m, ""), "")
+                 : LLVMBuildOr(B, LLVMBuildLShr(B, x, n, ""), LLVMBuildShl(B, x, m, ""), "");
+  }
+  return 0;
 }
 
 static const char *const math_fn1[] = {
@@ -403,6 +456,8 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   if (intr <= GJ_I_ATOMIC_CAS)
     return gj_cg_group_intr(g, i, intr, args, at, rt, res);
   if (intr == GJ_I_PRINT) return gj_cg_print(g, i, nargs, args, at);
+  if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT && (s == GJ_I64 || s == GJ_U64))
+    return bit64(g, intr, nargs, args, at, s, res);
   if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
     LLVMValueRef x = tobit(g, args[0], at[0]), n, m31;
     switch (intr) {

@@ -29,6 +29,26 @@ static int small_nonneg(gj_ty t, double *hi)
   return gj_ty_bounds(t, &lo, hi) && lo >= 0 && *hi <= 2147483647.0;
 }
 
+/* The kind of a bit.* call's operation, as LuaJIT 2.1 decides it (lib_bit.c,
+** lj_carith_check64): a C integer among the operands -- only the first of
+** a shift or rotate, whose count is always 32-bit -- makes it a 64-bit
+** operation, on uint64_t if one of them is a uint64_t, else on int64_t;
+** otherwise it is LuaJIT's 32-bit bit.* on int32_t.  bit.tobit is always
+** 32-bit (the low 32 bits of a C integer). */
+static gj_scalar bit_kind(int intr, int nargs, const gj_ty *args)
+{
+  gj_scalar s = GJ_I32;
+  int j, n = nargs;
+  if (intr == GJ_I_B_TOBIT) return GJ_I32;
+  if (intr != GJ_I_B_BAND && intr != GJ_I_B_BOR && intr != GJ_I_B_BXOR && n > 1) n = 1;
+  for (j = 0; j < n; j++)
+    if (args[j].k == GJ_T_NUM && args[j].cint) {
+      if (args[j].s == GJ_U64) return GJ_U64;
+      s = GJ_I64;
+    }
+  return s;
+}
+
 /* The int32_t a bit.* call gives, with the range its operands imply: a
 ** mask keeps bit.band within [0, mask], bit.rshift by a constant k within
 ** [0, 2^(32-k) - 1], and bor/bxor of operands below 2^k stay below 2^k.
@@ -36,9 +56,14 @@ static int small_nonneg(gj_ty t, double *hi)
 ** otherwise be -0: docs/typing.md, "Negative zero".) */
 static gj_ty bit_result(int intr, int nargs, const gj_ty *args)
 {
-  gj_ty t = gj_ty_num(GJ_I32);
+  gj_ty t = gj_ty_num(bit_kind(intr, nargs, args));
   double hi, h, lo;
   int j, all = 1;
+  if (t.s != GJ_I32) {
+    /* a 64-bit operation gives cdata, as LuaJIT's */
+    t.cint = 1;
+    if (intr != GJ_I_B_BAND && intr != GJ_I_B_BOR && intr != GJ_I_B_BXOR) return t;
+  }
   switch (intr) {
   case GJ_I_B_BAND:
     hi = -1;

@@ -11,7 +11,7 @@
 --      bound on its magnitude kept below 2^52, so that LuaJIT's doubles and
 --      gpujit's 64-bit integers agree exactly (typing.md: they differ above 2^53);
 --   L  an int64_t cdata in LuaJIT (a load from an int64_t[] array): only
---      + - * and comparisons with i or L (LuaJIT's cdata % and / differ);
+--      + - *, bit.* and comparisons with i or L (LuaJIT's cdata % and / differ);
 --   d  a double (with precision = "double"): any operation, compared bitwise;
 --   f  a float computed in float by gpujit and in double by LuaJIT: only ever
 --      stored into the float array `of`, never branched on or converted,
@@ -281,6 +281,20 @@ function Gen:gen_L(depth)
   end
   local a, b = self:gen_L(depth - 1), self:gen_L(depth - 1)
   if a.k ~= "L" and b.k ~= "L" then a = node("rl[%1]", "L", nil, { self:ro_index(1) }) end
+  if R.chance(0.2) then
+    -- bit.* with an int64_t operand: 64-bit in LuaJIT 2.1 and in gpujit
+    -- (typing.md); a shift's count is an integer, its first operand int64_t
+    local r = R.int(1, 4)
+    local l = a.k == "L" and a or b
+    if r == 1 then return node("bit.bnot(%1)", "L", nil, { l }) end
+    if r == 2 then
+      return node("bit." .. R.pick({ "lshift", "rshift", "arshift", "rol", "ror" }) .. "(%1, %2)",
+        "L", nil, { l, self:gen_i(1, 100) })
+    end
+    local o = l == a and b or a
+    return node("bit." .. R.pick({ "band", "bor", "bxor" }) .. "(%1, %2)", "L", nil,
+      { l, R.chance(0.5) and o or self:gen_i(1, BMAX) })
+  end
   local op = R.pick({ "+", "-", "*" })
   -- the negation of an int64_t, not of an integer that may be 0 (a -0 double
   -- for gpujit, int64_t arithmetic for LuaJIT)
