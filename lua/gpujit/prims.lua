@@ -290,28 +290,12 @@ end
 local OPNAMES = { ["+"] = "add", ["*"] = "mul", min = "min", max = "max", ["and"] = "band",
   ["or"] = "bor" }
 
-local function op_fn(op, T)
+local function op_fn(op)
   if op == "+" then return function(x, y) return x + y end end
   if op == "*" then return function(x, y) return x * y end end
   if op == "min" then return function(x, y) if y < x then return y end return x end end
   if op == "max" then return function(x, y) if y > x then return y end return x end end
-  if types.is_int64[T] then
-    -- bit.* are 32-bit: the 64-bit and/or go through an atomic on a private word
-    if op == "and" then
-      return function(x, y)
-        local t = gpu.local_array(T, 1)
-        t[0] = x
-        gpu.atomic_and(t, 0, y)
-        return t[0]
-      end
-    end
-    return function(x, y)
-      local t = gpu.local_array(T, 1)
-      t[0] = x
-      gpu.atomic_or(t, 0, y)
-      return t[0]
-    end
-  end
+  -- bit.* on int64_t/uint64_t elements (cdata) are 64-bit, as in LuaJIT 2.1
   if op == "and" then return function(x, y) return bit.band(x, y) end end
   return function(x, y) return bit.bor(x, y) end
 end
@@ -482,7 +466,7 @@ function M.reduce(a, op, init)
   local ok, res = pcall(function()
     local d = to_dev(A, tgt, fname)
     local G, C, g = chunking(tgt, A.n)
-    local f = fn and op or op_fn(op, ACC)
+    local f = fn and op or op_fn(op)
     local key = opkey(op, ACC)
     local k1 = M.kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
     local k2 = M.kernel(tgt, "reduce_final_" .. key, make_final(ACC, f))
@@ -600,7 +584,7 @@ function M.scan(a, op, out, exclusive)
     local same = rawequal(a, out)
     local dout = same and da or to_dev(O, tgt, fname)
     local G, C, g = chunking(tgt, A.n)
-    local f = fn and op or op_fn(op, ACC)
+    local f = fn and op or op_fn(op)
     local key = opkey(op, ACC)
     local k1 = M.kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
     local k2 = M.kernel(tgt, "scan_carry_" .. key, make_carry(ACC, f))
