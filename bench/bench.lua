@@ -386,6 +386,9 @@ local compile_time = child("compile_time.lua", "cpu 500 1000 2000")
 -- against the same algorithms in C (bench/prims.lua), in a process of its own.
 io.stderr:write("bench: parallel primitives ...\n")
 local prims = child("prims.lua", tostring(RUNS)):gsub("bench: [^\n]*\n", "")
+-- ... and on the opencl backend against the same algorithms in OpenCL C
+-- (bench/prims_opencl.lua; one line saying so where there is no OpenCL device)
+local prims_opencl = child("prims_opencl.lua", tostring(RUNS)):gsub("bench: [^\n]*\n", "")
 
 -- Report ----------------------------------------------------------------------
 
@@ -457,6 +460,8 @@ p("%s", (compile_time:gsub("%s+$", "")))
 p("```")
 p("")
 p("%s", (prims:gsub("%s+$", "")))
+p("")
+p("%s", (prims_opencl:gsub("%s+$", "")))
 local text = table.concat(md, "\n")
 print(text)
 

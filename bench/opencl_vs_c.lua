@@ -24,54 +24,7 @@ local T = dofile(here .. "timing.lua")
 
 local RUNS = tonumber(arg and arg[1]) or 7
 
-ffi.cdef [[
-typedef struct _cl_platform_id *cl_platform_id;
-typedef struct _cl_device_id *cl_device_id;
-typedef struct _cl_context *cl_context;
-typedef struct _cl_command_queue *cl_command_queue;
-typedef struct _cl_mem *cl_mem;
-typedef struct _cl_program *cl_program;
-typedef struct _cl_kernel *cl_kernel;
-int clGetPlatformIDs(uint32_t n, cl_platform_id *p, uint32_t *np);
-int clGetDeviceIDs(cl_platform_id p, uint64_t type, uint32_t n, cl_device_id *d, uint32_t *nd);
-cl_context clCreateContext(const intptr_t *props, uint32_t n, const cl_device_id *d,
-                           void *notify, void *user, int *err);
-cl_command_queue clCreateCommandQueue(cl_context c, cl_device_id d, uint64_t props, int *err);
-cl_mem clCreateBuffer(cl_context c, uint64_t flags, size_t size, void *host, int *err);
-int clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, uint32_t blocking, size_t off, size_t n,
-                         const void *p, uint32_t ne, const void *ev, void *out);
-int clEnqueueReadBuffer(cl_command_queue q, cl_mem m, uint32_t blocking, size_t off, size_t n,
-                        void *p, uint32_t ne, const void *ev, void *out);
-cl_program clCreateProgramWithSource(cl_context c, uint32_t n, const char **src, const size_t *len,
-                                     int *err);
-int clBuildProgram(cl_program p, uint32_t n, const cl_device_id *d, const char *opts, void *f,
-                   void *u);
-int clGetProgramBuildInfo(cl_program p, cl_device_id d, uint32_t what, size_t n, void *v,
-                          size_t *ret);
-cl_kernel clCreateKernel(cl_program p, const char *name, int *err);
-int clSetKernelArg(cl_kernel k, uint32_t i, size_t size, const void *v);
-int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, uint32_t dim, const size_t *off,
-                           const size_t *global, const size_t *local, uint32_t ne, const void *ev,
-                           void *out);
-int clFinish(cl_command_queue q);
-int clReleaseMemObject(cl_mem m);
-]]
-local CL = ffi.load("libOpenCL.so.1")
-
-local function check(rc, what)
-  if rc ~= 0 then error(what .. " failed: " .. tonumber(rc), 2) end
-end
-
--- The OpenCL device gpujit lists first, found again through the raw API
--- (the first device of the first platform, as the backend numbers them).
-local plat, dev = ffi.new("cl_platform_id[1]"), ffi.new("cl_device_id[1]")
-check(CL.clGetPlatformIDs(1, plat, nil), "clGetPlatformIDs")
-check(CL.clGetDeviceIDs(plat[0], 0xFFFFFFFF, 1, dev, nil), "clGetDeviceIDs")
-local err = ffi.new("int[1]")
-local ctx = CL.clCreateContext(nil, 1, dev, nil, nil, err)
-check(err[0], "clCreateContext")
-local queue = CL.clCreateCommandQueue(ctx, dev[0], 0, err)
-check(err[0], "clCreateCommandQueue")
+local CLR = dofile(here .. "clref.lua")
 
 local TILE = K.TILE
 -- FP_CONTRACT OFF: no fused multiply-adds, as gpujit (LuaJIT's arithmetic)
@@ -139,46 +92,17 @@ kernel void rounds(global float *o, global const float *x, int R) {
 }
 ]]
 
-local srcs = ffi.new("const char *[1]", { SOURCE })
-local prog = CL.clCreateProgramWithSource(ctx, 1, srcs, nil, err)
-check(err[0], "clCreateProgramWithSource")
-if CL.clBuildProgram(prog, 1, dev, "", nil, nil) ~= 0 then
-  local log = ffi.new("char[65536]")
-  CL.clGetProgramBuildInfo(prog, dev[0], 0x1183, 65536, log, nil)
-  error("OpenCL C build failed:\n" .. ffi.string(log))
-end
+local prog = CLR.build(SOURCE)
 
 local function buffer(ct, n, init)
   local host = ffi.new(ct .. "[?]", n)
   if init then for i = 0, n - 1 do host[i] = init(i) end end
-  local m = CL.clCreateBuffer(ctx, 1, n * ffi.sizeof(ct), nil, err)   -- READ_WRITE
-  check(err[0], "clCreateBuffer")
-  check(CL.clEnqueueWriteBuffer(queue, m, 1, 0, n * ffi.sizeof(ct), host, 0, nil, nil),
-    "clEnqueueWriteBuffer")
-  return { mem = m, host = host, n = n, ct = ct,
+  return { mem = CLR.buffer(ct, n, host), host = host, n = n, ct = ct,
     dev = gpu.to_device(host, ct, "opencl") }   -- the same data for gpujit
 end
 
-local function clkernel(name, args)
-  local k = CL.clCreateKernel(prog, name, err)
-  check(err[0], "clCreateKernel " .. name)
-  for i, a in ipairs(args) do
-    if type(a) == "table" then
-      check(CL.clSetKernelArg(k, i - 1, ffi.sizeof("cl_mem"), ffi.new("cl_mem[1]", a.mem)),
-        "clSetKernelArg")
-    else
-      check(CL.clSetKernelArg(k, i - 1, ffi.sizeof(a), a), "clSetKernelArg")
-    end
-  end
-  return k
-end
-
-local function run_cl(k, global, group)
-  local nd = #global
-  local g, l = ffi.new("size_t[3]", global), ffi.new("size_t[3]", group)
-  check(CL.clEnqueueNDRangeKernel(queue, k, nd, nil, g, l, 0, nil, nil), "clEnqueueNDRangeKernel")
-  check(CL.clFinish(queue), "clFinish")
-end
+local function clkernel(name, args) return CLR.kernel(prog, name, args) end
+local run_cl = CLR.run
 
 -- Runs each side `reps` times per sample; samples alternate.
 local function measure(fg, fc, reps)
@@ -186,9 +110,7 @@ local function measure(fg, fc, reps)
 end
 
 local function same(a, b, what)
-  local ha, hb = a.dev:to_host(), ffi.new(b.ct .. "[?]", b.n)
-  check(CL.clEnqueueReadBuffer(queue, b.mem, 1, 0, b.n * ffi.sizeof(b.ct), hb, 0, nil, nil),
-    "clEnqueueReadBuffer")
+  local ha, hb = a.dev:to_host(), CLR.read(b.mem, b.ct, b.n)
   for i = 0, a.n - 1 do
     if ha[i] ~= hb[i] then
       error(what .. ": results differ at " .. i .. ": " .. tostring(ha[i]) .. " vs " .. tostring(hb[i]))

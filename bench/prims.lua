@@ -1,7 +1,8 @@
 -- The parallel primitives (issue 21) on the cpu backend against the same
 -- algorithms in C with OpenMP (bench/ref.c, built with gcc and clang: the
 -- faster is the anchor) and plain LuaJIT loops: gpu.reduce of 16M floats,
--- gpu.scan of 4M int32, gpu.sort of 4M int32.  Run by `make bench`
+-- gpu.scan of 4M int32, gpu.sort of 4M int32, gpu.fill and gpu.copy of 16M
+-- floats (goal for these two: within 2x of C, memory-bound either way).  Run by `make bench`
 -- (bench/bench.lua prints and records its table), or alone:
 --
 --   luajit bench/prims.lua [runs]     (GJ_BENCH_REF_GCC, GJ_BENCH_REF_CLANG)
@@ -30,6 +31,8 @@ void ref_init(int nthreads);
 float ref_reduce_f32(const float *a, int64_t n, int64_t G, float *part);
 void ref_scan_i32(const int32_t *a, int32_t *out, int64_t n, int64_t G, int64_t *part);
 void ref_sort_i32(int32_t *keys, int64_t n, int64_t G, uint32_t *tmp, int64_t *hist);
+void ref_fill_f32(float *a, int64_t n, float v);
+void ref_copy_f32(float *dst, const float *src, int64_t n);
 ]]
 
 gpu.use("cpu")
@@ -138,6 +141,33 @@ do -- sort: 4M int32 keys
         if i > 0 and kc[i - 1] > kc[i] then error("sort: C result not sorted", 0) end
       end
     end,
+  }
+end
+
+do -- fill and copy: 16M floats
+  local n = 2 ^ 24
+  local src = ffi.new("float[?]", n)
+  for i = 0, n - 1 do src[i] = i % 977 end
+  local fg, fc, fl = ffi.new("float[?]", n), ffi.new("float[?]", n), ffi.new("float[?]", n)
+  local function same(a, b, what)
+    for i = 0, n - 1 do
+      if a[i] ~= b[i] then error(("%s: element %d: %s vs %s"):format(what, i, a[i], b[i]), 0) end
+    end
+  end
+  cases[#cases + 1] = {
+    name = "gpu.fill(a, 1.5)", what = "16M floats", goal_c = 0.5,
+    gj = function() gpu.fill(fg, 1.5) end,
+    c = function(L) L.ref_fill_f32(fc, n, 1.5) end,
+    lua = function() for i = 0, n - 1 do fl[i] = 1.5 end end,
+    check = function() same(fg, fc, "fill gpujit/C"); same(fl, fc, "fill LuaJIT/C") end,
+  }
+  local dg, dc, dl = ffi.new("float[?]", n), ffi.new("float[?]", n), ffi.new("float[?]", n)
+  cases[#cases + 1] = {
+    name = "gpu.copy(dst, src)", what = "16M floats", goal_c = 0.5,
+    gj = function() gpu.copy(dg, src) end,
+    c = function(L) L.ref_copy_f32(dc, src, n) end,
+    lua = function() for i = 0, n - 1 do dl[i] = src[i] end end,
+    check = function() same(dg, dc, "copy gpujit/C"); same(dl, dc, "copy LuaJIT/C") end,
   }
 end
 

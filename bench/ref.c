@@ -222,3 +222,17 @@ void ref_sort_i32(int32_t *keys, int64_t n, int64_t G, uint32_t *tmp, int64_t *h
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; i++) u[i] ^= 0x80000000u;
 }
+
+/* gpu.fill(a, v) and gpu.copy(dst, src) of floats: the loops a C
+** programmer writes (the compiler vectorizes them; OpenMP splits them). */
+void ref_fill_f32(float *a, int64_t n, float v)
+{
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) a[i] = v;
+}
+
+void ref_copy_f32(float *dst, const float *src, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+}

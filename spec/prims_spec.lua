@@ -516,6 +516,14 @@ for _, bk in ipairs(H.backends) do
             end
           end
         end
+        -- fractions and values out of range convert as a store converts them
+        for _, ct in ipairs(ALL) do
+          for _, v in ipairs({ 2.75, -1.5, 3e9, -0.0 }) do
+            local a = ffi.new(ct .. "[5]")
+            gpu.fill(a, v)
+            for i = 0, 4 do assert.is_true(a[i] == ffi.new(ct, v), ct .. " fill " .. v) end
+          end
+        end
         local b = ffi.new("bool[5]")
         gpu.fill(b, true)
         for i = 0, 4 do assert.is_true(b[i]) end
