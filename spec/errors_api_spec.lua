@@ -37,6 +37,26 @@ describe("gpu.kernel's arguments", function()
   end)
 end)
 
+describe("backend names", function()
+  it("an unknown backend lists the known ones, which come from the core", function()
+    local msg = H.error_of(function() return gpu.use("vulkan") end)
+    assert.is_truthy(msg:find("gpu.use: unknown backend 'vulkan' (known: ", 1, true), msg)
+    for _, b in ipairs(gpu.backends()) do
+      assert.is_truthy(msg:find(b.name, 1, true), b.name .. " missing from: " .. msg)
+    end
+  end)
+
+  it("without the compiled core only sim is known, and the message says why", function()
+    -- a child process whose LUA_CPATH finds no gpujit.core
+    local p = assert(io.popen("LUA_CPATH=/nonexistent/?.so LUA_PATH='lua/?.lua;lua/?/init.lua;;' "
+      .. "luajit -e 'local gpu = require(\"gpujit\"); print(select(2, pcall(gpu.use, \"cpu\")))' 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    assert.is_truthy(out:find("unknown backend 'cpu' (known: sim; the compiled backends need the "
+      .. "compiled core, which is not loaded", 1, true), out)
+  end)
+end)
+
 for _, bk in ipairs(H.backends) do
   describe("argument errors [" .. bk .. "]", function()
     local k

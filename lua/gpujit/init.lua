@@ -147,13 +147,11 @@ local function find(backend, index, fname)
   end
   local b = backend_by_name[backend]
   if b == nil then
-    if not core and (backend == "cpu" or backend == "cuda" or backend == "opencl") then
-      return nil, fname .. ": backend '" .. backend .. "' needs the compiled core, which is not "
-        .. "loaded (" .. tostring(core_error) .. ")"
-    end
-    if backend == "cpu" or backend == "cuda" or backend == "opencl" then
-      return nil, fname .. ": backend '" .. backend .. "' is not available (not built into "
-        .. "gpujit.core; available: " .. known_names() .. ")"
+    -- the compiled backends are the core's to list: without it only sim is known
+    if not core then
+      return nil, fname .. ": unknown backend '" .. tostring(backend) .. "' (known: "
+        .. known_names() .. "; the compiled backends need the compiled core, which is not "
+        .. "loaded: " .. tostring(core_error) .. ")"
     end
     return nil, fname .. ": unknown backend '" .. tostring(backend) .. "' (known: "
       .. known_names() .. ")"
