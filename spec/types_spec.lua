@@ -139,6 +139,36 @@ describe("the type table", function()
   end
 end)
 
+describe("type names in kernels", function()
+  -- gpu.shared's type name: the typer parses it with gj_scalar_parse (sim
+  -- with gpujit.types), so every spelling of the table must work there too.
+  for _, bk in ipairs(H.backends) do
+    it("gpu.shared takes every spelling of the type table, on " .. bk, function()
+      H.need(bk)
+      local body, n = {}, 0
+      for _, e in ipairs(types.entries) do
+        local names = { e.name, unpack(e.spellings) }
+        for _, nm in ipairs(names) do
+          n = n + 1
+          local s = "s" .. n
+          body[#body + 1] = ("local %s = gpu.shared(%q, 1)"):format(s, nm)
+          if e.bool then
+            body[#body + 1] = ("%s[0] = true; if %s[0] then acc = acc + 1 end"):format(s, s)
+          else
+            body[#body + 1] = ("%s[0] = 1; acc = acc + %s[0]"):format(s, s)
+          end
+        end
+      end
+      local src = "local gpu = ...; return function(out) local acc = 0\n"
+        .. table.concat(body, "\n") .. "\nout[0] = acc end"
+      local fn = assert(loadstring(src, "=types_spec_shared"))(gpu)
+      local out = ffi.new("double[1]")
+      H.kernel(bk, fn):launch({ global = 1, group = 1 }, out)
+      assert.are.equal(n, out[0])
+    end)
+  end
+end)
+
 describe("gpujit without the core", function()
   -- A child luajit where requiring gpujit.core fails: gpujit loads, takes its
   -- type table from the FFI, and runs kernels on sim.
