@@ -19,6 +19,7 @@
 #include "gj_ctx.h"
 #include "gj_intr.h"
 #include "gj_joblua.h"
+#include "gj_lua_types.h"
 #include "gj_pipeline.h"
 #include "gj_plugin.h"
 #include "gpujit.h"
@@ -639,27 +640,7 @@ static void register_libs(lua_State *L, int tintr)
   }
 }
 
-/* core.lnum_classes(): the classes of Lua numbers that hold whole values
-** (gj_type.h), as { { name =, lo =, hi = }, ... } in gj_lnum order. */
-static int core_lnum_classes(lua_State *L)
-{
-  int i;
-  lua_createtable(L, GJ_LNUM__MAX - 1, 0);
-  for (i = 1; i < GJ_LNUM__MAX; i++) {
-    lua_createtable(L, 0, 3);
-    lua_pushstring(L, gj_lnum_classes[i].name);
-    lua_setfield(L, -2, "name");
-    lua_pushnumber(L, gj_lnum_classes[i].lo);
-    lua_setfield(L, -2, "lo");
-    lua_pushnumber(L, gj_lnum_classes[i].hi);
-    lua_setfield(L, -2, "hi");
-    lua_rawseti(L, -2, i);
-  }
-  return 1;
-}
-
 static const luaL_Reg core_funcs[] = {
-  { "lnum_classes", core_lnum_classes },
   { "intrinsic", core_intrinsic },
   { "backends", core_backends },
   { "devices", core_devices },
@@ -711,6 +692,7 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
   }
   lua_newtable(L);
   luaL_register(L, NULL, core_funcs);
+  gj_lua_types_register(L);   /* core.types, core.lnum_classes */
   lua_pushlightuserdata(L, &c->ctx);
   lua_setfield(L, -2, "ctx");
   lua_pushstring(L, GPUJIT_VERSION);

@@ -1,58 +1,72 @@
 /*
-** Scalar kinds and the argument-block layout.
+** The type table, scalar kinds and the argument-block layout.
 */
 #include <stdio.h>
 #include <string.h>
 
 #include "gj_type.h"
 
-static const char *const scalar_names[GJ_SCALAR__MAX] = {
-  "bool", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
-  "int64_t", "uint64_t", "float", "double"
+/* LP64, which the spellings below assume (gj_type.h). */
+_Static_assert(sizeof(int) == 4 && sizeof(short) == 2 && sizeof(long) == 8 &&
+               sizeof(long long) == 8 && sizeof(size_t) == 8 &&
+               sizeof(ptrdiff_t) == 8 && sizeof(intptr_t) == 8,
+               "gpujit's type names assume an LP64 host");
+
+/* The facts of entry S, C type T: everything but the names comes from the
+** compiler (sizeof, _Alignof) and from the enum's order (gj_type.h). */
+#define TYPE_FACTS(S, T) \
+  (S), sizeof(T), _Alignof(T), (S) == GJ_BOOL ? 1 : 8 * sizeof(T), \
+  ((S) == GJ_BOOL ? GJ_TF_BOOL : 0) | (gj_scalar_isint(S) ? GJ_TF_INT : 0) | \
+  (gj_scalar_isfloat(S) ? GJ_TF_FLOAT : 0) | \
+  (gj_scalar_issigned(S) ? GJ_TF_SIGNED : 0) | \
+  (gj_scalar_isint(S) && sizeof(T) == 8 ? GJ_TF_INT64 : 0)
+
+const gj_typeinfo gj_types[GJ_SCALAR__MAX] = {
+  { "bool", TYPE_FACTS(GJ_BOOL, _Bool), { "_Bool" } },
+  { "int8_t", TYPE_FACTS(GJ_I8, int8_t), { "char", "signed char" } },
+  { "uint8_t", TYPE_FACTS(GJ_U8, uint8_t), { "unsigned char" } },
+  { "int16_t", TYPE_FACTS(GJ_I16, int16_t),
+    { "short", "short int", "signed short" } },
+  { "uint16_t", TYPE_FACTS(GJ_U16, uint16_t),
+    { "unsigned short", "unsigned short int" } },
+  { "int32_t", TYPE_FACTS(GJ_I32, int32_t), { "int", "signed", "signed int" } },
+  { "uint32_t", TYPE_FACTS(GJ_U32, uint32_t), { "unsigned int", "unsigned" } },
+  { "int64_t", TYPE_FACTS(GJ_I64, int64_t),
+    { "long", "long int", "signed long", "long long", "long long int",
+      "ssize_t", "ptrdiff_t", "intptr_t" } },
+  { "uint64_t", TYPE_FACTS(GJ_U64, uint64_t),
+    { "unsigned long", "unsigned long int", "unsigned long long",
+      "unsigned long long int", "size_t", "uintptr_t" } },
+  { "float", TYPE_FACTS(GJ_F32, float), { NULL } },
+  { "double", TYPE_FACTS(GJ_F64, double), { NULL } },
 };
 
-static const uint8_t scalar_sizes[GJ_SCALAR__MAX] = {
-  1, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8
-};
+#undef TYPE_FACTS
 
 const char *gj_scalar_name(gj_scalar s)
 {
-  return (unsigned)s < GJ_SCALAR__MAX ? scalar_names[s] : "?";
+  return (unsigned)s < GJ_SCALAR__MAX ? gj_types[s].name : "?";
 }
 
 int gj_scalar_size(gj_scalar s)
 {
-  return (unsigned)s < GJ_SCALAR__MAX ? scalar_sizes[s] : 0;
+  return (unsigned)s < GJ_SCALAR__MAX ? gj_types[s].size : 0;
 }
 
 int gj_scalar_bits(gj_scalar s)
 {
-  return s == GJ_BOOL ? 1 : 8 * gj_scalar_size(s);
+  return (unsigned)s < GJ_SCALAR__MAX ? gj_types[s].bits : 0;
 }
-
-/* C spellings accepted besides the canonical names; int is 32 bits and
-** long 64 bits, as on every LP64 host LuaJIT runs on. */
-static const struct { const char *name; gj_scalar s; } scalar_aliases[] = {
-  { "_Bool", GJ_BOOL },
-  { "char", GJ_I8 }, { "signed char", GJ_I8 }, { "unsigned char", GJ_U8 },
-  { "short", GJ_I16 }, { "unsigned short", GJ_U16 },
-  { "int", GJ_I32 }, { "unsigned int", GJ_U32 }, { "unsigned", GJ_U32 },
-  { "long", GJ_I64 }, { "unsigned long", GJ_U64 },
-  { "long long", GJ_I64 }, { "unsigned long long", GJ_U64 },
-  { "size_t", GJ_U64 }, { "ssize_t", GJ_I64 }, { "ptrdiff_t", GJ_I64 },
-  { "intptr_t", GJ_I64 }, { "uintptr_t", GJ_U64 },
-};
 
 int gj_scalar_parse(const char *name, gj_scalar *out)
 {
-  size_t i;
-  for (i = 0; i < GJ_SCALAR__MAX; i++)
-    if (strcmp(name, scalar_names[i]) == 0) { *out = (gj_scalar)i; return 0; }
-  for (i = 0; i < sizeof(scalar_aliases) / sizeof(scalar_aliases[0]); i++)
-    if (strcmp(name, scalar_aliases[i].name) == 0) {
-      *out = scalar_aliases[i].s;
-      return 0;
-    }
+  int i, j;
+  for (i = 0; i < GJ_SCALAR__MAX; i++) {
+    const gj_typeinfo *t = &gj_types[i];
+    if (strcmp(name, t->name) == 0) { *out = (gj_scalar)i; return 0; }
+    for (j = 0; j < GJ_TYPE_NSPELL && t->spell[j]; j++)
+      if (strcmp(name, t->spell[j]) == 0) { *out = (gj_scalar)i; return 0; }
+  }
   return -1;
 }
 

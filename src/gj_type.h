@@ -22,11 +22,51 @@ typedef enum gj_scalar {
 #define gj_scalar_issigned(s) \
   ((s) == GJ_I8 || (s) == GJ_I16 || (s) == GJ_I32 || (s) == GJ_I64)
 
-const char *gj_scalar_name(gj_scalar s);     /* "int32_t", "float", ... */
+/* The type table: one entry per kind, the only place the vocabulary is
+** written down.  The core reads it (the functions below); the Lua face gets
+** it once at load through core.types() (src/gj_lua_types.c) and builds
+** lua/gpujit/types.lua's tables from it.  Invariants:
+** - gj_types[s].scalar == s, for every s < GJ_SCALAR__MAX;
+** - name is the canonical spelling: a LuaJIT FFI type name (the <stdint.h>
+**   name for integers, "bool", "float", "double"), unique in the table;
+** - size and align are the host C compiler's sizeof and _Alignof of the
+**   type (so LuaJIT's ffi.sizeof/ffi.alignof of name, spec/types_spec.lua);
+**   bits are the value bits (bool: 1, else 8 * size);
+** - flags are derived from the enum's order (the macros above): exactly one
+**   of GJ_TF_BOOL, GJ_TF_INT, GJ_TF_FLOAT; GJ_TF_SIGNED only with
+**   GJ_TF_INT; GJ_TF_INT64 for the 64-bit integers (boxed cdata in LuaJIT);
+** - spell holds the other C spellings that mean the type ("int",
+**   "unsigned char", "size_t"), at most GJ_TYPE_NSPELL, the unused slots
+**   NULL; no spelling appears twice in the whole table.  int is 32 bits and
+**   long 64, as on every LP64 host LuaJIT runs on (gj_type.c checks it);
+**   "char" is int8_t whatever the host's char signedness.
+** A struct type would be one more entry (with its own kind flag). */
+#define GJ_TF_BOOL   0x01u
+#define GJ_TF_INT    0x02u
+#define GJ_TF_FLOAT  0x04u
+#define GJ_TF_SIGNED 0x08u
+#define GJ_TF_INT64  0x10u
+
+#define GJ_TYPE_NSPELL 10
+
+typedef struct gj_typeinfo {
+  const char *name;
+  uint8_t scalar;      /* gj_scalar */
+  uint8_t size;        /* bytes in memory */
+  uint8_t align;       /* bytes */
+  uint8_t bits;        /* value bits */
+  uint8_t flags;       /* GJ_TF_* */
+  const char *spell[GJ_TYPE_NSPELL];
+} gj_typeinfo;
+
+/* Indexed by gj_scalar. */
+extern const gj_typeinfo gj_types[GJ_SCALAR__MAX];
+
+const char *gj_scalar_name(gj_scalar s);     /* "int32_t", "float", ...; "?" */
 int gj_scalar_size(gj_scalar s);             /* bytes in memory (bool: 1) */
 int gj_scalar_bits(gj_scalar s);             /* value bits (bool: 1) */
-/* Canonical names and the usual C spellings ("int", "unsigned char", ...).
-** Returns 0 and sets *out, or -1 for an unknown name. */
+/* A canonical name or one of the entries' C spellings.  Returns 0 and sets
+** *out, or -1 for an unknown name. */
 int gj_scalar_parse(const char *name, gj_scalar *out);
 
 /* Lua numbers that hold whole values (docs/typing.md, "Whole numbers").  A

@@ -4,6 +4,7 @@
 --   gpujit.types     type names, FFI ctypes and Lua values
 --   gpujit.array     device arrays
 --   gpujit.sim       the "sim" backend and the intrinsic functions
+--   gpujit.loadcore  requires the compiled core, once
 -- and in the compiled core, gpujit.core (build/gpujit/core.so).
 local ffi = require("ffi")
 local types = require("gpujit.types")
@@ -28,12 +29,8 @@ local raise = dispatch.raise
 
 local core, core_error, lib, ctx
 do
-  local ok, c = pcall(require, "gpujit.core")
-  if ok and type(c) == "table" then
-    core = c
-  else
-    core_error = tostring(c)
-  end
+  local loaded = require("gpujit.loadcore")
+  core, core_error = loaded.core, loaded.error
 end
 
 if core then

@@ -1,6 +1,6 @@
 -- gpujit.types: type names, FFI ctypes and Lua values -> kernel type names.
 --
--- Canonical type names are the scalar names of src/gj_type.h ("bool",
+-- Canonical type names are those of the core's type table (below; "bool",
 -- "int8_t" ... "uint64_t", "float", "double") and "<scalar>[]" for arrays.
 -- Everything here runs on cold paths, except `tag`, which the dispatcher
 -- calls on a cache miss, and the memoized `ctype_info`.
@@ -8,44 +8,86 @@ local ffi = require("ffi")
 
 local M = {}
 
-M.scalars = {
-  "bool", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
-  "int64_t", "uint64_t", "float", "double",
-}
+---------------------------------------------------------------------------
+-- The type table.
+--
+-- It is the core's: gj_types in src/gj_type.h, one entry per kind with its
+-- canonical name, size, alignment, kind and C spellings, read once here
+-- through core.types() (a cold path; launches never look at it).  Nothing
+-- below writes a size, a kind or a spelling of its own.
+--
+-- Without the compiled core (the sim backend runs without it) the entries
+-- are derived once from LuaJIT's FFI instead: FFI_SPELLINGS lists the
+-- spellings the core knows, and for each the FFI gives the size and the
+-- alignment (ffi.sizeof, ffi.alignof), stored values give the kind (a bool
+-- reads back a boolean, a float keeps 0.5, a signed integer keeps -1), and
+-- the canonical name follows from the kind and the size ("int" .. bits ..
+-- "_t", "uint" .. bits .. "_t", "float", "double", "bool").  The list is
+-- names only; spec/types_spec.lua checks that deriving from it gives exactly
+-- core.types(), so a kind added to the core without it fails there.
 
-local size = {
-  bool = 1, int8_t = 1, uint8_t = 1, int16_t = 2, uint16_t = 2,
-  int32_t = 4, uint32_t = 4, int64_t = 8, uint64_t = 8, float = 4, double = 8,
-}
-M.size = size
+local FFI_SPELLINGS = "bool,_Bool,int8_t,char,signed char,uint8_t,unsigned char,"
+  .. "int16_t,short,short int,signed short,uint16_t,unsigned short,unsigned short int,"
+  .. "int32_t,int,signed,signed int,uint32_t,unsigned int,unsigned,"
+  .. "int64_t,long,long int,signed long,long long,long long int,ssize_t,ptrdiff_t,intptr_t,"
+  .. "uint64_t,unsigned long,unsigned long int,unsigned long long,unsigned long long int,"
+  .. "size_t,uintptr_t,float,double"
 
-local is_scalar = {}
-for _, s in ipairs(M.scalars) do is_scalar[s] = true end
-M.is_scalar = is_scalar
+-- The entries core.types() would return, derived from the FFI (above), in
+-- the order of their first spelling in the list.
+function M.ffi_entries()
+  local list, by_name = {}, {}
+  for sp in FFI_SPELLINGS:gmatch("[^,]+") do
+    local ct = ffi.typeof(sp)
+    -- sp .. "[1]", not ffi.typeof("$[1]", ct): under busted (LuaJIT
+    -- 2.1.0-beta3, JIT on or off) that gave "bool [1]" for every ct here
+    local sz, cell = ffi.sizeof(ct), ffi.new(sp .. "[1]")
+    cell[0] = 2
+    local isbool = type(cell[0]) == "boolean"
+    cell[0] = 0.5
+    local isfloat = not isbool and cell[0] ~= 0
+    local isint = not (isbool or isfloat)
+    if isint then cell[0] = -1 end
+    local signed = isint and cell[0] < 0
+    local name = isbool and "bool" or isfloat and (sz == 4 and "float" or "double")
+      or (signed and "int" or "uint") .. 8 * sz .. "_t"
+    local e = by_name[name]
+    if not e then
+      e = { name = name, size = sz, align = ffi.alignof(ct), bits = isbool and 1 or 8 * sz,
+            bool = isbool, int = isint, float = isfloat, signed = signed,
+            int64 = isint and sz == 8, spellings = {} }
+      by_name[name] = e
+      list[#list + 1] = e
+    end
+    if sp ~= name then e.spellings[#e.spellings + 1] = sp end
+  end
+  return list
+end
 
-M.is_int = {
-  int8_t = true, uint8_t = true, int16_t = true, uint16_t = true,
-  int32_t = true, uint32_t = true, int64_t = true, uint64_t = true,
-}
-M.is_float = { float = true, double = true }
-M.is_int64 = { int64_t = true, uint64_t = true }
+do
+  local core = require("gpujit.loadcore").core
+  if core and core.types then
+    M.entries, M.source = core.types(), "core"
+  else
+    M.entries, M.source = M.ffi_entries(), "ffi"
+  end
+end
 
--- The C spellings gj_scalar_parse accepts, and a few more.
-local aliases = {
-  _Bool = "bool",
-  char = "int8_t", ["signed char"] = "int8_t", ["unsigned char"] = "uint8_t",
-  short = "int16_t", ["short int"] = "int16_t", ["signed short"] = "int16_t",
-  ["unsigned short"] = "uint16_t", ["unsigned short int"] = "uint16_t",
-  int = "int32_t", signed = "int32_t", ["signed int"] = "int32_t",
-  ["unsigned int"] = "uint32_t", unsigned = "uint32_t",
-  long = "int64_t", ["long int"] = "int64_t", ["signed long"] = "int64_t",
-  ["unsigned long"] = "uint64_t", ["unsigned long int"] = "uint64_t",
-  ["long long"] = "int64_t", ["long long int"] = "int64_t",
-  ["unsigned long long"] = "uint64_t", ["unsigned long long int"] = "uint64_t",
-  size_t = "uint64_t", ssize_t = "int64_t", ptrdiff_t = "int64_t",
-  intptr_t = "int64_t", uintptr_t = "uint64_t",
-}
-M.aliases = aliases
+M.scalars = {}     -- canonical names, in the core's order (gj_scalar)
+M.size = {}        -- name -> bytes
+M.align = {}       -- name -> bytes
+M.is_scalar = {}   -- name -> true
+M.is_int = {}      -- integer kinds
+M.is_float = {}    -- float, double
+M.is_int64 = {}    -- the 64-bit integers (boxed cdata in LuaJIT)
+M.aliases = {}     -- C spelling -> name ("int" -> "int32_t")
+for i, e in ipairs(M.entries) do
+  local n = e.name
+  M.scalars[i], M.size[n], M.align[n], M.is_scalar[n] = n, e.size, e.align, true
+  M.is_int[n], M.is_float[n], M.is_int64[n] = e.int or nil, e.float or nil, e.int64 or nil
+  for _, sp in ipairs(e.spellings) do M.aliases[sp] = n end
+end
+local size, is_scalar, aliases = M.size, M.is_scalar, M.aliases
 
 local function trim(s)
   return (s:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " "))
