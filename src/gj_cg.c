@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <lua.h>
-
 #include "gj_cg_int.h"
 #include "gj_fault.h"
 #include "gj_intr.h"

@@ -28,6 +28,7 @@
 #include <lauxlib.h>
 
 #include "gj_cg.h"
+#include "gj_kv_lua.h"
 #include "gj_pipeline.h"
 #include "gj_plugin.h"
 #include "gj_target.h"
@@ -484,8 +485,9 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */
-  gj_cs_init(&cs, L, ctx, &ctx->bcmap, o->single, o->name, err);
-  if (gj_typer_kernel(&cs, fidx, o->nparams, params, &kfn)) goto done;
+  gj_cs_init(&cs, gj_kv_lua_open(L, fidx, ctx->ref_intr, &ctx->bcmap),
+             &ctx->bcmap, o->single, o->name, err);
+  if (gj_typer_kernel(&cs, o->nparams, params, &kfn)) goto done;
   if (frontend_hooks(&ps, &kd, &cs, err)) goto done;
   lap(out, GJ_ST_FRONTEND, &t0);
 

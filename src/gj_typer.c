@@ -7,19 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <lauxlib.h>
-#include <lua.h>
-
-#include "gj_ctx.h"
 #include "gj_typer.h"
 #include "gj_typer_int.h"
 
-void gj_cs_init(gj_cs *cs, lua_State *L, struct gj_ctx *ctx, const gj_bcmap *map,
-                int single, const char *kname, gj_err *err)
+void gj_cs_init(gj_cs *cs, gj_kvsrc *src, const gj_bcmap *map, int single,
+                const char *kname, gj_err *err)
 {
   memset(cs, 0, sizeof(*cs));
-  cs->L = L;
-  cs->ctx = ctx;
+  cs->src = src;
   cs->map = map;
   cs->single = single;
   cs->kname = kname;
@@ -35,24 +30,24 @@ static void fn_free(gj_fn *fn)
   free(fn);
 }
 
+/* A proto read through the source, and its memory. */
+static void proto_free(gj_cs *cs, gj_proto *p)
+{
+  cs->src->ops->unread(cs->src, p);
+  free(p);
+}
+
 void gj_cs_free(gj_cs *cs)
 {
   int i;
   for (i = 0; i < cs->nfns; i++) {
     gj_fn *fn = cs->fns[i];
-    if (fn->kv < 0 && fn->proto) {  /* the kernel's own proto */
-      gj_bc_free(cs->L, fn->proto);
-      free(fn->proto);
-    }
+    if (fn->kv < 0 && fn->proto) proto_free(cs, fn->proto);  /* the kernel's */
     fn_free(fn);
   }
-  for (i = 0; i < cs->nkv; i++) {
-    if (cs->kv[i].proto) {
-      gj_bc_free(cs->L, cs->kv[i].proto);
-      free(cs->kv[i].proto);
-    }
-    luaL_unref(cs->L, LUA_REGISTRYINDEX, cs->kv[i].ref);
-  }
+  for (i = 0; i < cs->nkv; i++)
+    if (cs->kv[i].proto) proto_free(cs, cs->kv[i].proto);
+  if (cs->src) cs->src->ops->close(cs->src);   /* and the kvs' handles */
   free(cs->kv);
   free(cs->fns);
   memset(cs, 0, sizeof(*cs));
@@ -345,21 +340,19 @@ static int type_fn(gj_cs *cs, gj_fn *fn)
   return rc;
 }
 
-int gj_typer_kernel(gj_cs *cs, int fidx, int nparams, const gj_ty *params,
-                    gj_fn **out)
+int gj_typer_kernel(gj_cs *cs, int nparams, const gj_ty *params, gj_fn **out)
 {
-  gj_proto *p = calloc(1, sizeof(gj_proto));
+  gj_proto *p = cs->src ? calloc(1, sizeof(gj_proto)) : NULL;
   gj_fn *fn;
   if (!p) return gj_err_set(cs->err, "out of memory");
-  if (gj_bc_read(cs->L, fidx, cs->map, p, cs->err)) {
+  if (cs->src->ops->read(cs->src, cs->src->kernel, p, cs->err)) {
     free(p);
     return in_kernel(cs);
   }
   snprintf(p->name, sizeof(p->name), "%s", cs->kname);
   if (p->nparams != nparams) {
     int n = p->nparams;
-    gj_bc_free(cs->L, p);
-    free(p);
+    proto_free(cs, p);
     return gj_err_set(cs->err, "kernel %s takes %d argument%s, %d type%s given",
                       cs->kname, n, n == 1 ? "" : "s", nparams,
                       nparams == 1 ? "" : "s");
@@ -371,8 +364,7 @@ int gj_typer_kernel(gj_cs *cs, int fidx, int nparams, const gj_ty *params,
   }
   fn = fn_new(cs, -1, p, nparams, params);
   if (!fn) {
-    gj_bc_free(cs->L, p);
-    free(p);
+    proto_free(cs, p);
     return gj_err_set(cs->err, "out of memory");
   }
   *out = fn;
@@ -389,13 +381,10 @@ int gj_typer_callee(gj_cs *cs, int kv, int nargs, const gj_ty *args,
   if (!k->proto) {
     gj_proto *p = calloc(1, sizeof(gj_proto));
     if (!p) return gj_err_set(cs->err, "out of memory");
-    lua_rawgeti(cs->L, LUA_REGISTRYINDEX, k->ref);
-    if (gj_bc_read(cs->L, -1, cs->map, p, cs->err)) {
-      lua_pop(cs->L, 1);
+    if (cs->src->ops->read(cs->src, k->h, p, cs->err)) {
       free(p);
       return in_kernel(cs);
     }
-    lua_pop(cs->L, 1);
     snprintf(p->name, sizeof(p->name), "%s", k->name);
     k->proto = p;
   }

@@ -14,6 +14,7 @@
 
 #include "gj_bc.h"
 #include "gj_err.h"
+#include "gj_kv.h"
 #include "gj_type.h"
 
 typedef enum gj_tk {
@@ -75,12 +76,13 @@ typedef struct gj_ty {
 } gj_ty;
 
 /* Known Lua values: tables and functions reached through upvalues, globals
-** and fields of known tables. */
+** and fields of known tables.  One entry per value: two ways to reach it
+** give the same entry, so `f == math.sin` is decided while typing. */
 typedef enum { GJ_KV_TABLE, GJ_KV_FUNC, GJ_KV_INTR } gj_kvkind;
 
 typedef struct gj_kv {
   gj_kvkind kind;
-  int ref;          /* registry reference to the value */
+  int h;            /* the value's handle in cs->src (gj_kv.h) */
   int intr;         /* GJ_KV_INTR: gj_intr */
   char name[96];    /* how the kernel reached it, for messages */
   struct gj_proto *proto;   /* GJ_KV_FUNC: read on first call */
@@ -119,11 +121,9 @@ typedef struct gj_fn {
   uint32_t frame_bytes;  /* codegen: its frame, when resumable */
 } gj_fn;
 
-struct gj_ctx;
-
 typedef struct gj_cs {
-  lua_State *L;
-  struct gj_ctx *ctx;
+  gj_kvsrc *src;         /* the frontend: the kernel and the values it
+                         ** reaches (gj_kv.h); the session owns it */
   const gj_bcmap *map;
   int single;            /* precision = "single" */
   int id_ranges;         /* the ids have rng [0, 2^31 - 1]: set when a
@@ -154,13 +154,15 @@ typedef struct gj_edges {
   int copy_d;
 } gj_edges;
 
-void gj_cs_init(gj_cs *cs, lua_State *L, struct gj_ctx *ctx, const gj_bcmap *map,
-                int single, const char *kname, gj_err *err);
+/* The session takes src over (NULL: memory ran out, which
+** gj_typer_kernel reports) and closes it in gj_cs_free.  map: the opcode
+** map src reads bytecode with (fr2 shapes calls). */
+void gj_cs_init(gj_cs *cs, gj_kvsrc *src, const gj_bcmap *map, int single,
+                const char *kname, gj_err *err);
 void gj_cs_free(gj_cs *cs);
 
-/* Type the kernel: the function at stack index fidx with param types. */
-int gj_typer_kernel(gj_cs *cs, int fidx, int nparams, const gj_ty *params,
-                    gj_fn **out);
+/* Type the kernel, src->kernel, with param types. */
+int gj_typer_kernel(gj_cs *cs, int nparams, const gj_ty *params, gj_fn **out);
 
 /* Type one instruction: st holds the state before it, afterwards the state
 ** after it (for branches: the fall-through state; edges says which edges

@@ -20,7 +20,7 @@
 ** -0.  Unknown bounds (a weak int variable, a value whose range a loop
 ** widened) may hold anything.  With precision = "single" the kernel does
 ** not promise LuaJIT's doubles, and integers stay integers. */
-static int lua_int(const gj_cs *cs, gj_ty t)
+static int luanum_int(const gj_cs *cs, gj_ty t)
 {
   if (cs && cs->single) return 0;
   return t.k == GJ_T_WINT ||
@@ -122,7 +122,7 @@ gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b)
     if (t.k == GJ_T_WFLT) f.k = GJ_T_WFLT;
     return f;
   }
-  if (op == GJ_BC_MULVV && lua_int(cs, t) &&
+  if (op == GJ_BC_MULVV && luanum_int(cs, t) &&
       ((may_zero(a) && may_neg(b)) || (may_zero(b) && may_neg(a))))
     return negzero_dbl(t);   /* 0 * -3 is -0 */
   if (t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) &&
@@ -146,7 +146,7 @@ gj_ty gj_typer_unm(const gj_cs *cs, gj_ty b)
     a = gj_ty_num(GJ_I64);
     a.cint = (uint8_t)cint;
   }
-  if ((a.lnum || lua_int(cs, a)) && may_zero(b))
+  if ((a.lnum || luanum_int(cs, a)) && may_zero(b))
     return a.lnum ? gj_ty_num(gj_ty_deffloat(cs)) : negzero_dbl(a);   /* -0 */
   if (a.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)a.s)) {
     a.rng = 0;

@@ -8,10 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <lauxlib.h>
-#include <lua.h>
-
-#include "gj_ctx.h"
 #include "gj_intr.h"
 #include "gj_typer.h"
 #include "gj_typer_int.h"
@@ -102,80 +98,22 @@ int gj_typer_num_operand(gj_cs *cs, gj_fn *fn, int i, gj_ty t,
 
 /* --- Known values ------------------------------------------------------ */
 
-static int intr_of_top(gj_cs *cs)
+/* The handle of fn's own function in cs->src. */
+static int fn_handle(const gj_cs *cs, const gj_fn *fn)
 {
-  lua_State *L = cs->L;
-  int r = -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, cs->ctx->ref_intr);
-  lua_pushvalue(L, -2);
-  lua_rawget(L, -2);
-  if (lua_isstring(L, -1)) r = gj_intr_lookup(lua_tostring(L, -1));
-  lua_pop(L, 2);
-  return r;
+  return fn->kv < 0 ? cs->src->kernel : cs->kv[fn->kv].h;
 }
 
-/* The value on the stack top (popped) as a type: numbers and booleans are
-** constants, tables and functions known values. */
-static int resolve_top(gj_cs *cs, gj_fn *fn, int i, const char *name,
-                       gj_ty *out)
+/* Table or function h as a known value: the entry it already has, or a
+** new one that keeps h. */
+static int resolve_kv(gj_cs *cs, const char *name, int h,
+                      const gj_kvinfo *info, gj_ty *out)
 {
-  lua_State *L = cs->L;
+  gj_kvsrc *src = cs->src;
   int k;
-  switch (lua_type(L, -1)) {
-  case LUA_TNUMBER:
-    *out = gj_ty_const(lua_tonumber(L, -1));
-    lua_pop(L, 1);
-    return 0;
-  case LUA_TBOOLEAN:
-    *out = ty_bool(1, lua_toboolean(L, -1));
-    lua_pop(L, 1);
-    return 0;
-  case LUA_TSTRING:   /* usable only as a type name */
-    *out = ty_str(lua_tostring(L, -1));
-    lua_pop(L, 1);
-    return 0;
-  case LUA_TNIL:   /* usable only where nil is: in comparisons */
-    lua_pop(L, 1);
-    *out = gj_ty_kind(GJ_T_NIL);
-    return 0;
-  case LUA_TTABLE: case LUA_TFUNCTION:
-    break;
-  default: {
-    /* an FFI ctype of a number type, e.g. ffi.typeof("float"), is a type
-    ** name like the string "float" */
-    if (strcmp(luaL_typename(L, -1), "cdata") == 0) {
-      const char *str;
-      size_t len;
-      lua_getglobal(L, "tostring");
-      lua_pushvalue(L, -2);
-      lua_call(L, 1, 1);
-      str = lua_tolstring(L, -1, &len);
-      if (str && len > 7 && strncmp(str, "ctype<", 6) == 0 && str[len - 1] == '>') {
-        char nm[64];
-        snprintf(nm, sizeof(nm), "%.*s", (int)(len - 7), str + 6);
-        *out = ty_str(nm);
-        lua_pop(L, 2);
-        if (out->s != GJ_SCALAR__MAX) return 0;
-        return gj_typer_error(cs, fn, i, "'%s' is an FFI ctype that is not a "
-                                         "number type", name);
-      }
-      lua_pop(L, 1);
-    }
-    {
-    const char *tn = luaL_typename(L, -1);
-    lua_pop(L, 1);
-    return gj_typer_error(cs, fn, i, "'%s' is a %s, which a kernel cannot use",
-                          name, tn);
-    }
-  }
-  }
   for (k = 0; k < cs->nkv; k++) {
-    int same;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, cs->kv[k].ref);
-    same = lua_rawequal(L, -1, -2);
-    lua_pop(L, 1);
-    if (same) {
-      lua_pop(L, 1);
+    if (src->ops->same(src, cs->kv[k].h, h)) {
+      src->ops->release(src, h);
       *out = gj_ty_kind(GJ_T_KV);
       out->aux = k;
       return 0;
@@ -185,7 +123,7 @@ static int resolve_top(gj_cs *cs, gj_fn *fn, int i, const char *name,
     int m = cs->maxkv ? cs->maxkv * 2 : 16;
     gj_kv *n = realloc(cs->kv, sizeof(gj_kv) * (size_t)m);
     if (!n) {
-      lua_pop(L, 1);
+      src->ops->release(src, h);
       return gj_err_set(cs->err, "out of memory");
     }
     cs->kv = n;
@@ -195,14 +133,47 @@ static int resolve_top(gj_cs *cs, gj_fn *fn, int i, const char *name,
     gj_kv *kv = &cs->kv[cs->nkv];
     memset(kv, 0, sizeof(*kv));
     snprintf(kv->name, sizeof(kv->name), "%s", name);
-    kv->intr = lua_isfunction(L, -1) ? intr_of_top(cs) : -1;
-    kv->kind = lua_istable(L, -1) ? GJ_KV_TABLE
-             : kv->intr >= 0      ? GJ_KV_INTR
-                                  : GJ_KV_FUNC;
-    kv->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    kv->intr = info->intr ? gj_intr_lookup(info->intr) : -1;
+    kv->kind = info->cls == GJ_KVC_TABLE ? GJ_KV_TABLE
+             : kv->intr >= 0            ? GJ_KV_INTR
+                                        : GJ_KV_FUNC;
+    kv->h = h;
   }
   *out = gj_ty_kind(GJ_T_KV);
   out->aux = cs->nkv++;
+  return 0;
+}
+
+/* Value h (the handle is this function's to keep or release) reached as
+** `name`, as a type: numbers and booleans are constants, tables and
+** functions known values. */
+static int resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
+                   gj_ty *out)
+{
+  gj_kvsrc *src = cs->src;
+  gj_kvinfo info;
+  src->ops->classify(src, h, &info);
+  switch (info.cls) {
+  case GJ_KVC_TABLE: case GJ_KVC_FUNCTION:
+    return resolve_kv(cs, name, h, &info, out);
+  case GJ_KVC_NUMBER: *out = gj_ty_const(info.num); break;
+  case GJ_KVC_BOOLEAN: *out = ty_bool(1, info.num != 0); break;
+  case GJ_KVC_STRING: *out = ty_str(info.str); break;  /* only a type name */
+  case GJ_KVC_NIL: *out = gj_ty_kind(GJ_T_NIL); break;  /* only in comparisons */
+  case GJ_KVC_CTYPE:
+    /* an FFI ctype of a number type, e.g. ffi.typeof("float"), is a type
+    ** name like the string "float" */
+    *out = ty_str(info.str);
+    if (out->s != GJ_SCALAR__MAX) break;
+    src->ops->release(src, h);
+    return gj_typer_error(cs, fn, i, "'%s' is an FFI ctype that is not a "
+                                     "number type", name);
+  default:
+    src->ops->release(src, h);
+    return gj_typer_error(cs, fn, i, "'%s' is a %s, which a kernel cannot use",
+                          name, info.str);
+  }
+  src->ops->release(src, h);   /* the strings stay (gj_kv.h) */
   return 0;
 }
 
@@ -211,48 +182,28 @@ static int resolve_field(gj_cs *cs, gj_fn *fn, int i, int kv, const char *key,
                          int idx, gj_ty *out)
 {
   char name[160];
-  lua_State *L = cs->L;
   if (key) snprintf(name, sizeof(name), "%s.%s", cs->kv[kv].name, key);
   else snprintf(name, sizeof(name), "%s[%d]", cs->kv[kv].name, idx);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, cs->kv[kv].ref);
-  if (key) lua_getfield(L, -1, key);
-  else lua_rawgeti(L, -1, idx);
-  lua_remove(L, -2);
-  return resolve_top(cs, fn, i, name, out);
-}
-
-static void fn_push(gj_cs *cs, gj_fn *fn)
-{
-  if (fn->kv < 0) lua_rawgeti(cs->L, LUA_REGISTRYINDEX, fn->proto->fnref);
-  else lua_rawgeti(cs->L, LUA_REGISTRYINDEX, cs->kv[fn->kv].ref);
+  return resolve(cs, fn, i, name,
+                 cs->src->ops->field(cs->src, cs->kv[kv].h, key, idx), out);
 }
 
 static int resolve_upvalue(gj_cs *cs, gj_fn *fn, int i, int uv, gj_ty *out)
 {
-  lua_State *L = cs->L;
   const char *nm;
   char name[96];
-  fn_push(cs, fn);
-  nm = lua_getupvalue(L, -1, uv + 1);
-  if (!nm) {
-    lua_pop(L, 1);
-    return gj_typer_error(cs, fn, i, "bad upvalue %d", uv);
-  }
+  int h;
+  nm = cs->src->ops->upvalue(cs->src, fn_handle(cs, fn), uv, &h);
+  if (!nm) return gj_typer_error(cs, fn, i, "bad upvalue %d", uv);
   snprintf(name, sizeof(name), "%s", *nm ? nm : "?");
-  lua_remove(L, -2);
-  return resolve_top(cs, fn, i, name, out);
+  return resolve(cs, fn, i, name, h, out);
 }
 
 static int resolve_global(gj_cs *cs, gj_fn *fn, int i, const char *name,
                           gj_ty *out)
 {
-  lua_State *L = cs->L;
-  fn_push(cs, fn);
-  lua_getfenv(L, -1);
-  lua_getfield(L, -1, name);
-  lua_remove(L, -2);
-  lua_remove(L, -2);
-  return resolve_top(cs, fn, i, name, out);
+  return resolve(cs, fn, i, name,
+                 cs->src->ops->global(cs->src, fn_handle(cs, fn), name), out);
 }
 
 /* --- Arithmetic -------------------------------------------------------- */
@@ -328,25 +279,20 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
 
 /* A C function the kernel calls that has no kernel form.  math.random
 ** and friends are named as such (they are math.*, but not the subset's). */
-static int is_math_fn(lua_State *L, int ref, const char *field)
+static int is_math_fn(gj_cs *cs, int h, const char *field)
 {
-  int same;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
-  lua_getglobal(L, "math");
-  if (lua_istable(L, -1))
-    lua_getfield(L, -1, field);
-  else
-    lua_pushnil(L);
-  same = lua_rawequal(L, -1, -3);
-  lua_pop(L, 3);
+  gj_kvsrc *src = cs->src;
+  int m = src->ops->stdlib(src, "math", field);
+  int same = src->ops->same(src, h, m);
+  src->ops->release(src, m);
   return same;
 }
 
 static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
 {
   const char *name = cs->kv[kv].name;
-  int rs = is_math_fn(cs->L, cs->kv[kv].ref, "randomseed");
-  if (rs || is_math_fn(cs->L, cs->kv[kv].ref, "random"))
+  int rs = is_math_fn(cs, cs->kv[kv].h, "randomseed");
+  if (rs || is_math_fn(cs, cs->kv[kv].h, "random"))
     return gj_typer_error(cs, fn, i, "'%s'%s has no kernel form (kernels keep "
                           "no random state): draw by counter, e.g. "
                           "gpu.uniform(seed, gpu.global_id(0)) (docs/api.md, "
@@ -388,11 +334,10 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
       return -1;
   } else {
     gj_fn *callee;
-    int rc, iscf;
-    lua_rawgeti(cs->L, LUA_REGISTRYINDEX, cs->kv[f.aux].ref);
-    iscf = lua_iscfunction(cs->L, -1);
-    lua_pop(cs->L, 1);
-    if (iscf)
+    gj_kvinfo info;
+    int rc;
+    cs->src->ops->classify(cs->src, cs->kv[f.aux].h, &info);
+    if (info.cfunc)
       return unknown_cfunction(cs, fn, i, f.aux);
     rc = gj_typer_callee(cs, f.aux, nargs, args, in->line, fn, &callee);
     if (rc == -2)
@@ -591,10 +536,8 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_UGET:
     return resolve_upvalue(cs, fn, i, in->d, &S(in->a));
   case GJ_BC_USETV: case GJ_BC_USETS: case GJ_BC_USETN: case GJ_BC_USETP: {
-    const char *nm;
-    fn_push(cs, fn);
-    nm = lua_getupvalue(cs->L, -1, in->a + 1);
-    lua_pop(cs->L, nm ? 2 : 1);
+    const char *nm = cs->src->ops->upvalue(cs->src, fn_handle(cs, fn), in->a,
+                                           NULL);
     return gj_typer_error(cs, fn, i, "assigning to upvalue '%s' is not "
                                      "supported in kernels (upvalues are "
                                      "read once, as constants)",

@@ -1,0 +1,270 @@
+/*
+** Known values over a lua_State (gj_kv.h): what the typer learns about the
+** upvalues, globals and table fields a kernel reaches, read with the Lua C
+** API so that the typer needs none of it.
+**
+** The values live in one private table, anchored in the registry while the
+** source is open: handle h is T[h] (the kernel function is T[1]), and a
+** released handle is set to nil (the newest one is then given out again).  Every string handed out is the text of a
+** Lua string kept as a key, T[s] = true, so it outlives the value it came
+** from (a field that __index computed, a name copied out of a proto) until
+** close; Lua strings never move, so their text pointers stay put.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "gj_kv_lua.h"
+
+typedef struct kvlua {
+  gj_kvsrc src;      /* first: what the typer holds */
+  lua_State *L;
+  int ref;           /* registry: the table T */
+  int n;             /* handles given out so far: 1 .. n */
+  int ref_intr;      /* registry: intrinsic function -> its name */
+  const gj_bcmap *map;
+} kvlua;
+
+static kvlua *of(gj_kvsrc *src)
+{
+  return (kvlua *)src;
+}
+
+/* Push T[h]. */
+static void push(kvlua *k, int h)
+{
+  lua_rawgeti(k->L, LUA_REGISTRYINDEX, k->ref);
+  lua_rawgeti(k->L, -1, h);
+  lua_remove(k->L, -2);
+}
+
+/* Pop the value on the top into a new handle. */
+static int put(kvlua *k)
+{
+  lua_State *L = k->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);
+  lua_insert(L, -2);
+  lua_rawseti(L, -2, ++k->n);
+  lua_pop(L, 1);
+  return k->n;
+}
+
+/* The text of the string at stack index idx, kept until close. */
+static const char *keep(kvlua *k, int idx)
+{
+  lua_State *L = k->L;
+  const char *s;
+  lua_pushvalue(L, idx);
+  s = lua_tostring(L, -1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);
+  lua_pushvalue(L, -2);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 2);
+  return s;
+}
+
+static const char *kv_upvalue(gj_kvsrc *src, int fn, int n, int *h)
+{
+  kvlua *k = of(src);
+  lua_State *L = k->L;
+  const char *nm;
+  push(k, fn);
+  nm = lua_getupvalue(L, -1, n + 1);
+  if (!nm) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  lua_pushstring(L, nm);
+  nm = keep(k, -1);
+  lua_pop(L, 1);
+  if (h) *h = put(k);
+  else lua_pop(L, 1);
+  lua_pop(L, 1);
+  return nm;
+}
+
+static int kv_global(gj_kvsrc *src, int fn, const char *name)
+{
+  kvlua *k = of(src);
+  lua_State *L = k->L;
+  push(k, fn);
+  lua_getfenv(L, -1);
+  lua_getfield(L, -1, name);
+  lua_remove(L, -2);
+  lua_remove(L, -2);
+  return put(k);
+}
+
+static int kv_stdlib(gj_kvsrc *src, const char *lib, const char *key)
+{
+  kvlua *k = of(src);
+  lua_State *L = k->L;
+  lua_getglobal(L, lib);
+  if (lua_istable(L, -1))
+    lua_getfield(L, -1, key);
+  else
+    lua_pushnil(L);
+  lua_remove(L, -2);
+  return put(k);
+}
+
+static int kv_field(gj_kvsrc *src, int t, const char *key, int idx)
+{
+  kvlua *k = of(src);
+  push(k, t);
+  if (key) lua_getfield(k->L, -1, key);
+  else lua_rawgeti(k->L, -1, idx);
+  lua_remove(k->L, -2);
+  return put(k);
+}
+
+/* The name under which core.intrinsic registered the function on the top,
+** or NULL. */
+static const char *intr_name(kvlua *k)
+{
+  lua_State *L = k->L;
+  const char *r = NULL;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref_intr);
+  lua_pushvalue(L, -2);
+  lua_rawget(L, -2);
+  if (lua_isstring(L, -1)) r = keep(k, -1);
+  lua_pop(L, 2);
+  return r;
+}
+
+/* The cdata on the top: an FFI ctype (tostring gives "ctype<NAME>") or
+** another cdata. */
+static void classify_cdata(kvlua *k, gj_kvinfo *info)
+{
+  lua_State *L = k->L;
+  const char *s;
+  size_t len;
+  lua_getglobal(L, "tostring");
+  lua_pushvalue(L, -2);
+  lua_call(L, 1, 1);
+  s = lua_tolstring(L, -1, &len);
+  if (s && len > 7 && strncmp(s, "ctype<", 6) == 0 && s[len - 1] == '>') {
+    lua_pushlstring(L, s + 6, len - 7);
+    info->cls = GJ_KVC_CTYPE;
+    info->str = keep(k, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
+{
+  kvlua *k = of(src);
+  lua_State *L = k->L;
+  memset(info, 0, sizeof(*info));
+  push(k, h);
+  switch (lua_type(L, -1)) {
+  case LUA_TNIL: info->cls = GJ_KVC_NIL; break;
+  case LUA_TNUMBER:
+    info->cls = GJ_KVC_NUMBER;
+    info->num = lua_tonumber(L, -1);
+    break;
+  case LUA_TBOOLEAN:
+    info->cls = GJ_KVC_BOOLEAN;
+    info->num = lua_toboolean(L, -1);
+    break;
+  case LUA_TSTRING:
+    info->cls = GJ_KVC_STRING;
+    info->str = keep(k, -1);
+    break;
+  case LUA_TTABLE: info->cls = GJ_KVC_TABLE; break;
+  case LUA_TFUNCTION:
+    info->cls = GJ_KVC_FUNCTION;
+    info->intr = intr_name(k);
+    info->cfunc = lua_iscfunction(L, -1);
+    break;
+  default:
+    if (strcmp(luaL_typename(L, -1), "cdata") == 0) classify_cdata(k, info);
+    if (info->cls != GJ_KVC_CTYPE) {
+      info->cls = GJ_KVC_OTHER;
+      info->str = luaL_typename(L, -1);   /* a static string */
+    }
+    break;
+  }
+  lua_pop(L, 1);
+}
+
+static int kv_same(gj_kvsrc *src, int a, int b)
+{
+  kvlua *k = of(src);
+  int same;
+  push(k, a);
+  push(k, b);
+  same = lua_rawequal(k->L, -1, -2);
+  lua_pop(k->L, 2);
+  return same;
+}
+
+/* The typer releases most handles right after it classified them, so the
+** newest handle is given out again and T stays as small as the values kept. */
+static void kv_release(gj_kvsrc *src, int h)
+{
+  kvlua *k = of(src);
+  lua_rawgeti(k->L, LUA_REGISTRYINDEX, k->ref);
+  lua_pushnil(k->L);
+  lua_rawseti(k->L, -2, h);
+  lua_pop(k->L, 1);
+  if (h == k->n && h > 1) k->n--;
+}
+
+static int kv_read(gj_kvsrc *src, int fn, gj_proto *p, gj_err *err)
+{
+  kvlua *k = of(src);
+  int rc;
+  push(k, fn);
+  rc = gj_bc_read(k->L, -1, k->map, p, err);
+  lua_pop(k->L, 1);
+  return rc;
+}
+
+static void kv_unread(gj_kvsrc *src, gj_proto *p)
+{
+  gj_bc_free(of(src)->L, p);
+}
+
+static void kv_close(gj_kvsrc *src)
+{
+  kvlua *k = of(src);
+  luaL_unref(k->L, LUA_REGISTRYINDEX, k->ref);
+  free(k);
+}
+
+static const gj_kvops kv_lua_ops = {
+  .upvalue = kv_upvalue,
+  .global = kv_global,
+  .stdlib = kv_stdlib,
+  .field = kv_field,
+  .classify = kv_classify,
+  .same = kv_same,
+  .release = kv_release,
+  .read = kv_read,
+  .unread = kv_unread,
+  .close = kv_close,
+};
+
+gj_kvsrc *gj_kv_lua_open(lua_State *L, int fidx, int ref_intr,
+                         const gj_bcmap *map)
+{
+  kvlua *k = calloc(1, sizeof(*k));
+  if (!k) return NULL;
+  if (fidx < 0 && fidx > LUA_REGISTRYINDEX) fidx = lua_gettop(L) + fidx + 1;
+  k->src.ops = &kv_lua_ops;
+  k->L = L;
+  k->ref_intr = ref_intr;
+  k->map = map;
+  lua_newtable(L);
+  lua_pushvalue(L, fidx);
+  lua_rawseti(L, -2, 1);
+  k->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  k->n = 1;
+  k->src.kernel = 1;
+  return &k->src;
+}
