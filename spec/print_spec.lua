@@ -78,6 +78,20 @@ for _, bk in ipairs(H.compilers) do
   end)
 end
 
+describe("print's arguments", function()
+  it("an FFI ctype is refused (Lua's print writes ctype<float>; a kernel has no such text)", function()
+    local ft = require("ffi").typeof("float")
+    local k = H.gpu.kernel(function(o)
+      o[0] = 1
+      print(ft)
+    end, { name = "printctype" })
+    local ok, msg = pcall(k.inspect_llvm, k, { "double[]" })
+    assert.is_false(ok)
+    assert.is_truthy(tostring(msg):find("print: argument 1 is", 1, true), msg)
+    assert.is_truthy(tostring(msg):find("string constants", 1, true), msg)
+  end)
+end)
+
 describe("the print_buffer option", function()
   it("is a whole number of bytes in 64 .. 2^30", function()
     for _, bad in ipairs({ 0, 63, 100.5, 2 ^ 31, -1 }) do

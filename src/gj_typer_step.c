@@ -162,8 +162,10 @@ static int resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
   case GJ_KVC_NIL: *out = gj_ty_kind(GJ_T_NIL); break;  /* only in comparisons */
   case GJ_KVC_CTYPE:
     /* an FFI ctype of a number type, e.g. ffi.typeof("float"), is a type
-    ** name like the string "float" */
+    ** name like the string "float", but no text for print (Lua writes
+    ** "ctype<float>"): print refuses it */
     *out = ty_str(info.str);
+    out->u.origin = 0;
     if (out->s != GJ_SCALAR__MAX) break;
     src->ops->release(src, h);
     return gj_typer_error(cs, fn, i, "'%s' is an FFI ctype that is not a "
