@@ -42,7 +42,7 @@ CFLAGS  ?= -O2 -g
 # SAN: sanitizer flags for the core and the C tests (make tsan, make check)
 SAN       ?=
 GJ_CFLAGS  = -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
-             -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS) $(SAN)
+             -I$(LUA_INC) -Isrc $(LLVM_CFLAGS) $(SAN)
 GJ_LDFLAGS = -shared $(LLVM_LDFLAGS) $(SAN)
 GJ_LDLIBS  = $(LLVM_LIBS) -lpthread -ldl -lm
 
@@ -224,7 +224,7 @@ lint:
 # cppcheck: the checks and suppressions (each with its reason) are in
 # .cppcheck-suppressions; system headers are not analysed.
 CPPCHECK_FLAGS = --enable=warning,style,performance,portability --std=c11 -q \
-  --error-exitcode=1 --inline-suppr -Isrc -Ibackends \
+  --error-exitcode=1 --inline-suppr -Isrc \
   --suppressions-list=.cppcheck-suppressions
 
 # gpujit's cpu backend vs C/OpenMP and plain LuaJIT, side by side

@@ -25,7 +25,7 @@
 ** next barrier (the work item's state lives in its frame in the scratch
 ** block).  Design and limits: docs/backends.md.
 */
-#include "backend.h"
+#include "gj_backend.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

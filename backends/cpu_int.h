@@ -8,7 +8,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "backend.h"
+#include "gj_backend.h"
 
 /* -- Work-item state and launch block ----------------------------------- */
 
@@ -41,7 +41,7 @@ typedef struct cpu_launch {
   ** barriers (or some finish while others wait); gj_entry then returns */
   int64_t *fault;
   /* bounds-checked kernels (sig.faults): the launch's fault record, which
-  ** the work items claim with a cmpxchg (backends/backend.h) */
+  ** the work items claim with a cmpxchg (src/gj_backend.h) */
   gj_fault *record;
 } cpu_launch;
 

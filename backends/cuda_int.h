@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "gj_backend.h"
 #include "../src/gj_ptx.h"
 
 /* -- The Driver API, declared here and loaded at run time ------------------

@@ -14,7 +14,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "backend.h"
+#include "gj_backend.h"
 
 /* -- The OpenCL API, loaded at run time ----------------------------------- */
 

@@ -1,15 +1,16 @@
 /*
-** What every backend's wrap shares (backends/backend.h): the @gj_body
-** convention, checked once (a wrapper that loads arguments by the signature
-** must find the body it calls shaped by the same signature), and linking
-** IR into the module.
+** Linking IR into a module (the core links the job's intrinsics and
+** libraries; a backend's wrap may link more), and the @gj_body convention
+** checked once for every backend's wrap (a wrapper that loads arguments by
+** the signature must find the body it calls shaped by the same signature).
+** Declared in gj_backend.h.
 */
 #include <string.h>
 
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Linker.h>
 
-#include "../backends/backend.h"
+#include "gj_backend.h"
 
 int gj_link_ir(LLVMModuleRef m, LLVMMemoryBufferRef buf, const char *what,
                gj_err *err)

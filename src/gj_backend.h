@@ -1,5 +1,7 @@
 /*
-** The one interface every backend implements.
+** The one interface every backend implements: the core's contract with
+** its backends, a public header of the core (the core includes no file of
+** a backend, and a backend includes only the core's headers).
 **
 ** The core never asks which backend it talks to: what differs between
 ** targets is data in the compile job (gj_job) and the functions below.
@@ -80,9 +82,9 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
-#include "../src/gj_err.h"
-#include "../src/gj_job.h"
-#include "../src/gj_type.h"
+#include "gj_err.h"
+#include "gj_job.h"
+#include "gj_type.h"
 
 /* gj_device_info.rank of each kind of device: the default device is a CUDA
 ** GPU, else an OpenCL GPU, else the cpu backend (else sim). */
