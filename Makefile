@@ -46,8 +46,8 @@ GJ_CFLAGS  = -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
 GJ_LDFLAGS = -shared $(LLVM_LDFLAGS) $(SAN)
 GJ_LDLIBS  = $(LLVM_LIBS) -lpthread -ldl -lm
 
-SRCS = $(wildcard src/*.c) $(wildcard backends/*.c)
-HDRS = $(wildcard src/*.h) $(wildcard backends/*.h)
+SRCS = $(wildcard src/*.c) $(wildcard targets/*.c) $(wildcard runtimes/*.c)
+HDRS = $(wildcard src/*.h) $(wildcard targets/*.h) $(wildcard runtimes/*.h)
 # gj_build_id: a hash of the sources and flags, part of every cache key, so
 # that a rebuilt core never loads what another build compiled.
 BUILD_ID_C = $(BUILD)/gen/gj_buildid.c
@@ -219,7 +219,7 @@ install-check: all
 
 lint:
 	luacheck lua spec examples bench
-	cppcheck $(CPPCHECK_FLAGS) src backends plugins examples/embed
+	cppcheck $(CPPCHECK_FLAGS) src targets runtimes plugins examples/embed
 
 # cppcheck: the checks and suppressions (each with its reason) are in
 # .cppcheck-suppressions; system headers are not analysed.

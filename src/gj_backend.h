@@ -1,13 +1,26 @@
 /*
 ** The one interface every backend implements: the core's contract with
-** its backends, a public header of the core (the core includes no file of
-** a backend, and a backend includes only the core's headers).
+** its backends, a public header of the core.
 **
 ** The core never asks which backend it talks to: what differs between
 ** targets is data in the compile job (gj_job) and the functions below.
-** Adding a backend is adding its file (backends/NAME.c, split into NAME_*.c
-** when large) that defines a gj_backend, and one
-** line in backends/registry.c.
+** A backend lives outside src/, in two rooms:
+**   targets/   what compiles: the code a target generates around @gj_body
+**              (the job's intrinsics IR, `wrap`, `emit`) and its helpers
+**              (native, native_split: cpu; spir, spir_loops, spirv: opencl;
+**              ptx: NVPTX for cuda and NVIDIA's OpenCL, ptx_cuda; tool:
+**              the external-tool runner)
+**   runtimes/  what runs: drivers, devices, memory, copies, launches (cpu
+**              with its thread pool, opencl, cuda, the shared launch-shape
+**              check dims), and registry.c
+** Both include only the core's headers (src/, by bare name: this one,
+** gj_err.h, gj_job.h, gj_type.h, gj_target.h, gj_cache.h); the core
+** includes neither.  A runtime includes its targets' headers (it fills the
+** launch block their entry points read); a target that needs its
+** runtime's state in wrap or emit includes that runtime's internal header.
+** Adding a backend is adding its files there (runtimes/NAME.c defining a
+** gj_backend, filled by field name; targets/ for its code) and one line in
+** runtimes/registry.c.
 **
 ** Conventions between the core and a backend (see docs/backends.md):
 **
@@ -232,7 +245,7 @@ int gj_link_intrinsics(LLVMModuleRef m, const gj_job *job, gj_err *err);
 int gj_body_check(LLVMValueRef body, const gj_job *job, const gj_sig *sig,
                   const char *bk, gj_err *err);
 
-/* backends/registry.c: every backend compiled in, in default order. */
+/* runtimes/registry.c: every backend compiled in, in default order. */
 extern const gj_backend *const gj_backends[];
 extern const int gj_nbackends;
 

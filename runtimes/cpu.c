@@ -7,9 +7,10 @@
 ** group it loops over z, y, x work items (x innermost) and calls the body,
 ** which is always inlined, so that LLVM sees a plain counted loop and can
 ** vectorize across x.  The work-item state (ids and sizes, see WI_* in
-** cpu_int.h) lives in an alloca of gj_entry; after inlining SROA turns it
-** back into SSA values, so reading an id in the body costs nothing.  `wrap`
-** and the intrinsics IR are in cpu_wrap.c.
+** targets/native.h) lives in an alloca of gj_entry; after inlining SROA
+** turns it back into SSA values, so reading an id in the body costs
+** nothing.  `wrap` and the intrinsics IR are the native target
+** (targets/native.c, targets/native_split.c).
 **
 ** Work items past the global size never run: the per-group loop bounds are
 ** clamped (min(group, global - base)) instead of testing every item, which
@@ -41,9 +42,9 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
-#include "../src/gj_pool.h"
-#include "../src/gj_target.h"
-#include "cpu_int.h"
+#include "pool.h"
+#include "gj_target.h"
+#include "../targets/native.h"
 
 typedef void (*cpu_entry_fn)(void *args, const cpu_launch *launch);
 

@@ -6,7 +6,7 @@
 ** waits for it (launches are synchronous, API.md).
 **
 ** Arguments: the entry's parameters mirror the argument block (layout in
-** cuda_wrap.c), so kernelParams is an array of pointers into the block,
+** targets/ptx_cuda.c), so kernelParams is an array of pointers into the block,
 ** offsets computed once at load, then three pointers to the real global
 ** size, then (a bounds-checked kernel) one to the fault record's address.
 **
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/gj_dims.h"
+#include "dims.h"
 
 #define CU_DEFAULT_GROUP 256
 #define CU_LOGSIZE 8192

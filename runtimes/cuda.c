@@ -20,7 +20,7 @@
 ** context is current, popped again in cu_leave), so that a host program's
 ** own current context is left as it was.
 **
-** Code generation is in cuda_wrap.c (entry point, libdevice, emit);
+** Code generation is in targets/ptx_cuda.c (entry point, libdevice, emit);
 ** programs and launches in cuda_run.c.  Device memory is cuMemAlloc'ed;
 ** each state remembers its live allocations and frees them when it closes.
 **
@@ -52,9 +52,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/gj_cache.h"
-#include "../src/gj_ptx.h"
-#include "../src/gj_target.h"
+#include "gj_cache.h"
+#include "../targets/ptx.h"
+#include "gj_target.h"
 
 #define DEFAULT_OFFLINE_SM 80
 

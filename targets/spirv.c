@@ -1,5 +1,5 @@
 /*
-** The opencl backend's SPIR-V: the SPIR module translated by the Khronos
+** The SPIR-V target of the opencl runtime: the SPIR module translated by the Khronos
 ** LLVM/SPIR-V translator.  LLVM 15 has no SPIR-V code generator; Debian's
 ** llvm-spirv-15 (the translator built against the same LLVM) reads the
 ** bitcode gpujit makes for SPIR, which is the SPIR-V "flavour" of LLVM IR
@@ -8,7 +8,7 @@
 ** _Z3sind), which it turns into BuiltIn variables and OpenCL.std
 ** instructions.
 **
-** The translator runs as a program (src/gj_tool.c), not a library: its
+** The translator runs as a program (targets/tool.c), not a library: its
 ** library has only a C++ interface, and it is linked against its own copy
 ** of LLVM's libraries.  It runs once per compiled kernel; the cache keeps
 ** the device's binary, so a warm process never runs it.
@@ -24,7 +24,7 @@
 **   (SPV_EXT_shader_atomic_float_add) few devices list, and the translator
 **   does not emit it for atomicrmw.
 ** - llvm.loop metadata (loops of barrier kernels are marked not to unroll
-**   for PoCL's SPIR, opencl_loops.c): the translator makes OpLoopMerge of
+**   for PoCL's SPIR, spir_loops.c): the translator makes OpLoopMerge of
 **   it, which needs structured control flow that gpujit's loops lack;
 ** - blocks out of dominance order: put in reverse post-order.
 ** Then sroa and instcombine, whatever job.passes says: the translator
@@ -34,7 +34,7 @@
 ** the translator makes (validate), so what slips through is an error, not
 ** a driver's crash.
 */
-#include "opencl_int.h"
+#include "../runtimes/opencl_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +43,8 @@
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
-#include "../src/gj_cache.h"
-#include "../src/gj_tool.h"
+#include "gj_cache.h"
+#include "tool.h"
 
 #define SPIRV_ENV "GPUJIT_LLVM_SPIRV"
 #define SPIRV_MAXOPTS 12
