@@ -272,15 +272,13 @@ static int cpu_job(gj_bstate *st, int dev, gj_job *job, gj_err *err)
   return r;
 }
 
-/* -- emit, load ---------------------------------------------------------- */
+/* -- target, load -------------------------------------------------------- */
 
-static int cpu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-                    LLVMModuleRef m, int asm, char **out, size_t *len,
-                    gj_err *err)
+static const gj_codegen *cpu_target(gj_bstate *st, const gj_job *job)
 {
   (void)st;
   (void)job;
-  return gj_target_emit(tm, m, asm, "cpu", out, len, err);
+  return &gj_codegen_native;
 }
 
 /* A JITDylib for one program: a spare one, or a new one that resolves
@@ -660,8 +658,8 @@ static int cpu_sync(gj_bstate *st, int dev, gj_err *err)
 const gj_backend gj_backend_cpu = {
   .name = "cpu",
   .open = cpu_open, .close = cpu_close, .ndevices = cpu_ndevices,
-  .device_info = cpu_device_info, .job = cpu_job,
-  .wrap = cpu_wrap, .emit = cpu_emit, .load = cpu_load, .unload = cpu_unload,
+  .device_info = cpu_device_info, .job = cpu_job, .target = cpu_target,
+  .load = cpu_load, .unload = cpu_unload,
   .launch = cpu_launch_run,
   .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .sync = cpu_sync,
   /* cache_save, cache_load: none, the cache keeps the object file that

@@ -168,10 +168,8 @@ enum { CU_HIDDEN_GLOBAL = 3 };
 _Static_assert((int)GJ_PTX_WI_FAULT == (int)CU_HIDDEN_GLOBAL,
                "the fault record follows the global size in %wi");
 
-int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-            LLVMValueRef body, const gj_sig *sig, gj_err *err);
-int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-            LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
+/* The PTX target of the cuda runtime: wrap and emit (PTX text). */
+extern const gj_codegen gj_codegen_ptx_cuda;
 
 /* -- cuda_run.c ------------------------------------------------------------- */
 

@@ -619,11 +619,21 @@ static int ocl_sync(gj_bstate *st, int dev, gj_err *err)
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFinish", rc);
 }
 
+/* The job's program format (ocl_job, from the device, GPUJIT_OPENCL_FORMAT)
+** and its triple (a plugin may retarget it) choose the target. */
+static const gj_codegen *ocl_target(gj_bstate *st, const gj_job *job)
+{
+  (void)st;
+  if (strncmp(job->triple, "nvptx", 5) == 0) return &gj_codegen_ocl_ptx;
+  if (strcmp(job->format, "spirv") == 0) return &gj_codegen_spirv;
+  return &gj_codegen_spir;
+}
+
 const gj_backend gj_backend_opencl = {
   .name = "opencl",
   .open = ocl_open, .close = ocl_close, .ndevices = ocl_ndevices,
   .device_info = ocl_device_info, .job = ocl_job,
-  .wrap = ocl_wrap, .emit = ocl_emit, .load = ocl_load, .unload = ocl_unload,
+  .target = ocl_target, .load = ocl_load, .unload = ocl_unload,
   .launch = ocl_launch,
   .alloc = ocl_alloc, .free = ocl_free, .copy = ocl_copy, .sync = ocl_sync,
   .cache_save = ocl_cache_save, .cache_load = ocl_cache_load,

@@ -169,10 +169,16 @@ int ocl_host_release(gj_bstate *st, int dev, void *addr, gj_err *err);
 extern const char ocl_spir_intrinsics_ir[];   /* devices with their own libm */
 extern const char ocl_spir_hostlibm_ir[];     /* host_libm devices */
 
+/* The kernel entry point around @gj_body, for every target of the runtime
+** (SPIR, SPIR-V: the SPIR module translated, PTX on NVIDIA's platform). */
 int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
              LLVMValueRef body, const gj_sig *sig, gj_err *err);
-int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-             LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
+
+/* The runtime's targets, chosen per job (opencl.c, ocl_target): SPIR 1.2
+** bitcode, PTX (NVIDIA's OpenCL), SPIR-V (spirv.c). */
+extern const gj_codegen gj_codegen_spir;
+extern const gj_codegen gj_codegen_ocl_ptx;
+extern const gj_codegen gj_codegen_spirv;
 
 /* -- targets/spir_loops.c -------------------------------------------------- */
 
@@ -189,10 +195,6 @@ int ocl_loops_no_unroll(LLVMModuleRef m, gj_err *err);
 /* The SPIR-V translator (llvm-spirv-15; GPUJIT_LLVM_SPIRV overrides), found
 ** and hashed once per state.  0, or -1 with err saying how to get it. */
 int ocl_spirv_tool(gj_bstate *st, gj_err *err);
-/* A SPIR module, optimized, into SPIR-V (asm: its disassembly).  opts: the
-** job's features, translator options separated by spaces. */
-int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
-                   char **out, size_t *len, gj_err *err);
 /* SPIR-V back into SPIR 1.2 bitcode (spirv_via_spir devices). */
 int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
                       size_t *bclen, gj_err *err);

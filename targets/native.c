@@ -11,6 +11,8 @@
 
 #include <llvm-c/DebugInfo.h>   /* LLVMTemporaryMDNode */
 
+#include "gj_target.h"
+
 /* -- Intrinsics ---------------------------------------------------------- */
 
 /* gj.<id>(ptr %wi, i32 %d): field `base + d` of the work-item state; for d
@@ -437,8 +439,8 @@ static void w_phases(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end,
   LLVMPositionBuilderAtEnd(w->b, after);
 }
 
-int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-             LLVMValueRef body, const gj_sig *sig, gj_err *err)
+static int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                    LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
   wrap_ctx w;
   LLVMTypeRef bodyty, ptr, voidt, entryty, wity, ptypes[2];
@@ -618,3 +620,17 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMDisposeBuilder(w.b);
   return w.frames || w.nosplit ? 0 : cpu_split(m, &w.split, err);
 }
+
+static int cpu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                    LLVMModuleRef m, int asm, char **out, size_t *len,
+                    gj_err *err)
+{
+  (void)st;
+  (void)job;
+  return gj_target_emit(tm, m, asm, "cpu", out, len, err);
+}
+
+const gj_codegen gj_codegen_native = {
+  .name = "native", .wrap = cpu_wrap, .emit = cpu_emit,
+  /* finish_ir: none */
+};

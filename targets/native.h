@@ -76,8 +76,8 @@ typedef struct cpu_split_site {
 ** loop then assumes (native_split.c).  Removes the placeholders. */
 int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err);
 
-/* The backend's `wrap`: adds @gj_entry around @gj_body (native.c). */
-int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-             LLVMValueRef body, const gj_sig *sig, gj_err *err);
+/* The native target (native.c): wrap adds @gj_entry around @gj_body, emit
+** gives an object file (or the assembly). */
+extern const gj_codegen gj_codegen_native;
 
 #endif

@@ -149,8 +149,8 @@ static void entry_body(LLVMModuleRef m, LLVMValueRef kernel,
   LLVMDisposeBuilder(b);
 }
 
-int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-            LLVMValueRef body, const gj_sig *sig, gj_err *err)
+static int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                   LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef ptypes[2 * GJ_MAXPARAMS + CU_HIDDEN_GLOBAL + 1];
@@ -183,8 +183,9 @@ int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   return 0;
 }
 
-int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-            LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err)
+static int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                   LLVMModuleRef m, int asm, char **out, size_t *len,
+                   gj_err *err)
 {
   (void)st;
   (void)job;
@@ -193,3 +194,8 @@ int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   *len += !asm;
   return 0;
 }
+
+const gj_codegen gj_codegen_ptx_cuda = {
+  .name = "ptx", .wrap = cu_wrap, .emit = cu_emit,
+  /* finish_ir: none */
+};

@@ -546,23 +546,40 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
 
 /* -- emit ---------------------------------------------------------------- */
 
-int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-             LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err)
+/* PTX text either way; the binary keeps its NUL (NVIDIA's
+** clCreateProgramWithBinary reads it as a C string). */
+static int ptx_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                    LLVMModuleRef m, int asm, char **out, size_t *len,
+                    gj_err *err)
+{
+  (void)st;
+  (void)job;
+  *out = NULL;
+  *len = 0;
+  if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
+  *len += !asm;
+  return 0;
+}
+
+static int spir_finish_ir(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                          gj_err *err)
+{
+  (void)st;
+  (void)job;
+  return ocl_loops_no_unroll(m, err);
+}
+
+static int spir_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                     LLVMModuleRef m, int asm, char **out, size_t *len,
+                     gj_err *err)
 {
   LLVMMemoryBufferRef buf = NULL;
   size_t n;
+  (void)st;
+  (void)job;
+  (void)tm;
   *out = NULL;
   *len = 0;
-  if (strncmp(job->triple, "nvptx", 5) == 0) {
-    /* PTX text either way; the binary keeps its NUL (NVIDIA's
-    ** clCreateProgramWithBinary reads it as a C string). */
-    if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
-    *len += !asm;
-    return 0;
-  }
-  if (strcmp(job->format, "spirv") == 0)
-    return ocl_spirv_emit(st, m, job->features, asm, out, len, err);
-  if (ocl_loops_no_unroll(m, err) != 0) return -1;
   if (asm) {
     /* SPIR has no assembly: its readable form is the LLVM IR itself. */
     char *ir = LLVMPrintModuleToString(m);
@@ -589,3 +606,13 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   LLVMDisposeMemoryBuffer(buf);
   return 0;
 }
+
+const gj_codegen gj_codegen_spir = {
+  .name = "spir", .wrap = ocl_wrap, .finish_ir = spir_finish_ir,
+  .emit = spir_emit,
+};
+
+const gj_codegen gj_codegen_ocl_ptx = {
+  .name = "ptx", .wrap = ocl_wrap, .emit = ptx_emit,
+  /* finish_ir: none */
+};

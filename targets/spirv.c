@@ -382,9 +382,22 @@ static int disassemble(gj_bstate *st, const char *spv, size_t len,
   return gj_tool_run(st->spirv_tool, args, bc, bclen, out, outlen, err);
 }
 
-int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
-                   char **out, size_t *len, gj_err *err)
+static int spirv_finish_ir(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                           gj_err *err)
 {
+  (void)st;
+  (void)job;
+  return prepare(m, err);
+}
+
+/* The SPIR module, optimized and prepared, into SPIR-V (asm: its
+** disassembly).  The job's features: translator options separated by
+** spaces. */
+static int spirv_emit(gj_bstate *st, const gj_job *job,
+                      LLVMTargetMachineRef tm, LLVMModuleRef m, int asm,
+                      char **out, size_t *len, gj_err *err)
+{
+  const char *opts = job->features;
   const char *args[SPIRV_MAXOPTS + 2];
   char optbuf[1024], *spv = NULL;
   size_t spvlen = 0;
@@ -392,7 +405,8 @@ int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
   int rc;
   *out = NULL;
   *len = 0;
-  if (ocl_spirv_tool(st, err) != 0 || prepare(m, err) != 0 ||
+  (void)tm;
+  if (ocl_spirv_tool(st, err) != 0 ||
       split_opts(opts, optbuf, sizeof(optbuf), args, 0, err) != 0)
     return -1;
   bc = LLVMWriteBitcodeToMemoryBuffer(m);
@@ -414,6 +428,11 @@ int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
   LLVMDisposeMemoryBuffer(bc);
   return rc;
 }
+
+const gj_codegen gj_codegen_spirv = {
+  .name = "spirv", .wrap = ocl_wrap, .finish_ir = spirv_finish_ir,
+  .emit = spirv_emit,
+};
 
 int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
                       size_t *bclen, gj_err *err)
