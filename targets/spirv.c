@@ -1,12 +1,12 @@
 /*
-** The SPIR-V target of the opencl runtime: the SPIR module translated by the Khronos
-** LLVM/SPIR-V translator.  LLVM 15 has no SPIR-V code generator; Debian's
-** llvm-spirv-15 (the translator built against the same LLVM) reads the
-** bitcode gpujit makes for SPIR, which is the SPIR-V "flavour" of LLVM IR
-** it expects: spir64 triple, spir_kernel entries with clang's argument
-** metadata, OpenCL builtins by their mangled names (_Z13get_global_idj,
-** _Z3sind), which it turns into BuiltIn variables and OpenCL.std
-** instructions.
+** The SPIR-V target of the opencl runtime: the SPIR module translated by
+** the Khronos LLVM/SPIR-V translator.  LLVM 15 has no SPIR-V code
+** generator; Debian's llvm-spirv-15 (the translator built against the
+** same LLVM) reads the bitcode gpujit makes for SPIR, which is the SPIR-V
+** "flavour" of LLVM IR it expects: spir64 triple, spir_kernel entries
+** with clang's argument metadata, OpenCL builtins by their mangled names
+** (_Z13get_global_idj, _Z3sind), which it turns into BuiltIn variables and
+** OpenCL.std instructions.
 **
 ** The translator runs as a program (targets/tool.c), not a library: its
 ** library has only a C++ interface, and it is linked against its own copy
