@@ -42,12 +42,12 @@ CFLAGS  ?= -O2 -g
 # SAN: sanitizer flags for the core and the C tests (make tsan, make check)
 SAN       ?=
 GJ_CFLAGS  = -std=c11 -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
-             -I$(LUA_INC) -Isrc -Ibackends $(LLVM_CFLAGS) $(SAN)
+             -I$(LUA_INC) -Isrc $(LLVM_CFLAGS) $(SAN)
 GJ_LDFLAGS = -shared $(LLVM_LDFLAGS) $(SAN)
 GJ_LDLIBS  = $(LLVM_LIBS) -lpthread -ldl -lm
 
-SRCS = $(wildcard src/*.c) $(wildcard backends/*.c)
-HDRS = $(wildcard src/*.h) $(wildcard backends/*.h)
+SRCS = $(wildcard src/*.c) $(wildcard targets/*.c) $(wildcard runtimes/*.c)
+HDRS = $(wildcard src/*.h) $(wildcard targets/*.h) $(wildcard runtimes/*.h)
 # gj_build_id: a hash of the sources and flags, part of every cache key, so
 # that a rebuilt core never loads what another build compiled.
 BUILD_ID_C = $(BUILD)/gen/gj_buildid.c
@@ -219,12 +219,12 @@ install-check: all
 
 lint:
 	luacheck lua spec examples bench
-	cppcheck $(CPPCHECK_FLAGS) src backends plugins examples/embed
+	cppcheck $(CPPCHECK_FLAGS) src targets runtimes plugins examples/embed
 
 # cppcheck: the checks and suppressions (each with its reason) are in
 # .cppcheck-suppressions; system headers are not analysed.
 CPPCHECK_FLAGS = --enable=warning,style,performance,portability --std=c11 -q \
-  --error-exitcode=1 --inline-suppr -Isrc -Ibackends \
+  --error-exitcode=1 --inline-suppr -Isrc \
   --suppressions-list=.cppcheck-suppressions
 
 # gpujit's cpu backend vs C/OpenMP and plain LuaJIT, side by side

@@ -124,7 +124,7 @@ describe("docs/api.md", function()
   it("documents every environment variable the sources read", function()
     -- (no `sort -u`: under make check the children inherit the preloaded
     -- libasan, and sort's own leak fails the run; the names are made unique here)
-    local p = io.popen("grep -rhoE '\"GPUJIT_[A-Z0-9_]+\"' lua src backends bin plugins")
+    local p = io.popen("grep -rhoE '\"GPUJIT_[A-Z0-9_]+\"' lua src targets runtimes bin plugins")
     local out, n, seen = {}, 0, {}
     for name in p:read("*a"):gmatch('"(GPUJIT_[A-Z0-9_]+)"') do
       if not seen[name] then

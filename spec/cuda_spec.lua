@@ -1,4 +1,4 @@
--- The cuda backend (backends/cuda*.c, src/gj_ptx.c).  Three parts:
+-- The cuda backend (runtimes/cuda*.c, targets/ptx_cuda.c, targets/ptx.c).  Three parts:
 --   * what runs anywhere: the backend's listing, PTX compiled without a
 --     device (inspect_asm) and what it contains, the errors of a machine
 --     without a GPU;

@@ -1,5 +1,5 @@
 -- Host arrays on OpenCL devices that share the host's memory
--- (backends/opencl_host.c): an FFI array or a table's staging buffer is
+-- (runtimes/opencl_host.c): an FFI array or a table's staging buffer is
 -- passed to the kernel as a buffer made over the host memory
 -- (CL_MEM_USE_HOST_PTR) for one launch instead of being copied in and back.
 -- gpu.core.host_stats() counts the registrations, so these specs fail if a

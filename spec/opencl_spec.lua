@@ -1,4 +1,4 @@
--- The opencl backend (backends/opencl*.c) on the OpenCL devices of this
+-- The opencl backend (runtimes/opencl*.c, targets/spir*.c) on the OpenCL devices of this
 -- machine (PoCL's CPU device where there is no GPU): what the shared specs
 -- cannot see from the outside.  Runs when "opencl" is in H.backends
 -- (make test: GPUJIT_SPEC_BACKENDS=cpu,opencl).

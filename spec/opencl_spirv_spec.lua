@@ -1,4 +1,4 @@
--- SPIR-V on the opencl backend (backends/opencl_spirv.c, docs/backends.md).
+-- SPIR-V on the opencl backend (targets/spirv.c, docs/backends.md).
 -- Debian's PoCL takes SPIR and no SPIR-V, so these specs ask for SPIR-V
 -- with GPUJIT_OPENCL_FORMAT=spirv in child processes: gpujit then emits
 -- SPIR-V (checked by spirv-val), and translates it back to SPIR for PoCL,

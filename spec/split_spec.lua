@@ -2,10 +2,10 @@
 -- kernels.  Tests of the global id, as GPU kernels write them (`if i < n
 -- then`), on every side of their boundaries: the cpu backend splits each
 -- row of a work group into a loop where such tests are known to pass and
--- one for the other work items (backends/cpu_split.c); whatever the split,
+-- one for the other work items (targets/native_split.c); whatever the split,
 -- every work item must do what the kernel says.  And the ids of launches
 -- large enough to be cut into group ranges for the thread pool (a range
--- may start anywhere in a row of groups; cpu_wrap.c counts group ids up
+-- may start anywhere in a row of groups; native.c counts group ids up
 -- from its first group).  Expected values are computed by plain Lua loops;
 -- each launch covers group boundaries and partial groups.
 
@@ -190,7 +190,7 @@ for _, bk in ipairs(H.backends) do
       end
     end)
 
-    it("a long body (not split on cpu: cpu_wrap.c, CPU_SPLIT_MAX_INSNS) tests its id too", function()
+    it("a long body (not split on cpu: native.c, CPU_SPLIT_MAX_INSNS) tests its id too", function()
       -- ~700 lines of work behind `if i < n`: past the size where the cpu
       -- backend runs one x loop instead of the split pair
       local src = { "return function(o, n)", "  local i = gpu.global_id(0)",

@@ -2,7 +2,7 @@
 ** Codegen: LLVM IR from typed bytecode.
 **
 ** The module holds `internal void @gj_body(ptr %wi, <params>)` (see
-** backends/backend.h for the parameter convention), one internal function
+** src/gj_backend.h for the parameter convention), one internal function
 ** per device-function specialization that is called, and declarations of
 ** the target-neutral intrinsics (gj.global_id, gj.math.*) that the job's
 ** intrinsics_ir defines.  Slots live in allocas, one per (slot, LLVM type);
@@ -13,7 +13,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "../backends/backend.h"
+#include "gj_backend.h"
 #include "gj_typer.h"
 
 struct gj_sites;

@@ -2,7 +2,7 @@
 ** Codegen of cancellation checks (gpu.kernel's timeout).  Where a work item
 ** could run for ever, at each loop back-edge, and after each call of a
 ** device function (whose own loops may have stopped it), it loads the
-** launch's cancel word (the fault record's `cancel`, backends/backend.h)
+** launch's cancel word (the fault record's `cancel`, src/gj_backend.h)
 ** with a monotonic atomic load, so that the load is not hoisted out of the
 ** loop, and returns when it is set: the kernel's body returns void, a
 ** device function an undefined value that its caller never uses (it

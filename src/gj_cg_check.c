@@ -3,7 +3,7 @@
 ** tests its index against the array's length; where the test fails the
 ** work item claims the launch's fault record (the first fault wins: a
 ** cmpxchg of the record's site from 0), fills it and skips the access.
-** The record's layout and how a backend provides it: backends/backend.h.
+** The record's layout and how a backend provides it: src/gj_backend.h.
 ** Nothing here emits anything when the kernel is compiled without checks.
 */
 #include <stdio.h>

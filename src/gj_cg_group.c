@@ -2,7 +2,7 @@
 ** Codegen of work-group features: gpu.barrier, gpu.shared,
 ** gpu.local_array and the atomics, and the resumable functions that carry
 ** barriers on targets that run a group's work items one after another
-** (job->serial_groups; the conventions are at the top of backend.h, the
+** (job->serial_groups; the conventions are at the top of gj_backend.h, the
 ** design in docs/backends.md).
 **
 ** A resumable function keeps every slot in its frame instead of allocas,

@@ -79,7 +79,7 @@ LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res);
 LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
                            LLVMValueRef b, gj_ty tb);
 /* Work groups (gj_cg_group.c). */
-/* Is fn compiled as a resumable function (see backends/backend.h)? */
+/* Is fn compiled as a resumable function (see src/gj_backend.h)? */
 int gj_cg_is_resumable(const gj_cg *g, const gj_fn *fn);
 /* n bytes of the current resumable function's frame, aligned to align; the
 ** address is computed in the entry block. */

@@ -1,6 +1,6 @@
 /*
 ** Codegen of print(...) in kernels.  A call appends one record to the
-** launch's print area, which follows the fault record (backends/backend.h:
+** launch's print area, which follows the fault record (src/gj_backend.h:
 ** gj_print_head, gj_print_rec): it reserves its bytes with an atomic add
 ** to the head's `used`, and where they fit below `cap` writes the work
 ** item's linear global id, the call's site and its values, then counts

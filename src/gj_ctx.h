@@ -5,7 +5,7 @@
 #ifndef GJ_CTX_H
 #define GJ_CTX_H
 
-#include "../backends/backend.h"
+#include "gj_backend.h"
 #include "gj_bc.h"
 #include "gj_cache.h"
 #include "gj_err.h"

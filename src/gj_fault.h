@@ -1,12 +1,12 @@
 /*
 ** Bounds-checked kernels: the table of check sites that codegen fills and
-** the Lua error a launch raises from the fault record (backends/backend.h,
+** the Lua error a launch raises from the fault record (src/gj_backend.h,
 ** gj_fault) the device left.
 */
 #ifndef GJ_FAULT_H
 #define GJ_FAULT_H
 
-#include "../backends/backend.h"
+#include "gj_backend.h"
 #include "gj_err.h"
 
 /* One bounds check in the compiled code; gj_fault.site is 1 + its index. */

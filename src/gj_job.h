@@ -35,7 +35,7 @@ typedef struct gj_job {
   unsigned as_shared;      /* gpu.shared arrays */
   unsigned as_local;       /* gpu.local_array arrays (the alloca space) */
   int serial_groups;       /* 1: a group's work items run one after another
-                           ** on one thread (backends/backend.h) */
+                           ** on one thread (src/gj_backend.h) */
   /* How the gj.* intrinsics lower: LLVM IR text defining them (and the
   ** entry convention in the backend's wrap). */
   const char *intrinsics_ir;

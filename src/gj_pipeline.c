@@ -1,7 +1,9 @@
 /*
 ** The compile pipeline.  gj_pipeline_compile reads as the list of stages:
 ** job, frontend + typer, codegen, disk cache lookup, link intrinsics and
-** libraries, wrap, verify, optimize, emit, load, disk cache store.  Every
+** libraries, wrap, verify, optimize, emit, load, disk cache store.  The
+** runtime (gj_backend) gives the job and chooses the compile target
+** (gj_codegen) that wraps, finishes and emits.  Every
 ** stage returns an error instead of aborting; the LLVM module is verified
 ** before it is optimized.  Plugins (gj_plugin.c) run at the named stages
 ** job, frontend, ir (after codegen), optimize (the pass text), optimized
@@ -444,6 +446,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
                         gj_err *err)
 {
   const gj_backend *be = gj_backends[o->bk];
+  const gj_codegen *cg;
   gj_job job;
   gj_cs cs;
   gj_fn *kfn;
@@ -538,7 +541,8 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   if (gj_link_intrinsics(m, &job, err) || link_libraries(m, &job, err))
     goto done;
   body = LLVMGetNamedFunction(m, "gj_body");
-  if (be->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) {
+  cg = be->target(ctx->bst[o->bk], &job);
+  if (cg->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) {
     size_t used = strlen(err->msg);
     snprintf(err->msg + used, sizeof(err->msg) - used, " (in kernel %s)",
              o->name);
@@ -564,11 +568,13 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   }
   lap(out, GJ_ST_OPTIMIZE, &t0);
 
-  /* 9. emit, then the plugins' emit hooks */
+  /* 9. the target's finish_ir, emit, then the plugins' emit hooks */
+  if (cg->finish_ir && cg->finish_ir(ctx->bst[o->bk], &job, m, err))
+    goto done;
   if (o->want_asm || (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "asm"))) {
     char *as = NULL;
     size_t aslen = 0;
-    if (be->emit(ctx->bst[o->bk], &job, tm, m, 1, &as, &aslen, err)) goto done;
+    if (cg->emit(ctx->bst[o->bk], &job, tm, m, 1, &as, &aslen, err)) goto done;
     out->asm_text = dup_text(as, aslen);
     free(as);
     dump("asm", o->name, out->asm_text ? out->asm_text : "");
@@ -581,7 +587,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     rc = 0;
     goto done;
   }
-  if (be->emit(ctx->bst[o->bk], &job, tm, m, 0, &art, &artlen, err)) goto done;
+  if (cg->emit(ctx->bst[o->bk], &job, tm, m, 0, &art, &artlen, err)) goto done;
   if (gj_plugset_emit(&ps, &kd, &art, &artlen, err)) goto done;
   ctx->cache.compiles++;
   lap(out, GJ_ST_EMIT, &t0);

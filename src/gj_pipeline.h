@@ -93,7 +93,7 @@ struct gj_kernel {
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args);
 
 /* The print records of k's last launch (sig.prints; else NULL and 0s):
-** the first *written records from the returned address (backends/backend.h,
+** the first *written records from the returned address (src/gj_backend.h,
 ** gj_print_rec), and how many did not fit. */
 const void *gj_kernel_prints(const gj_kernel *k, uint64_t *written,
                              uint64_t *dropped);

@@ -1,7 +1,7 @@
 /*
 ** print in kernels: the table of print calls that codegen fills, which
 ** says how to read each record a launch leaves in its print area
-** (backends/backend.h, gj_print_rec), and the host copy of that area.
+** (src/gj_backend.h, gj_print_rec), and the host copy of that area.
 ** The Lua side (lua/gpujit/printer.lua) turns the records into lines.
 */
 #ifndef GJ_PRINT_H

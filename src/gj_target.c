@@ -10,7 +10,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
 
-#include "../backends/backend.h"
+#include "gj_backend.h"
 
 /* The only process-wide state: LLVM's target registry is itself global, so
 ** registering it is done once for all contexts. */

@@ -130,15 +130,15 @@ typedef struct gj_sig {
                            ** one work item keeps across a barrier */
   uint8_t uses_barrier;    /* it (or a function it calls) calls gpu.barrier */
   uint8_t faults;          /* it has bounds checks: a launch passes a
-                           ** fault record (backends/backend.h) */
+                           ** fault record (src/gj_backend.h) */
   uint8_t cancel;          /* it has cancellation checks (timeout): a
                            ** launch passes a fault record whose cancel
-                           ** word stops it (backends/backend.h) */
+                           ** word stops it (src/gj_backend.h) */
   uint8_t lnum;            /* a parameter is an lnum: its code counts on
                            ** ids below 2^31 (docs/typing.md) */
   uint8_t prints;          /* it calls print: the launch's fault record is
                            ** followed by a print area, and sig->faults is 1
-                           ** too (backends/backend.h) */
+                           ** too (src/gj_backend.h) */
   uint32_t print_cap;      /* then: the bytes for records in it (the
                            ** kernel's print_buffer option) */
 } gj_sig;

@@ -3,7 +3,7 @@
 ** one launch, and SIGINT while such a launch runs.
 **
 ** gj_watch_start starts a thread that sets *flag (the launch's fault
-** record's cancel word, backends/backend.h) to 1 when `seconds` have passed
+** record's cancel word, src/gj_backend.h) to 1 when `seconds` have passed
 ** or a SIGINT came, then waits; gj_watch_stop ends it and says whether it
 ** fired.  The kernel's code, compiled with cancellation checks, stops
 ** soon after the flag is set (gj_cg_cancel.c); the launch then returns and

@@ -59,7 +59,7 @@ GJ_API int gj_mem_copy(gj_ctx *c, int bk, int dev, void *dst,
                        const void *src, uint64_t bytes, int dir);
 GJ_API int gj_sync(gj_ctx *c, int bk, int dev);
 /* FFI: host memory as a launch's array argument, on devices whose devices()
-** entry has host_register (backend.h): a device address for the bytes at
+** entry has host_register (gj_backend.h): a device address for the bytes at
 ** host until gj_mem_host_release, or NULL with gj_errmsg().  The release
 ** frees it even when it fails (-1); quiet: leave gj_errmsg() as it is. */
 GJ_API void *gj_mem_host_register(gj_ctx *c, int bk, int dev, void *host,

@@ -7,7 +7,7 @@ local ffi = require("ffi")
 for _, decl in ipairs({
   -- a launch's shape (src/gj_type.h, gj_dims)
   "typedef struct gj_dims { int64_t global[3]; int64_t group[3]; int32_t ndim; int32_t pad_; } gj_dims;",
-  -- one print record's head (backends/backend.h, gj_print_rec)
+  -- one print record's head (src/gj_backend.h, gj_print_rec)
   "typedef struct gj_print_rec { int64_t item; int32_t site; int32_t nslots; } gj_print_rec;",
   "int gj_launch(void *k, const gj_dims *dims, void *args);",
   "const void *gj_prints(void *k, uint64_t *written, uint64_t *dropped);",

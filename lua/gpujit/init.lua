@@ -106,7 +106,7 @@ if core then
   if okd and type(devs) == "table" then
     for _, d in ipairs(devs) do
       local entry = copy(d)
-      local shared = entry.host_shared == true   -- the device's fact (backends/backend.h)
+      local shared = entry.host_shared == true   -- the device's fact (src/gj_backend.h)
       local t = {
         backend = entry.backend, bk = entry.bk, dev = entry.index, sim = false,
         shared = shared, hostreg = not shared and entry.host_register == true, entry = entry,
@@ -199,7 +199,7 @@ local function resolve_compile(device, fname, level, index)
 end
 
 -- The device with the highest rank the backend gives it (a CUDA GPU, an
--- OpenCL GPU, the cpu backend; backends/backend.h), else sim.
+-- OpenCL GPU, the cpu backend; src/gj_backend.h), else sim.
 local function default_target()
   local best
   for _, t in ipairs(targets) do

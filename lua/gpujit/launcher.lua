@@ -88,7 +88,7 @@ return function(h)
     local function g(t, s, ...) t[#t + 1] = s:format(...) end
     -- Argument i (n<i> elements of esz bytes at host expression `host`) as
     -- host memory registered for the launch (targets with hostreg,
-    -- backend.h): the kernel gets its device address minus `bias` bytes.
+    -- gj_backend.h): the kernel gets its device address minus `bias` bytes.
     -- The registrations come after every other part of the fill (nothing can
     -- raise an error between them and the launch), and each is released
     -- right after the launch (also when it or a later registration fails),

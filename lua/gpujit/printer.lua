@@ -1,5 +1,5 @@
 -- print in kernels: after a launch, the records the kernel's print calls
--- left (src/gj_cg_print.c; the layout is backends/backend.h's gj_print_rec)
+-- left (src/gj_cg_print.c; the layout is src/gj_backend.h's gj_print_rec)
 -- become lines, written by the global `print` exactly as Lua's print would
 -- (tostring of each value, tab-separated): in work-item order (the linear
 -- global id), each work item's calls in the order it made them.  Then, when

@@ -3,7 +3,7 @@
 -- opencl (PoCL, the host-libm SPIR path): LLVM turned math.pow(2, ri[k] / 1), that is
 -- pow(2.0, sitofp n), into ldexp(1.0, n), which PoCL's kernel library lacks: clBuildProgram
 -- failed ("Cannot find symbol ldexp").  pow now goes through the host libm table
--- (backends/opencl_wrap.c).
+-- (targets/spir.c).
 return {
   precision = "double", N = 3, M = 4,
   data = {

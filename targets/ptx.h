@@ -12,7 +12,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
-#include "../backends/backend.h"
+#include "gj_backend.h"
 
 /* The newest sm_XX and PTX ISA that the linked LLVM (15) knows; a newer
 ** device runs the PTX through the driver's JIT. */

@@ -18,12 +18,12 @@
 **   bitcode is the artifact.
 ** - PTX text as the program binary where the platform is NVIDIA's.
 ** - SPIR-V where the device lists an IL version and not cl_khr_spir: the
-**   SPIR module translated by llvm-spirv (opencl_spirv.c), built with
+**   SPIR module translated by llvm-spirv (targets/spirv.c), built with
 **   clCreateProgramWithIL.
 ** - GPUJIT_OPENCL_FORMAT overrides the choice (choose_format).  A device
 **   with none of them gets the reason from `job`.
 ** The code the backend generates (intrinsics, entry point, emit) is in
-** opencl_wrap.c; programs and launches are in opencl_run.c.
+** targets/spir.c; programs and launches are in opencl_run.c.
 **
 ** Memory.  The Lua side does pointer arithmetic on device pointers (a Lua
 ** table is passed as its buffer minus one element) and stores them in the
@@ -47,8 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/gj_ptx.h"
-#include "../src/gj_target.h"
+#include "../targets/ptx.h"
+#include "gj_target.h"
 
 #define ADDR_SHIFT 40
 #define ADDR_GUARD ((uint64_t)1 << 39)   /* also the largest allocation */
@@ -179,7 +179,7 @@ static int spirv_minor(const char *il)
 /* The program format for a device (the top of this file): NVIDIA's takes
 ** PTX; others SPIR where they list cl_khr_spir (it needs no external tool,
 ** and on PoCL's CPU devices math stays bit-identical to the host's libm,
-** opencl_wrap.c), else SPIR-V where they list an IL version.
+** targets/spir.c), else SPIR-V where they list an IL version.
 ** GPUJIT_OPENCL_FORMAT=spir|spirv|ptx asks for one; spirv on a device that
 ** takes only SPIR is translated back for it (spirv_via_spir). */
 static void choose_format(ocl_device *d, int nvidia, int spir, const char *il)
@@ -432,7 +432,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
     ** O3 and vectorization across work items), so this only inlines and
     ** cleans up, plus indvars, which turns `%` of indices the ids' !range
     ** proves non-negative into masks and remainders without the floored
-    ** modulo's sign fix-up (opencl_wrap.c).  No vectorizer: without a
+    ** modulo's sign fix-up (targets/spir.c).  No vectorizer: without a
     ** target the SLP vectorizer turns scalar code (the entry's bounds test)
     ** into short vectors, which PoCL's work-item loop vectorizer then fails
     ** on (saxpy ran 1.9x slower). */
@@ -453,7 +453,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
     if (d->format == OCL_SPIR) return 0;
     /* SPIR-V: no indvars, whose closed forms of loop sums compute in
     ** integers of odd widths (i65), which SPIR-V has not; the translator's
-    ** options in features (opencl_spirv.c), and the translator itself in
+    ** options in features (targets/spirv.c), and the translator itself in
     ** the key. */
     if (ocl_spirv_tool(st, err) != 0)
       return gj_err_prefix(err, "device %d (%s): ", dev, d->info.name);
@@ -619,11 +619,21 @@ static int ocl_sync(gj_bstate *st, int dev, gj_err *err)
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFinish", rc);
 }
 
+/* The job's program format (ocl_job, from the device, GPUJIT_OPENCL_FORMAT)
+** and its triple (a plugin may retarget it) choose the target. */
+static const gj_codegen *ocl_target(gj_bstate *st, const gj_job *job)
+{
+  (void)st;
+  if (strncmp(job->triple, "nvptx", 5) == 0) return &gj_codegen_ocl_ptx;
+  if (strcmp(job->format, "spirv") == 0) return &gj_codegen_spirv;
+  return &gj_codegen_spir;
+}
+
 const gj_backend gj_backend_opencl = {
   .name = "opencl",
   .open = ocl_open, .close = ocl_close, .ndevices = ocl_ndevices,
   .device_info = ocl_device_info, .job = ocl_job,
-  .wrap = ocl_wrap, .emit = ocl_emit, .load = ocl_load, .unload = ocl_unload,
+  .target = ocl_target, .load = ocl_load, .unload = ocl_unload,
   .launch = ocl_launch,
   .alloc = ocl_alloc, .free = ocl_free, .copy = ocl_copy, .sync = ocl_sync,
   .cache_save = ocl_cache_save, .cache_load = ocl_cache_load,

@@ -1,15 +1,17 @@
 /*
-** The cpu backend, part two: the code it generates.  The intrinsics IR
-** (the work-item ids and math functions the core's @gj_body calls) and
-** `wrap`, which builds @gj_entry(args, launch) around the body with LLVM-C.
-** The execution model is described at the top of cpu.c; the layouts both
-** files rely on (work-item state, launch block) are in cpu_int.h.
+** The native target (the cpu backend's code): the intrinsics IR (the
+** work-item ids and math functions the core's @gj_body calls) and `wrap`,
+** which builds @gj_entry(args, launch) around the body with LLVM-C.  The
+** execution model is described at the top of runtimes/cpu.c; the layouts
+** both rely on (work-item state, launch block) are in native.h.
 */
-#include "cpu_int.h"
+#include "native.h"
 
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h>   /* LLVMTemporaryMDNode */
+
+#include "gj_target.h"
 
 /* -- Intrinsics ---------------------------------------------------------- */
 
@@ -141,7 +143,7 @@ typedef struct wrap_ctx {
   uint32_t frame_bytes;
   LLVMValueRef frames;    /* the first work item's frame */
   LLVMValueRef phase;     /* 0 on the first pass over a group */
-  /* kernels without barriers: the split x loop (cpu_split.c) */
+  /* kernels without barriers: the split x loop (native_split.c) */
   LLVMTypeRef splitty, markty;
   LLVMValueRef split_lo, split_hi, split_mark;
   cpu_split_site split;
@@ -257,7 +259,7 @@ static void w_resumable_item(wrap_ctx *w, LLVMValueRef lx, LLVMValueRef ly,
 }
 
 /* A body (with the device functions it calls) of more IR instructions than
-** this runs in one x loop, not split (cpu_split.c): the split inlines it
+** this runs in one x loop, not split (native_split.c): the split inlines it
 ** twice, and LLVM's time grows faster than the function's size (issue 23:
 ** a 2000-line kernel took 2.5 s of cpu time to compile, 1.3 s unsplit).
 ** Such a body does not loop-vectorize, which is what the split is for; a
@@ -315,7 +317,7 @@ static void w_no_unswitch(wrap_ctx *w)
 
 /* Loop metadata on the latch branch br: neither vectorize nor unroll the
 ** loop.  For the split's second loop, whose items (but for a failed fcmp
-** range, cpu_split.c) all skip their work: compiling it as a vector loop
+** range, native_split.c) all skip their work: compiling it as a vector loop
 ** with masked accesses cost as much as the fast loop, for nothing. */
 static void w_plain_loop(wrap_ctx *w, LLVMValueRef br)
 {
@@ -335,7 +337,7 @@ static void w_plain_loop(wrap_ctx *w, LLVMValueRef br)
 }
 
 /* The x loop of one row of a group without barriers, in two loops (see
-** cpu_split.c): the fast loop over lx in [lo, hi), then the rest, idx in
+** native_split.c): the fast loop over lx in [lo, hi), then the rest, idx in
 ** [0, end - (hi - lo)) with lx = idx < lo ? idx : idx + (hi - lo).  lo and
 ** hi are placeholders that cpu_split replaces once the body is inlined. */
 static void w_xloops(wrap_ctx *w, LLVMValueRef base, LLVMValueRef end)
@@ -437,8 +439,8 @@ static void w_phases(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end,
   LLVMPositionBuilderAtEnd(w->b, after);
 }
 
-int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-             LLVMValueRef body, const gj_sig *sig, gj_err *err)
+static int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                    LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
   wrap_ctx w;
   LLVMTypeRef bodyty, ptr, voidt, entryty, wity, ptypes[2];
@@ -618,3 +620,17 @@ int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMDisposeBuilder(w.b);
   return w.frames || w.nosplit ? 0 : cpu_split(m, &w.split, err);
 }
+
+static int cpu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                    LLVMModuleRef m, int asm, char **out, size_t *len,
+                    gj_err *err)
+{
+  (void)st;
+  (void)job;
+  return gj_target_emit(tm, m, asm, "cpu", out, len, err);
+}
+
+const gj_codegen gj_codegen_native = {
+  .name = "native", .wrap = cpu_wrap, .emit = cpu_emit,
+  /* finish_ir: none */
+};

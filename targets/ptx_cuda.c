@@ -1,8 +1,8 @@
 /*
-** The cuda backend, part two: the code it generates.  `wrap` adds the
+** The PTX target for the cuda runtime: the code it generates.  `wrap` adds the
 ** kernel entry point around @gj_body (libdevice is in the job's libraries,
 ** which the core links before); `emit` gives the
-** PTX.  The intrinsics IR is the shared NVPTX one (src/gj_ptx.c).
+** PTX.  The intrinsics IR is the shared NVPTX one (targets/ptx.c).
 **
 ** The entry point's parameters mirror the argument block that the
 ** dispatcher packs (gj_sig_layout), so that a launch passes pointers into
@@ -19,23 +19,23 @@
 ** launched with a multiple of its group, the launcher checks, so it has no
 ** such test and skips no barrier).  %wi, the work-item state the core
 ** passes around, is an alloca of those three numbers, which
-** gj.global_size reads (src/gj_ptx.h).
+** gj.global_size reads (targets/ptx.h).
 **
 ** Bounds checks.  A kernel compiled with boundscheck (sig->faults) has one
 ** more parameter, %fault: the device address of its program's fault record
-** (cuda_run.c), kept in %wi[GJ_PTX_WI_FAULT] where gj.fault_record reads
-** it.  A parameter rather than a module global read with
+** (runtimes/cuda_run.c), kept in %wi[GJ_PTX_WI_FAULT] where
+** gj.fault_record reads it.  A parameter rather than a module global read with
 ** cuModuleGetGlobal: the same PTX entry shape serves opencl's NVIDIA path,
 ** where no API gives a global's address, and a kernel without checks has
 ** neither the parameter nor the copies around its launch.
 */
-#include "cuda_int.h"
+#include "../runtimes/cuda_int.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../src/gj_ptx.h"
-#include "../src/gj_target.h"
+#include "ptx.h"
+#include "gj_target.h"
 
 /* The thread's global id in dimension d, from the special registers. */
 static LLVMValueRef global_id(LLVMModuleRef m, LLVMBuilderRef b, int d)
@@ -149,8 +149,8 @@ static void entry_body(LLVMModuleRef m, LLVMValueRef kernel,
   LLVMDisposeBuilder(b);
 }
 
-int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-            LLVMValueRef body, const gj_sig *sig, gj_err *err)
+static int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                   LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef ptypes[2 * GJ_MAXPARAMS + CU_HIDDEN_GLOBAL + 1];
@@ -183,8 +183,9 @@ int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   return 0;
 }
 
-int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-            LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err)
+static int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                   LLVMModuleRef m, int asm, char **out, size_t *len,
+                   gj_err *err)
 {
   (void)st;
   (void)job;
@@ -193,3 +194,8 @@ int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   *len += !asm;
   return 0;
 }
+
+const gj_codegen gj_codegen_ptx_cuda = {
+  .name = "ptx", .wrap = cu_wrap, .emit = cu_emit,
+  /* finish_ir: none */
+};

@@ -3,7 +3,7 @@
 ** the artifact for one device (clCreateProgramWithBinary + clBuildProgram)
 ** and keeps a kernel object per entry point; `launch` picks the entry (the
 ** one without the global-size test when every work item is real), maps the
-** argument block onto its arguments (layout in opencl_wrap.c) and runs it
+** argument block onto its arguments (layout in targets/spir.c) and runs it
 ** to completion.
 **
 ** A launch sets only the arguments that changed since the program's last
@@ -12,7 +12,7 @@
 */
 #include "opencl_int.h"
 
-#include "../src/gj_dims.h"
+#include "dims.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -371,7 +371,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
     return gj_err_set(err, "opencl: launch of no program");
   d = &st->devs[p->dev];
   /* Below 2^31 per dimension, which the !range of local ids assumes
-  ** (opencl_wrap.c); devices report far less. */
+  ** (targets/spir.c); devices report far less. */
   for (i = 0; i < 3; i++)
     lim.max_dim[i] = d->info.max_group_dim[i] < INT32_MAX
                          ? d->info.max_group_dim[i] : INT32_MAX;

@@ -1,5 +1,7 @@
 /*
-** Internal to the cpu backend: what cpu.c and cpu_wrap.c share.
+** The native target's interface to the cpu runtime: what runtimes/cpu.c,
+** native.c and native_split.c share (the runtime fills the launch block
+** that the generated @gj_entry reads).
 */
 #ifndef GJ_CPU_INT_H
 #define GJ_CPU_INT_H
@@ -8,14 +10,14 @@
 
 #include <llvm-c/Core.h>
 
-#include "backend.h"
+#include "gj_backend.h"
 
 /* -- Work-item state and launch block ----------------------------------- */
 
 /* The work-item state %wi points to: 8-byte fields, three i64 per id
 ** quantity, then three pointers (the work item's frame, the group's shared
 ** memory, the launch's fault record; each set only when the kernel needs
-** it).  The intrinsics and the stores in gj_entry (cpu_wrap.c) must
+** it).  The intrinsics and the stores in gj_entry (native.c) must
 ** agree on these. */
 enum {
   WI_GLOBAL_ID = 0, WI_LOCAL_ID = 3, WI_GROUP_ID = 6,
@@ -41,7 +43,7 @@ typedef struct cpu_launch {
   ** barriers (or some finish while others wait); gj_entry then returns */
   int64_t *fault;
   /* bounds-checked kernels (sig.faults): the launch's fault record, which
-  ** the work items claim with a cmpxchg (backends/backend.h) */
+  ** the work items claim with a cmpxchg (src/gj_backend.h) */
   gj_fault *record;
 } cpu_launch;
 
@@ -54,10 +56,10 @@ _Static_assert(sizeof(cpu_launch) == 14 * sizeof(int64_t),
 /* Bytes before the first frame in the scratch block. */
 #define CPU_SHARED_ROUND(n) (((uint64_t)(n) + 63) / 64 * 64)
 
-/* The intrinsics IR, the job's intrinsics_ir (cpu_wrap.c). */
+/* The intrinsics IR, the job's intrinsics_ir (native.c). */
 extern const char cpu_intrinsics_ir[];
 
-/* The x loop of a group without barriers as wrap builds it (cpu_wrap.c):
+/* The x loop of a group without barriers as wrap builds it (native.c):
 ** the fast loop runs lx over [lo, hi), the values of the placeholder calls
 ** @gj.split.lo/hi(base, end); a second loop runs the other work items. */
 typedef struct cpu_split_site {
@@ -71,11 +73,11 @@ typedef struct cpu_split_site {
 
 /* Inline the body and choose [lo, hi): the work items for which the
 ** body's tests of its global x id have a known outcome, which the fast
-** loop then assumes (cpu_split.c).  Removes the placeholders. */
+** loop then assumes (native_split.c).  Removes the placeholders. */
 int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err);
 
-/* The backend's `wrap`: adds @gj_entry around @gj_body (cpu_wrap.c). */
-int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-             LLVMValueRef body, const gj_sig *sig, gj_err *err);
+/* The native target (native.c): wrap adds @gj_entry around @gj_body, emit
+** gives an object file (or the assembly). */
+extern const gj_codegen gj_codegen_native;
 
 #endif

@@ -1,5 +1,5 @@
 /*
-** External programs run on an artifact (gj_tool.h).
+** External programs run on an artifact (tool.h).
 **
 ** A tool is spawned with posix_spawn (no shell, so no quoting; safe in a
 ** multi-threaded host, where fork would copy every thread's locks), its
@@ -9,7 +9,7 @@
 ** whatever happened.
 */
 #define _POSIX_C_SOURCE 200809L
-#include "gj_tool.h"
+#include "tool.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,14 +1,14 @@
 /*
-** The opencl backend's SPIR-V: the SPIR module translated by the Khronos
-** LLVM/SPIR-V translator.  LLVM 15 has no SPIR-V code generator; Debian's
-** llvm-spirv-15 (the translator built against the same LLVM) reads the
-** bitcode gpujit makes for SPIR, which is the SPIR-V "flavour" of LLVM IR
-** it expects: spir64 triple, spir_kernel entries with clang's argument
-** metadata, OpenCL builtins by their mangled names (_Z13get_global_idj,
-** _Z3sind), which it turns into BuiltIn variables and OpenCL.std
-** instructions.
+** The SPIR-V target of the opencl runtime: the SPIR module translated by
+** the Khronos LLVM/SPIR-V translator.  LLVM 15 has no SPIR-V code
+** generator; Debian's llvm-spirv-15 (the translator built against the
+** same LLVM) reads the bitcode gpujit makes for SPIR, which is the SPIR-V
+** "flavour" of LLVM IR it expects: spir64 triple, spir_kernel entries
+** with clang's argument metadata, OpenCL builtins by their mangled names
+** (_Z13get_global_idj, _Z3sind), which it turns into BuiltIn variables and
+** OpenCL.std instructions.
 **
-** The translator runs as a program (src/gj_tool.c), not a library: its
+** The translator runs as a program (targets/tool.c), not a library: its
 ** library has only a C++ interface, and it is linked against its own copy
 ** of LLVM's libraries.  It runs once per compiled kernel; the cache keeps
 ** the device's binary, so a warm process never runs it.
@@ -24,7 +24,7 @@
 **   (SPV_EXT_shader_atomic_float_add) few devices list, and the translator
 **   does not emit it for atomicrmw.
 ** - llvm.loop metadata (loops of barrier kernels are marked not to unroll
-**   for PoCL's SPIR, opencl_loops.c): the translator makes OpLoopMerge of
+**   for PoCL's SPIR, spir_loops.c): the translator makes OpLoopMerge of
 **   it, which needs structured control flow that gpujit's loops lack;
 ** - blocks out of dominance order: put in reverse post-order.
 ** Then sroa and instcombine, whatever job.passes says: the translator
@@ -34,7 +34,7 @@
 ** the translator makes (validate), so what slips through is an error, not
 ** a driver's crash.
 */
-#include "opencl_int.h"
+#include "../runtimes/opencl_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +43,8 @@
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
-#include "../src/gj_cache.h"
-#include "../src/gj_tool.h"
+#include "gj_cache.h"
+#include "tool.h"
 
 #define SPIRV_ENV "GPUJIT_LLVM_SPIRV"
 #define SPIRV_MAXOPTS 12
@@ -382,9 +382,22 @@ static int disassemble(gj_bstate *st, const char *spv, size_t len,
   return gj_tool_run(st->spirv_tool, args, bc, bclen, out, outlen, err);
 }
 
-int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
-                   char **out, size_t *len, gj_err *err)
+static int spirv_finish_ir(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                           gj_err *err)
 {
+  (void)st;
+  (void)job;
+  return prepare(m, err);
+}
+
+/* The SPIR module, optimized and prepared, into SPIR-V (asm: its
+** disassembly).  The job's features: translator options separated by
+** spaces. */
+static int spirv_emit(gj_bstate *st, const gj_job *job,
+                      LLVMTargetMachineRef tm, LLVMModuleRef m, int asm,
+                      char **out, size_t *len, gj_err *err)
+{
+  const char *opts = job->features;
   const char *args[SPIRV_MAXOPTS + 2];
   char optbuf[1024], *spv = NULL;
   size_t spvlen = 0;
@@ -392,7 +405,8 @@ int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
   int rc;
   *out = NULL;
   *len = 0;
-  if (ocl_spirv_tool(st, err) != 0 || prepare(m, err) != 0 ||
+  (void)tm;
+  if (ocl_spirv_tool(st, err) != 0 ||
       split_opts(opts, optbuf, sizeof(optbuf), args, 0, err) != 0)
     return -1;
   bc = LLVMWriteBitcodeToMemoryBuffer(m);
@@ -414,6 +428,11 @@ int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
   LLVMDisposeMemoryBuffer(bc);
   return rc;
 }
+
+const gj_codegen gj_codegen_spirv = {
+  .name = "spirv", .wrap = ocl_wrap, .finish_ir = spirv_finish_ir,
+  .emit = spirv_emit,
+};
 
 int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
                       size_t *bclen, gj_err *err)

@@ -1,7 +1,8 @@
 /*
-** The opencl backend, part two: the code it generates.  The intrinsics IR
+** The targets of the opencl runtime (SPIR, and PTX on NVIDIA's OpenCL):
+** the code they generate.  The intrinsics IR
 ** for SPIR and PTX, `wrap` (the kernel entry point around @gj_body) and
-** `emit`.  The backend's design is at the top of opencl.c.
+** `emit`.  The backend's design is at the top of runtimes/opencl.c.
 **
 ** The entry point, for a signature (a: float[], s: int32_t):
 **
@@ -34,7 +35,7 @@
 ** Other devices get the OpenCL builtins (correct to the OpenCL spec's ulps,
 ** not bit-identical to glibc).
 */
-#include "opencl_int.h"
+#include "../runtimes/opencl_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,12 +44,12 @@
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
-#include "../src/gj_ptx.h"
-#include "../src/gj_target.h"
+#include "ptx.h"
+#include "gj_target.h"
 
 /* -- Intrinsics ---------------------------------------------------------- */
 
-/* On NVIDIA's platform the shared PTX intrinsics (src/gj_ptx.c) read the
+/* On NVIDIA's platform the shared PTX intrinsics (targets/ptx.c) read the
 ** fault record where add_entry keeps it. */
 _Static_assert((int)OCL_WI_FAULT == (int)GJ_PTX_WI_FAULT,
                "the fault record's slot in %wi is the PTX intrinsics' one");
@@ -518,7 +519,8 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   sh.has_libm = nk > g0 + OCL_HIDDEN_GLOBAL + sig->faults;
   /* A kernel with barriers is only launched with a global size that is a
   ** multiple of the group (the launcher checks): it needs no guard, and no
-  ** barrier may be skipped.  Others get both entries (opencl_run.c picks). */
+  ** barrier may be skipped.  Others get both entries (the launch picks,
+  ** runtimes/opencl_run.c). */
   kernels[0] = add_entry(m, OCL_ENTRY, &sh, ptx, !sig->uses_barrier, body, sig);
   if (!sig->uses_barrier)
     kernels[1] = add_entry(m, OCL_ENTRY_EXACT, &sh, ptx, 0, body, sig);
@@ -544,23 +546,40 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
 
 /* -- emit ---------------------------------------------------------------- */
 
-int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-             LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err)
+/* PTX text either way; the binary keeps its NUL (NVIDIA's
+** clCreateProgramWithBinary reads it as a C string). */
+static int ptx_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                    LLVMModuleRef m, int asm, char **out, size_t *len,
+                    gj_err *err)
+{
+  (void)st;
+  (void)job;
+  *out = NULL;
+  *len = 0;
+  if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
+  *len += !asm;
+  return 0;
+}
+
+static int spir_finish_ir(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                          gj_err *err)
+{
+  (void)st;
+  (void)job;
+  return ocl_loops_no_unroll(m, err);
+}
+
+static int spir_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+                     LLVMModuleRef m, int asm, char **out, size_t *len,
+                     gj_err *err)
 {
   LLVMMemoryBufferRef buf = NULL;
   size_t n;
+  (void)st;
+  (void)job;
+  (void)tm;
   *out = NULL;
   *len = 0;
-  if (strncmp(job->triple, "nvptx", 5) == 0) {
-    /* PTX text either way; the binary keeps its NUL (NVIDIA's
-    ** clCreateProgramWithBinary reads it as a C string). */
-    if (gj_target_emit(tm, m, 1, "opencl", out, len, err) != 0) return -1;
-    *len += !asm;
-    return 0;
-  }
-  if (strcmp(job->format, "spirv") == 0)
-    return ocl_spirv_emit(st, m, job->features, asm, out, len, err);
-  if (ocl_loops_no_unroll(m, err) != 0) return -1;
   if (asm) {
     /* SPIR has no assembly: its readable form is the LLVM IR itself. */
     char *ir = LLVMPrintModuleToString(m);
@@ -587,3 +606,13 @@ int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   LLVMDisposeMemoryBuffer(buf);
   return 0;
 }
+
+const gj_codegen gj_codegen_spir = {
+  .name = "spir", .wrap = ocl_wrap, .finish_ir = spir_finish_ir,
+  .emit = spir_emit,
+};
+
+const gj_codegen gj_codegen_ocl_ptx = {
+  .name = "ptx", .wrap = ocl_wrap, .emit = ptx_emit,
+  /* finish_ir: none */
+};

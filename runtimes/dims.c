@@ -1,7 +1,7 @@
 /*
-** Work-group shapes of GPU launches (gj_dims.h).
+** Work-group shapes of GPU launches (dims.h).
 */
-#include "gj_dims.h"
+#include "dims.h"
 
 static void default_group(const gj_dims *dm, int barrier, int64_t budget,
                           int64_t group[3])

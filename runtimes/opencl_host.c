@@ -1,6 +1,6 @@
 /*
 ** The opencl backend, part four: host memory as a launch's array argument
-** (backend.h, host_register).
+** (gj_backend.h, host_register).
 **
 ** A device that reports CL_DEVICE_HOST_UNIFIED_MEMORY (PoCL's CPU device)
 ** works in the host's memory, where the launcher's staging of an FFI array

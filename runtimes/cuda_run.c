@@ -6,11 +6,11 @@
 ** waits for it (launches are synchronous, API.md).
 **
 ** Arguments: the entry's parameters mirror the argument block (layout in
-** cuda_wrap.c), so kernelParams is an array of pointers into the block,
+** targets/ptx_cuda.c), so kernelParams is an array of pointers into the block,
 ** offsets computed once at load, then three pointers to the real global
 ** size, then (a bounds-checked kernel) one to the fault record's address.
 **
-** Fault records (backends/backend.h).  A program of a bounds-checked kernel
+** Fault records (src/gj_backend.h).  A program of a bounds-checked kernel
 ** owns a device buffer of one gj_fault, allocated at load: each launch
 ** writes the core's zeroed record into it before cuLaunchKernel and reads
 ** it back after the kernel has finished.  A kernel without checks has no
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/gj_dims.h"
+#include "dims.h"
 
 #define CU_DEFAULT_GROUP 256
 #define CU_LOGSIZE 8192
@@ -44,7 +44,7 @@ struct gj_program {
   CUdeviceptr fault;       /* sig->faults: the fault record, else 0 */
   /* sig->cancel: the record lives in mapped, pinned host memory (fault is
   ** its device address), where the launch writes the cancel word while
-  ** the kernel runs (backends/backend.h); else NULL */
+  ** the kernel runs (src/gj_backend.h); else NULL */
   gj_fault *shared_rec;
   uint32_t *offsets;       /* of each user parameter in the block */
   void **params;           /* cuLaunchKernel's kernelParams */

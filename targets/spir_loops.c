@@ -1,5 +1,5 @@
 /*
-** The opencl backend: loop metadata for SPIR programs.
+** The SPIR target: loop metadata for SPIR programs.
 **
 ** PoCL builds OpenCL C with loop unrolling off: clang gives every loop of
 ** the kernels it hands to PoCL's work-group compiler the metadata
@@ -24,7 +24,7 @@
 ** branch into the same header gets the same loop ID, as LLVM requires of a
 ** loop's latches.  Metadata a branch already has is kept.
 */
-#include "opencl_int.h"
+#include "../runtimes/opencl_int.h"
 
 #include <stdlib.h>
 

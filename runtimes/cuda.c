@@ -20,7 +20,7 @@
 ** context is current, popped again in cu_leave), so that a host program's
 ** own current context is left as it was.
 **
-** Code generation is in cuda_wrap.c (entry point, libdevice, emit);
+** Code generation is in targets/ptx_cuda.c (entry point, libdevice, emit);
 ** programs and launches in cuda_run.c.  Device memory is cuMemAlloc'ed;
 ** each state remembers its live allocations and frees them when it closes.
 **
@@ -52,9 +52,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/gj_cache.h"
-#include "../src/gj_ptx.h"
-#include "../src/gj_target.h"
+#include "gj_cache.h"
+#include "../targets/ptx.h"
+#include "gj_target.h"
 
 #define DEFAULT_OFFLINE_SM 80
 
@@ -543,11 +543,18 @@ static int cu_sync(gj_bstate *st, int dev, gj_err *err)
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuCtxSynchronize", r);
 }
 
+static const gj_codegen *cu_target(gj_bstate *st, const gj_job *job)
+{
+  (void)st;
+  (void)job;
+  return &gj_codegen_ptx_cuda;
+}
+
 const gj_backend gj_backend_cuda = {
   .name = "cuda",
   .open = cu_open, .close = cu_close, .ndevices = cu_ndevices,
   .device_info = cu_device_info, .job = cu_job,
-  .wrap = cu_wrap, .emit = cu_emit, .load = cu_load, .unload = cu_unload,
+  .target = cu_target, .load = cu_load, .unload = cu_unload,
   .launch = cu_launch,
   .alloc = cu_alloc, .free = cu_free, .copy = cu_copy, .sync = cu_sync,
   .cache_save = cu_cache_save, .cache_load = cu_cache_load,

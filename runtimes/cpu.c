@@ -7,9 +7,10 @@
 ** group it loops over z, y, x work items (x innermost) and calls the body,
 ** which is always inlined, so that LLVM sees a plain counted loop and can
 ** vectorize across x.  The work-item state (ids and sizes, see WI_* in
-** cpu_int.h) lives in an alloca of gj_entry; after inlining SROA turns it
-** back into SSA values, so reading an id in the body costs nothing.  `wrap`
-** and the intrinsics IR are in cpu_wrap.c.
+** targets/native.h) lives in an alloca of gj_entry; after inlining SROA
+** turns it back into SSA values, so reading an id in the body costs
+** nothing.  `wrap` and the intrinsics IR are the native target
+** (targets/native.c, targets/native_split.c).
 **
 ** Work items past the global size never run: the per-group loop bounds are
 ** clamped (min(group, global - base)) instead of testing every item, which
@@ -25,7 +26,7 @@
 ** next barrier (the work item's state lives in its frame in the scratch
 ** block).  Design and limits: docs/backends.md.
 */
-#include "backend.h"
+#include "gj_backend.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,9 +42,9 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
-#include "../src/gj_pool.h"
-#include "../src/gj_target.h"
-#include "cpu_int.h"
+#include "pool.h"
+#include "gj_target.h"
+#include "../targets/native.h"
 
 typedef void (*cpu_entry_fn)(void *args, const cpu_launch *launch);
 
@@ -271,15 +272,13 @@ static int cpu_job(gj_bstate *st, int dev, gj_job *job, gj_err *err)
   return r;
 }
 
-/* -- emit, load ---------------------------------------------------------- */
+/* -- target, load -------------------------------------------------------- */
 
-static int cpu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-                    LLVMModuleRef m, int asm, char **out, size_t *len,
-                    gj_err *err)
+static const gj_codegen *cpu_target(gj_bstate *st, const gj_job *job)
 {
   (void)st;
   (void)job;
-  return gj_target_emit(tm, m, asm, "cpu", out, len, err);
+  return &gj_codegen_native;
 }
 
 /* A JITDylib for one program: a spare one, or a new one that resolves
@@ -659,8 +658,8 @@ static int cpu_sync(gj_bstate *st, int dev, gj_err *err)
 const gj_backend gj_backend_cpu = {
   .name = "cpu",
   .open = cpu_open, .close = cpu_close, .ndevices = cpu_ndevices,
-  .device_info = cpu_device_info, .job = cpu_job,
-  .wrap = cpu_wrap, .emit = cpu_emit, .load = cpu_load, .unload = cpu_unload,
+  .device_info = cpu_device_info, .job = cpu_job, .target = cpu_target,
+  .load = cpu_load, .unload = cpu_unload,
   .launch = cpu_launch_run,
   .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .sync = cpu_sync,
   /* cache_save, cache_load: none, the cache keeps the object file that

@@ -1,5 +1,5 @@
 /*
-** NVPTX code generation shared by the backends that emit PTX (gj_ptx.h).
+** NVPTX code generation shared by the backends that emit PTX (ptx.h).
 **
 ** Facts this relies on (LLVM 15): the triple nvptx64-nvidia-cuda knows
 ** sm_20..sm_86 and PTX up to 7.5; a kernel is a function named in the
@@ -11,7 +11,7 @@
 ** has no instruction for exp, sin, ...: without libdevice those stay
 ** unsupported rather than wrong.
 */
-#include "gj_ptx.h"
+#include "ptx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +62,7 @@
   PTX_M2(#fn, "float", "f32", "__nv_" #fn "f")                            \
   PTX_M2(#fn, "double", "f64", "__nv_" #fn)
 
-/* #0 ids, #1 math, #2 the barrier.  %wi as gj_ptx.h says (the fault
+/* #0 ids, #1 math, #2 the barrier.  %wi as ptx.h says (the fault
 ** record's address at index 3, GJ_PTX_WI_FAULT). */
 #define PTX_BASE                                                          \
   PTX_SREG("local_id", "tid", 0)                                          \

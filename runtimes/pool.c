@@ -29,7 +29,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #endif
-#include "gj_pool.h"
+#include "pool.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,15 +1,16 @@
 /*
-** What every backend's wrap shares (backends/backend.h): the @gj_body
-** convention, checked once (a wrapper that loads arguments by the signature
-** must find the body it calls shaped by the same signature), and linking
-** IR into the module.
+** Linking IR into a module (the core links the job's intrinsics and
+** libraries; a target's wrap may link more), and the @gj_body convention
+** checked once for every target's wrap (a wrapper that loads arguments by
+** the signature must find the body it calls shaped by the same signature).
+** Declared in gj_backend.h.
 */
 #include <string.h>
 
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Linker.h>
 
-#include "../backends/backend.h"
+#include "gj_backend.h"
 
 int gj_link_ir(LLVMModuleRef m, LLVMMemoryBufferRef buf, const char *what,
                gj_err *err)
@@ -29,7 +30,7 @@ int gj_link_ir(LLVMModuleRef m, LLVMMemoryBufferRef buf, const char *what,
 }
 
 /* The definitions are linkonce_odr in the target's text (the linker does
-** not bind a declaration to an internal definition); the backend's wrap
+** not bind a declaration to an internal definition); the target's wrap
 ** makes them internal, and once inlined they disappear.  The linker takes
 ** only the definitions m refers to. */
 int gj_link_intrinsics(LLVMModuleRef m, const gj_job *job, gj_err *err)

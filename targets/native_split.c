@@ -1,5 +1,5 @@
 /*
-** The cpu backend, part three: index-set splitting of the x loop.
+** The native target, part two: index-set splitting of the x loop.
 **
 ** A kernel written for a GPU tests its ids: `if i < n then ... end`,
 ** `if x >= 1 and x < w - 1 then ... end`.  Inside gj_entry's x loop such a
@@ -7,7 +7,7 @@
 ** and stores, which some cores run several times slower than plain ones
 ** (AMD Zen 5: saxpy 3.5x slower, the same with clang on the C loop; see
 ** bench/README.md).  Nearly every work item passes such tests, so wrap
-** (cpu_wrap.c) runs a row of a group as a fast loop over lx in [lo, hi)
+** (native.c) runs a row of a group as a fast loop over lx in [lo, hi)
 ** and a second loop over the other work items, each calling the body; here,
 ** once the body is inlined into both, tests in the fast loop whose outcome
 ** is known for every lx in [lo, hi) become constants, and lo and hi are
@@ -29,7 +29,7 @@
 **     in lx, so it holds on [lo, hi) iff it holds at lo and at hi - 1.
 ** Others stay as they are in the fast loop.
 */
-#include "cpu_int.h"
+#include "native.h"
 
 #include <stdlib.h>
 #include <string.h>

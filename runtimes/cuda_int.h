@@ -1,6 +1,6 @@
 /*
-** Internal to the cuda backend: what cuda.c, cuda_run.c and cuda_wrap.c
-** share.  The design is described at the top of cuda.c.
+** Internal to the cuda backend: what cuda.c, cuda_run.c and its target,
+** targets/ptx_cuda.c, share.  The design is described at the top of cuda.c.
 */
 #ifndef GJ_CUDA_INT_H
 #define GJ_CUDA_INT_H
@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "../src/gj_ptx.h"
+#include "gj_backend.h"
+#include "../targets/ptx.h"
 
 /* -- The Driver API, declared here and loaded at run time ------------------
 ** gpujit builds without the CUDA toolkit: the few types, constants and
@@ -159,19 +159,17 @@ void cu_leave(gj_bstate *st, int pushed);
 ** device number that does not exist. */
 int cu_check_dev(gj_bstate *st, int dev, gj_err *err);
 
-/* -- cuda_wrap.c ------------------------------------------------------------ */
+/* -- targets/ptx_cuda.c ---------------------------------------------------- */
 
 /* Kernel arguments besides the user's: the real global size (3 x i64),
 ** then for a bounds-checked kernel the fault record's device address.  In
-** %wi they are in the same order (src/gj_ptx.h). */
+** %wi they are in the same order (targets/ptx.h). */
 enum { CU_HIDDEN_GLOBAL = 3 };
 _Static_assert((int)GJ_PTX_WI_FAULT == (int)CU_HIDDEN_GLOBAL,
                "the fault record follows the global size in %wi");
 
-int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-            LLVMValueRef body, const gj_sig *sig, gj_err *err);
-int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-            LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
+/* The PTX target of the cuda runtime: wrap and emit (PTX text). */
+extern const gj_codegen gj_codegen_ptx_cuda;
 
 /* -- cuda_run.c ------------------------------------------------------------- */
 

@@ -1,11 +1,29 @@
 /*
-** The one interface every backend implements.
+** The two interfaces every backend implements: the core's contract with
+** its backends, a public header of the core.  A device runtime
+** (gj_backend) opens devices, gives the compile job for one, chooses the
+** compile target (gj_codegen) for the job, and loads and launches what the
+** target emitted.
 **
 ** The core never asks which backend it talks to: what differs between
 ** targets is data in the compile job (gj_job) and the functions below.
-** Adding a backend is adding its file (backends/NAME.c, split into NAME_*.c
-** when large) that defines a gj_backend, and one
-** line in backends/registry.c.
+** A backend lives outside src/, in two rooms:
+**   targets/   what compiles: the gj_codegen tables (`wrap`, `finish_ir`,
+**              `emit`), the job's intrinsics IR, and their helpers
+**              (native, native_split: cpu; spir, spir_loops, spirv: opencl;
+**              ptx: NVPTX for cuda and NVIDIA's OpenCL, ptx_cuda; tool:
+**              the external-tool runner)
+**   runtimes/  what runs: drivers, devices, memory, copies, launches (cpu
+**              with its thread pool, opencl, cuda, the shared launch-shape
+**              check dims), and registry.c
+** Both include only the core's headers (src/, by bare name: this one,
+** gj_err.h, gj_job.h, gj_type.h, gj_target.h, gj_cache.h); the core
+** includes neither.  A runtime includes its targets' headers (it fills the
+** launch block their entry points read); a target that needs its
+** runtime's state in wrap or emit includes that runtime's internal header.
+** Adding a backend is adding its files there (runtimes/NAME.c defining a
+** gj_backend, targets/NAME.c defining the gj_codegen its `target` returns,
+** both filled by field name) and one line in runtimes/registry.c.
 **
 ** Conventions between the core and a backend (see docs/backends.md):
 **
@@ -80,9 +98,9 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
-#include "../src/gj_err.h"
-#include "../src/gj_job.h"
-#include "../src/gj_type.h"
+#include "gj_err.h"
+#include "gj_job.h"
+#include "gj_type.h"
 
 /* gj_device_info.rank of each kind of device: the default device is a CUDA
 ** GPU, else an OpenCL GPU, else the cpu backend (else sim). */
@@ -155,6 +173,32 @@ typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
 /* Direction for gj_backend.copy. */
 enum { GJ_COPY_TO_DEVICE = 0, GJ_COPY_TO_HOST = 1 };
 
+/* A compile target (targets/): the code generated for one kind of device
+** around the core's @gj_body, called at the numbered stages of
+** gj_pipeline_compile.  A runtime chooses one for each compile job
+** (gj_backend.target); one runtime may have several (opencl: SPIR, SPIR-V,
+** PTX), and st is the choosing runtime's state.  Filled by field name. */
+typedef struct gj_codegen {
+  const char *name;        /* "native", "spir", "spirv", "ptx" */
+  /* 6. Add the target's entry point to m around `body` (@gj_body). */
+  int (*wrap)(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+              LLVMValueRef body, const gj_sig *sig, gj_err *err);
+  /* 9. Optional (NULL: nothing to do): the optimized module, once, after
+  ** the plugins' `optimized` hooks (and after the text k:inspect_llvm
+  ** shows), before emit: what the target's format needs that is not
+  ** optimization (SPIR's loop metadata, SPIR-V's lowering for the
+  ** translator).  It shows in the artifact and the assembly only. */
+  int (*finish_ir)(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+                   gj_err *err);
+  /* 9. Optimized module -> artifact (asm != 0: the readable assembly
+  ** text), possibly twice (the assembly, then the artifact).  *out is
+  ** malloc'ed and owned by the caller. */
+  int (*emit)(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+              LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
+} gj_codegen;
+
+/* A device runtime (runtimes/): devices, the compile job for one, memory,
+** copies, programs and launches.  Filled by field name. */
 typedef struct gj_backend {
   const char *name;
   /* Open the backend in one context.  -1 (with err) when its driver or
@@ -166,14 +210,11 @@ typedef struct gj_backend {
   void (*close)(gj_bstate *st);
   int (*ndevices)(gj_bstate *st);
   int (*device_info)(gj_bstate *st, int dev, gj_device_info *out);
+  /* 1. The compile job for device dev (the plugins may change it). */
   int (*job)(gj_bstate *st, int dev, gj_job *job, gj_err *err);
-  /* Add the target's entry point to m around `body` (@gj_body). */
-  int (*wrap)(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-              LLVMValueRef body, const gj_sig *sig, gj_err *err);
-  /* Optimized module -> artifact (asm != 0: the readable assembly text).
-  ** *out is malloc'ed and owned by the caller. */
-  int (*emit)(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-              LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
+  /* 6. The compile target for job, this runtime's job after the plugins'
+  ** (chosen by its fields: opencl's format and triple); never NULL. */
+  const gj_codegen *(*target)(gj_bstate *st, const gj_job *job);
   int (*load)(gj_bstate *st, int dev, const char *art, size_t len,
               const gj_sig *sig, gj_program **out, gj_err *err);
   void (*unload)(gj_bstate *st, gj_program *p);
@@ -230,7 +271,7 @@ int gj_link_intrinsics(LLVMModuleRef m, const gj_job *job, gj_err *err);
 int gj_body_check(LLVMValueRef body, const gj_job *job, const gj_sig *sig,
                   const char *bk, gj_err *err);
 
-/* backends/registry.c: every backend compiled in, in default order. */
+/* runtimes/registry.c: every backend compiled in, in default order. */
 extern const gj_backend *const gj_backends[];
 extern const int gj_nbackends;
 

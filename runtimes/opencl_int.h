@@ -1,6 +1,6 @@
 /*
 ** Internal to the opencl backend: what opencl.c, opencl_run.c and
-** opencl_wrap.c share.  The design is described at the top of opencl.c.
+** targets/spir.c share.  The design is described at the top of opencl.c.
 */
 #ifndef GJ_OPENCL_INT_H
 #define GJ_OPENCL_INT_H
@@ -14,7 +14,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "backend.h"
+#include "gj_backend.h"
 
 /* -- The OpenCL API, loaded at run time ----------------------------------- */
 
@@ -48,7 +48,7 @@ typedef enum ocl_format {
 } ocl_format;
 
 /* Indices of the host libm functions a kernel on an in-process device
-** calls through the table at the end of its argument list (opencl_wrap.c).
+** calls through the table at the end of its argument list (targets/spir.c).
 ** f64 first, then the same functions for f32 (the `f`-suffixed names). */
 enum {
   LIBM_TAN, LIBM_ASIN, LIBM_ACOS, LIBM_ATAN, LIBM_SINH, LIBM_COSH,
@@ -65,7 +65,7 @@ typedef struct ocl_device {
   int addr_bits;           /* CL_DEVICE_ADDRESS_BITS */
   /* The device runs kernels in this process (PoCL's CPU devices): its
   ** kernels may call the host's libm, which makes math bit-identical to
-  ** LuaJIT's (opencl_wrap.c). */
+  ** LuaJIT's (targets/spir.c). */
   int host_libm;
   int is_pocl;             /* the platform is PoCL (Portable Computing
                            ** Language): gj_job.join_barriers */
@@ -73,7 +73,7 @@ typedef struct ocl_device {
   int spirv_minor;         /* OCL_SPIRV: the newest SPIR-V 1.x it takes */
   /* OCL_SPIRV chosen by GPUJIT_OPENCL_FORMAT for a device that takes SPIR
   ** and not SPIR-V: the translator turns the SPIR-V back into SPIR for it
-  ** (opencl_spirv.c), which is how the SPIR-V path is tested on PoCL. */
+  ** (targets/spirv.c), which is how the SPIR-V path is tested on PoCL. */
   int spirv_via_spir;
   char target_id[256];     /* the job's: platform, device, driver versions */
   /* CL_DEVICE_HOST_UNIFIED_MEMORY, asked on first use (opencl_host.c):
@@ -110,7 +110,7 @@ struct gj_bstate {
   void *const *libm;       /* the host libm table (LIBM_* order) */
   /* clCreateProgramWithIL (OpenCL 2.1): NULL where the loader lacks it. */
   __typeof__(clCreateProgramWithIL) *CreateProgramWithIL;
-  /* The SPIR-V translator, found on first use (opencl_spirv.c): 0 not
+  /* The SPIR-V translator, found on first use (targets/spirv.c): 0 not
   ** looked for yet, 1 found, -1 missing (spirv_why says why). */
   int spirv_state;
   char spirv_tool[512];
@@ -164,35 +164,37 @@ void *ocl_host_register(gj_bstate *st, int dev, void *host, size_t bytes,
                         int written, gj_err *err);
 int ocl_host_release(gj_bstate *st, int dev, void *addr, gj_err *err);
 
-/* -- opencl_wrap.c ---------------------------------------------------------- */
+/* -- targets/spir.c -------------------------------------------------------- */
 
 extern const char ocl_spir_intrinsics_ir[];   /* devices with their own libm */
 extern const char ocl_spir_hostlibm_ir[];     /* host_libm devices */
 
+/* The kernel entry point around @gj_body, for every target of the runtime
+** (SPIR, SPIR-V: the SPIR module translated, PTX on NVIDIA's platform). */
 int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
              LLVMValueRef body, const gj_sig *sig, gj_err *err);
-int ocl_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
-             LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
 
-/* -- opencl_loops.c --------------------------------------------------------- */
+/* The runtime's targets, chosen per job (opencl.c, ocl_target): SPIR 1.2
+** bitcode, PTX (NVIDIA's OpenCL), SPIR-V (spirv.c). */
+extern const gj_codegen gj_codegen_spir;
+extern const gj_codegen gj_codegen_ocl_ptx;
+extern const gj_codegen gj_codegen_spirv;
+
+/* -- targets/spir_loops.c -------------------------------------------------- */
 
 /* The SPIR name of OpenCL C's barrier(flags), which gj.barrier calls. */
 #define OCL_SPIR_BARRIER "_Z7barrierj"
 
 /* In a SPIR module with barriers, marks every loop llvm.loop.unroll.disable,
 ** as clang marks the loops of the OpenCL C it builds for PoCL (why:
-** opencl_loops.c). */
+** targets/spir_loops.c). */
 int ocl_loops_no_unroll(LLVMModuleRef m, gj_err *err);
 
-/* -- opencl_spirv.c -------------------------------------------------------- */
+/* -- targets/spirv.c ------------------------------------------------------- */
 
 /* The SPIR-V translator (llvm-spirv-15; GPUJIT_LLVM_SPIRV overrides), found
 ** and hashed once per state.  0, or -1 with err saying how to get it. */
 int ocl_spirv_tool(gj_bstate *st, gj_err *err);
-/* A SPIR module, optimized, into SPIR-V (asm: its disassembly).  opts: the
-** job's features, translator options separated by spaces. */
-int ocl_spirv_emit(gj_bstate *st, LLVMModuleRef m, const char *opts, int asm,
-                   char **out, size_t *len, gj_err *err);
 /* SPIR-V back into SPIR 1.2 bitcode (spirv_via_spir devices). */
 int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
                       size_t *bclen, gj_err *err);

@@ -4,7 +4,7 @@
 ** lua/gpujit/init.lua picks CUDA, then an OpenCL GPU, then the cpu backend
 ** (an OpenCL CPU device such as PoCL's is used only when asked for).
 */
-#include "backend.h"
+#include "gj_backend.h"
 
 extern const gj_backend gj_backend_opencl;
 extern const gj_backend gj_backend_cuda;
