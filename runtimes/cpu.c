@@ -139,6 +139,7 @@ static void cpu_fill_info(gj_bstate *st)
   d->host_math = 1;
   d->host_shared = 1;      /* the device is this process */
   d->rank = GJ_RANK_CPU;
+  d->parallel_items = CPU_SERIAL_ITEMS;
   if (cpuinfo_field("model name", d->name, sizeof(d->name)) != 0) {
     char *host = LLVMGetHostCPUName();
     snprintf(d->name, sizeof(d->name), "%s", host ? host : "cpu");

@@ -118,6 +118,26 @@ end
 
 for _, bk in ipairs(H.backends) do
   describe("parallel primitives [" .. bk .. "]", function()
+    it("launch shapes come from the device's facts (parallel_items), not its backend's name", function()
+      local P = require("gpujit.prims")
+      local entry
+      for _, d in ipairs(gpu.devices()) do
+        if d.backend == bk then entry = d break end
+      end
+      assert.is_number(entry.parallel_items)
+      if bk == "cpu" then assert.is_true(entry.parallel_items > 1) end
+      for _, G in ipairs({ 1, 7, 100, 5000 }) do
+        local cfg = P.items_cfg({ backend = bk, entry = entry }, G)
+        local S = cfg.global[1]
+        assert.equals(G, cfg.global[2])
+        if G >= entry.parallel_items then assert.equals(1, S) end
+        if G < entry.parallel_items then assert.is_true(S * G >= entry.parallel_items) end
+        -- a made-up device with the same facts gets the same shape, whatever its name
+        local other = P.items_cfg({ backend = "made-up", entry = entry }, G)
+        assert.same(cfg, other)
+      end
+    end)
+
     H.use_in_block(bk)
 
     describe("gpu.reduce", function()

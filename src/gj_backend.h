@@ -123,6 +123,9 @@ typedef struct gj_device_info {
                            ** Lua face passes host arrays as they are) */
   int rank;                /* preference for the default device: the
                            ** highest wins; 0: never the default */
+  int64_t parallel_items;  /* a launch of fewer work items runs on one
+                           ** thread (the cpu backend's pool is not woken);
+                           ** 0: the device runs any launch in parallel */
 } gj_device_info;
 
 

@@ -175,6 +175,8 @@ static int core_devices(lua_State *L)
       lua_setfield(L, -2, "host_shared");
       lua_pushinteger(L, di.rank);
       lua_setfield(L, -2, "rank");
+      lua_pushinteger(L, (lua_Integer)di.parallel_items);
+      lua_setfield(L, -2, "parallel_items");
       if (di.format[0]) {
         lua_pushstring(L, di.format);
         lua_setfield(L, -2, "format");

@@ -66,7 +66,7 @@ if core and core.lnum_classes then types.set_lnum_classes(core.lnum_classes()) e
 local sim_entry = {
   backend = "sim", name = "sim", vendor = "gpujit", type = "sim", index = 0, bk = -1,
   memory = 0, compute_units = 1, max_group = 1024, max_group_dim = { 1024, 1024, 1024 },
-  host_shared = true, host_math = true, rank = 0,
+  host_shared = true, host_math = true, rank = 0, parallel_items = 0,
 }
 local sim_target = {
   backend = "sim", bk = -1, dev = 0, sim = true, shared = true, entry = sim_entry, label = "sim",

@@ -38,7 +38,7 @@ function M.setup(e) env = e end
 function M.env_gpu() return env.gpu end
 
 local LANES = 16       -- the lanes of a reduction item (the float order, docs/api.md)
-local CPU_ITEMS = 4096 -- the cpu backend spreads launches of >= 4096 work items over threads
+local GMAX_MIN = 4096 -- a reduction or scan may use this many items on any device
 M.LANES = LANES
 
 ---------------------------------------------------------------------------
@@ -253,12 +253,14 @@ local function fkey(f)
   return k
 end
 
--- The launch shape of G items: a row of S work items per item on the cpu
--- backend (S * G >= 4096), one work item per item elsewhere; groups of one
--- item, of 64 on GPUs.
+-- The launch shape of G items: a row of S work items per item where the
+-- device runs launches of fewer than entry.parallel_items work items on one
+-- thread (the cpu backend: S * G reaches it), one work item per item
+-- elsewhere; groups of one item, of 64 on GPUs.
 local function items_cfg(tgt, G)
   local S, gy = 1, 1
-  if tgt.backend == "cpu" and G < CPU_ITEMS then S = math.ceil(CPU_ITEMS / G) end
+  local P = tgt.entry and tgt.entry.parallel_items or 0
+  if G < P then S = math.ceil(P / G) end
   if tgt.entry and tgt.entry.type == "gpu" then gy = math.min(G, 64) end
   return { global = { S, G }, group = { S, gy } }
 end
@@ -271,7 +273,7 @@ local function n_items(tgt, n)
   if tgt.sim then
     max = 16
   else
-    max = math.max(CPU_ITEMS, 64 * cu)
+    max = math.max(GMAX_MIN, 64 * cu)
   end
   return math.max(1, math.min(max, math.ceil(n / (LANES * 16))))
 end
