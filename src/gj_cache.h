@@ -1,5 +1,6 @@
 /*
-** The disk cache of compiled artifacts (DESIGN.md, "content key").
+** The disk cache of compiled artifacts (docs/architecture.md, stage 4;
+** docs/caching.md).
 **
 ** An entry is one file, <dir>/<64 hex digits of the key>.gjc: a header
 ** (magic, format version, key, payload length, BLAKE3 of the payload) and
