@@ -85,15 +85,7 @@ do -- reduce: 16M floats
   }
 end
 
-local function rand_i32(n, seed)
-  local a = ffi.new("int32_t[?]", n)
-  local s = seed
-  for i = 0, n - 1 do
-    s = (s * 1103515245 + 12345) % 2147483648
-    a[i] = s - 2 ^ 30
-  end
-  return a
-end
+local rand_i32 = T.rand_i32
 
 do -- scan: 4M int32
   local n = 2 ^ 22

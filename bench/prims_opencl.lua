@@ -117,15 +117,7 @@ local function K(name, args) return CLR.kernel(prog, name, args) end
 local function L(v) return ffi.new("int64_t[1]", v) end
 local function I(v) return ffi.new("int32_t[1]", v) end
 
-local function rand_i32(n, seed)
-  local a = ffi.new("int32_t[?]", n)
-  local s = seed
-  for i = 0, n - 1 do
-    s = (s * 1103515245 + 12345) % 2147483648
-    a[i] = s - 2 ^ 30
-  end
-  return a
-end
+local rand_i32 = T.rand_i32
 
 -- C of n elements over G items, as prims.lua chunks a reduce or scan
 local function chunk(n, G) return math.ceil(n / (G * LANES)) * LANES end

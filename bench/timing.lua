@@ -58,4 +58,16 @@ function T.measure(fg, fc, reps, runs)
   return T.median(tg), T.median(tc)
 end
 
+-- n pseudo-random int32_t in [-2^30, 2^30) from seed (an LCG, the same on
+-- every machine): the keys and values of the primitives' benchmarks.
+function T.rand_i32(n, seed)
+  local a = require("ffi").new("int32_t[?]", n)
+  local s = seed
+  for i = 0, n - 1 do
+    s = (s * 1103515245 + 12345) % 2147483648
+    a[i] = s - 2 ^ 30
+  end
+  return a
+end
+
 return T
