@@ -631,6 +631,7 @@ local function make_copy()
     if i < n then dst[i] = src[i] end
   end
 end
+M.make_copy = make_copy   -- gpu.sort copies with it too (prims_sort.lua)
 
 function M.elementwise(tgt, name, make, n, ...)
   if n == 0 then return end

@@ -175,13 +175,6 @@ local function make_gather()
   end
 end
 
-local function make_copy()
-  return function(dst, src, n)
-    local i = gpu.global_id(0)
-    if i < n then dst[i] = src[i] end
-  end
-end
-
 ---------------------------------------------------------------------------
 
 -- Radix passes over the keys in kA (move view mA, digit view wA, W words a
@@ -262,7 +255,7 @@ function M.sort(keys, values)
     local bytes = types.size[K.elem]
     local ut = UINT[bytes]
     local cp = function(dst, src)
-      P.kernel(tgt, "copy", make_copy):launch(n, dst, src, i64(n))
+      P.kernel(tgt, "copy", P.make_copy):launch(n, dst, src, i64(n))
     end
     if types.is_int[K.elem] then
       local signed = K.elem:sub(1, 1) == "i"
