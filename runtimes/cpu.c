@@ -521,13 +521,17 @@ static void cpu_barrier_group(const gj_dims *d, int64_t group[3])
   }
 }
 
-static int cpu_launch_run(gj_bstate *st, gj_program *p, const gj_dims *d,
-                          void *args, gj_fault *record, gj_err *err)
+/* Runs the kernel to its end (no `wait`: the pool's threads are the
+** device, and the launch returns when they have finished). */
+static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_stream *s,
+                          const gj_dims *d, void *args, gj_fault *record,
+                          gj_err *err)
 {
   cpu_launch l;
   cpu_task t;
   int64_t items = 1, groups = 1, gsize = 1, fault = 0;
   char b1[96], b2[96];
+  if (s) return gj_err_set(err, "cpu: launch on a stream other than the default one");
   int i, nd = d->ndim;
   if (!p || !p->entry) return gj_err_set(err, "cpu: launch of no program");
   if (nd < 1 || nd > 3)

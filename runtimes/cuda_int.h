@@ -176,8 +176,9 @@ extern const gj_codegen gj_codegen_ptx_cuda;
 int cu_load(gj_bstate *st, int dev, const char *art, size_t len,
             const gj_sig *sig, gj_program **out, gj_err *err);
 void cu_unload(gj_bstate *st, gj_program *p);
-int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dims, void *args,
-              gj_fault *fault, gj_err *err);
+/* Runs the kernel on the default stream to its end (no `wait` yet). */
+int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
+              void *args, gj_fault *fault, gj_err *err);
 /* The cubin of a loaded program (what the compile cache of issue 6 will
 ** store); owned by the program. */
 /* The disk cache keeps a program's cubin: the next process skips both

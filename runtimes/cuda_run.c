@@ -277,8 +277,8 @@ static void wait_cancellable(const cu_api *a, gj_fault *fault,
   }
 }
 
-int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
-              gj_fault *fault, gj_err *err)
+int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
+              void *args, gj_fault *fault, gj_err *err)
 {
   const cu_device *d;
   gj_group_limits lim;
@@ -289,6 +289,7 @@ int cu_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   char b1[96], b2[96], call[256];
   int pushed, k;
   if (!p || !p->fn) return gj_err_set(err, "cuda: launch of no program");
+  if (s) return gj_err_set(err, "cuda: launch on a stream other than the default one");
   d = &st->drv->devs[p->dev];
   for (k = 0; k < 3; k++) lim.max_dim[k] = d->info.max_group_dim[k];
   lim.max_group = p->max_group;

@@ -80,7 +80,15 @@ typedef struct ocl_device {
   ** 0 not asked yet, 1 no, 2 yes. */
   int host_unified;
   cl_context ctx;          /* made on first use, with queue */
-  cl_command_queue queue;
+  cl_command_queue queue;  /* the default stream */
+  /* The launch on queue that ocl_wait finishes and whose record it reads
+  ** back (p NULL: none).  One at a time: ocl_launch waits for a pending
+  ** one before it enqueues. */
+  struct {
+    gj_program *p;
+    gj_fault *fault;       /* the host record, or NULL */
+    cl_event ev;           /* a cancellable launch's event, or NULL */
+  } pending;
 } ocl_device;
 
 /* One allocation, or one registration of host memory (opencl_host.c):
@@ -204,8 +212,11 @@ int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
 int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
              const gj_sig *sig, gj_program **out, gj_err *err);
 void ocl_unload(gj_bstate *st, gj_program *p);
-int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dims,
+/* Enqueues on the default stream (the device's queue) and returns;
+** ocl_wait finishes the queue and reads the record back. */
+int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
                void *args, gj_fault *fault, gj_err *err);
+int ocl_wait(gj_bstate *st, int dev, gj_stream *s, gj_err *err);
 /* The disk cache keeps a program's device binary (CL_PROGRAM_BINARIES),
 ** so that the next process skips the device compiler's build. */
 int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,

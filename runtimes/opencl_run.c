@@ -8,7 +8,9 @@
 **
 ** A launch sets only the arguments that changed since the program's last
 ** launch (each one's last value is kept in its arg slot), then
-** clEnqueueNDRangeKernel and clFinish: launches are synchronous (API.md).
+** clEnqueueNDRangeKernel, then (ocl_wait) clFinish and the record read
+** back: the core waits right after each launch, so launches are synchronous
+** for the caller (API.md).
 */
 #include "opencl_int.h"
 
@@ -248,6 +250,10 @@ void ocl_unload(gj_bstate *st, gj_program *p)
 {
   int i;
   if (!p) return;
+  if (st->devs[p->dev].pending.p == p) {   /* its launch, finished first */
+    gj_err e;
+    ocl_wait(st, p->dev, NULL, &e);
+  }
   for (i = 0; i < 2; i++) {
     if (p->entry[i].kernel) st->cl.ReleaseKernel(p->entry[i].kernel);
     free(p->entry[i].slots);
@@ -354,8 +360,35 @@ static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
                                   NULL, NULL);
 }
 
-int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
-               gj_fault *fault, gj_err *err)
+int ocl_wait(gj_bstate *st, int dev, gj_stream *s, gj_err *err)
+{
+  ocl_device *d = &st->devs[dev];
+  gj_program *p = d->pending.p;
+  gj_fault *fault = d->pending.fault;
+  cl_event ev = d->pending.ev;
+  cl_int rc;
+  if (s) return gj_err_set(err, "opencl: wait on a stream other than the default one");
+  if (!p) return 0;
+  d->pending.p = NULL;
+  d->pending.fault = NULL;
+  d->pending.ev = NULL;
+  if (ev) wait_cancellable(st, d, ev, fault, p->shared_rec);
+  rc = st->cl.Finish(d->queue);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish", rc);
+  if (fault && p->fault) {
+    rc = st->cl.EnqueueReadBuffer(d->queue, p->fault, CL_TRUE, 0,
+                                  p->sig.prints ? sizeof(*fault) + sizeof(gj_print_head)
+                                                : sizeof(*fault),
+                                  fault, 0, NULL, NULL);
+    if (rc == CL_SUCCESS && p->sig.prints)    /* the records written */
+      rc = read_prints(st, d, p, fault);
+    if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueReadBuffer (fault record)", rc);
+  }
+  return 0;
+}
+
+int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
+               void *args, gj_fault *fault, gj_err *err)
 {
   ocl_device *d;
   ocl_entry *e;
@@ -369,7 +402,9 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
   int i, nd = dm->ndim;
   if (!p || !p->entry[0].kernel)
     return gj_err_set(err, "opencl: launch of no program");
+  if (s) return gj_err_set(err, "opencl: launch on a stream other than the default one");
   d = &st->devs[p->dev];
+  if (d->pending.p && ocl_wait(st, p->dev, NULL, err) != 0) return -1;
   /* Below 2^31 per dimension, which the !range of local ids assumes
   ** (targets/spir.c); devices report far less. */
   for (i = 0; i < 3; i++)
@@ -435,17 +470,9 @@ int ocl_launch(gj_bstate *st, gj_program *p, const gj_dims *dm, void *args,
              gj_dims_str(b2, sizeof(b2), group, nd));
     return ocl_fail(err, what, rc);
   }
-  if (ev) wait_cancellable(st, d, ev, fault, p->shared_rec);
-  rc = st->cl.Finish(d->queue);
-  if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish", rc);
-  if (fault && p->fault) {
-    rc = st->cl.EnqueueReadBuffer(d->queue, p->fault, CL_TRUE, 0,
-                                  p->sig.prints ? sizeof(*fault) + sizeof(gj_print_head)
-                                                : sizeof(*fault),
-                                  fault, 0, NULL, NULL);
-    if (rc == CL_SUCCESS && p->sig.prints)    /* the records written */
-      rc = read_prints(st, d, p, fault);
-    if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueReadBuffer (fault record)", rc);
-  }
+  /* finished, and the record read back, by ocl_wait */
+  d->pending.p = p;
+  d->pending.fault = fault;
+  d->pending.ev = ev;
   return 0;
 }

@@ -171,6 +171,11 @@ static inline size_t gj_record_size(const gj_sig *sig)
 }
 
 typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
+/* A stream: a runtime's ordered queue of work on one device (a CUDA stream,
+** an OpenCL command queue).  NULL is the device's default stream, and the
+** only one the core passes today: streams are not exposed yet (the launch
+** contract below is ready for them). */
+typedef struct gj_stream gj_stream;
 typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
 
 /* Direction for gj_backend.copy. */
@@ -221,11 +226,22 @@ typedef struct gj_backend {
   int (*load)(gj_bstate *st, int dev, const char *art, size_t len,
               const gj_sig *sig, gj_program **out, gj_err *err);
   void (*unload)(gj_bstate *st, gj_program *p);
-  /* Run the kernel and return when it has finished.  args is the argument
-  ** block laid out by gj_sig_layout; fault: the record of a bounds-checked
-  ** kernel (sig->faults), NULL otherwise. */
-  int (*launch)(gj_bstate *st, gj_program *p, const gj_dims *dims,
-                void *args, gj_fault *fault, gj_err *err);
+  /* Enqueue the kernel on stream s (NULL: the default stream).  args is
+  ** the argument block laid out by gj_sig_layout, read before launch
+  ** returns; fault: the host record of a bounds-checked kernel
+  ** (sig->faults), NULL otherwise.  A runtime with `wait` may return before
+  ** the kernel has finished: the record (and a print area after it) is
+  ** final only when `wait` on s returns, and the core reads it, and the
+  ** Lua face copies arrays back, only then.  A runtime without `wait`
+  ** returns when the kernel has finished, the record final. */
+  int (*launch)(gj_bstate *st, gj_program *p, gj_stream *s,
+                const gj_dims *dims, void *args, gj_fault *fault, gj_err *err);
+  /* Optional: wait until what was launched on stream s (NULL: the default
+  ** stream) of device dev has finished, with the records of those launches
+  ** final in the host memory given to launch.  The core calls it right
+  ** after each launch today, and a timed launch's watchdog runs through
+  ** it (the host's fault->cancel must reach the device meanwhile). */
+  int (*wait)(gj_bstate *st, int dev, gj_stream *s, gj_err *err);
   void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
   void (*free)(gj_bstate *st, int dev, void *ptr);
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,

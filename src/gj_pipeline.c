@@ -664,6 +664,17 @@ static gj_fault *launch_record(gj_kernel *k, gj_fault *local)
   return k->rec;
 }
 
+/* Launch k on the default stream and wait for it (gj_backend.h: the
+** record f is final when wait returns): launches are synchronous for the
+** caller, whatever the runtime does in between. */
+static int run_on_default(gj_kernel *k, const gj_dims *dims, void *args,
+                          gj_fault *f)
+{
+  if (k->be->launch(k->bst, k->prog, NULL, dims, args, f, &k->ctx->err)) return -1;
+  if (k->be->wait) return k->be->wait(k->bst, k->dev, NULL, &k->ctx->err);
+  return 0;
+}
+
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
 {
   gj_fault local, *f;
@@ -672,17 +683,16 @@ int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
   if (!dims_in_range(k, dims))
     return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the kernel's "
                       "ids are typed below it)", k->sig.lnum ? 31 : 51);
-  if (!k->sig.faults)
-    return k->be->launch(k->bst, k->prog, dims, args, NULL, &k->ctx->err);
+  if (!k->sig.faults) return run_on_default(k, dims, args, NULL);
   if (!(f = launch_record(k, &local))) return -1;
   if (!k->sig.cancel) {
-    if (k->be->launch(k->bst, k->prog, dims, args, f, &k->ctx->err)) return -1;
+    if (run_on_default(k, dims, args, f)) return -1;
     if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
     return 0;
   }
   /* a timeout: the watchdog sets f->cancel at the deadline or on SIGINT */
   if (gj_watch_start(&w, &f->cancel, k->timeout, &k->ctx->err)) return -1;
-  rc = k->be->launch(k->bst, k->prog, dims, args, f, &k->ctx->err);
+  rc = run_on_default(k, dims, args, f);
   if (gj_watch_stop(&w, k->name, &k->ctx->err)) return -1;   /* stopped */
   if (rc) return -1;
   if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
