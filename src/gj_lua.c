@@ -20,7 +20,7 @@
 #include "gj_intr.h"
 #include "gj_joblua.h"
 #include "gj_lua_types.h"
-#include "gj_pipeline.h"
+#include "gj_pipeline_lua.h"
 #include "gj_plugin.h"
 #include "gpujit.h"
 
@@ -187,8 +187,10 @@ static int core_devices(lua_State *L)
   return 1;
 }
 
-/* Read (fn, types, opts) at 1..3 into o. */
-static void read_compile_args(lua_State *L, gj_compile_opts *o)
+/* Read (fn, types, opts) at 1..3 into o.  Returns the stack index of
+** opts.plugins, the plugins' descriptors, left there for the compile (0:
+** none). */
+static int read_compile_args(lua_State *L, gj_compile_opts *o)
 {
   int j;
   memset(o, 0, sizeof(*o));
@@ -244,7 +246,7 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
   lua_pop(L, 8);   /* the strings stay referenced by the opts table */
   /* left on the stack for the compile: the plugins' descriptors */
   lua_getfield(L, 3, "plugins");
-  o->plugins = lua_istable(L, -1) ? lua_gettop(L) : 0;
+  return lua_istable(L, -1) ? lua_gettop(L) : 0;
 }
 
 static void push_sig(lua_State *L, const gj_sig *sig)
@@ -346,9 +348,9 @@ static int core_compile(lua_State *L)
   gj_compile_out out;
   gj_err err;
   kobj *ko;
-  read_compile_args(L, &o);
+  int plist = read_compile_args(L, &o);
   o.want_kernel = 1;
-  if (gj_pipeline_compile(&c->ctx, L, 1, &o, &out, &err)) {
+  if (gj_pipeline_lua_compile(&c->ctx, L, 1, plist, &o, &out, &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }
@@ -377,12 +379,12 @@ static int core_inspect(lua_State *L)
   gj_compile_out out;
   gj_err err;
   const char *what = luaL_checkstring(L, 4);
-  read_compile_args(L, &o);
+  int plist = read_compile_args(L, &o);
   o.want_llvm = strcmp(what, "llvm") == 0;
   o.want_asm = strcmp(what, "asm") == 0;
   if (!o.want_llvm && !o.want_asm)
     return luaL_error(L, "inspect: what must be \"llvm\" or \"asm\"");
-  if (gj_pipeline_compile(&c->ctx, L, 1, &o, &out, &err)) {
+  if (gj_pipeline_lua_compile(&c->ctx, L, 1, plist, &o, &out, &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }
@@ -399,8 +401,8 @@ static int core_job(lua_State *L)
   gj_compile_opts o;
   gj_job job;
   gj_err err;
-  read_compile_args(L, &o);
-  if (gj_pipeline_job(&c->ctx, L, 1, &o, &job, &err)) {
+  int plist = read_compile_args(L, &o);
+  if (gj_pipeline_lua_job(&c->ctx, L, 1, plist, &o, &job, &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }

@@ -129,13 +129,18 @@ static int read_buffers(lua_State *L, int t, struct gj_plugref *r,
   return 0;
 }
 
+void gj_plugset_init(gj_plugset *ps)
+{
+  memset(ps, 0, sizeof(*ps));
+  ps->buf_base = -1;
+  ps->emit_by = -1;
+}
+
 int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err)
 {
   int i;
-  memset(ps, 0, sizeof(*ps));
+  gj_plugset_init(ps);
   ps->L = L;
-  ps->buf_base = -1;
-  ps->emit_by = -1;
   if (!list || !lua_istable(L, list)) return 0;
   ps->list = list;
   ps->n = (int)lua_objlen(L, list);

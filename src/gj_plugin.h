@@ -55,6 +55,9 @@ typedef struct gj_plugset {
                          ** artifact (gj_plugset_emit), else -1 */
 } gj_plugset;
 
+/* An empty set: no plugins. */
+void gj_plugset_init(gj_plugset *ps);
+
 /* Read the list of plugin descriptors at stack index list (absolute; 0:
 ** none) as core.compile's opts.plugins gives it (lua/gpujit/plugins.lua). */
 int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err);
