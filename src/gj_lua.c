@@ -16,6 +16,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "gj_bc_lua.h"
 #include "gj_ctx.h"
 #include "gj_intr.h"
 #include "gj_joblua.h"
@@ -677,7 +678,7 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
     lua_setfield(L, LUA_REGISTRYINDEX, CTX_MT ".instance");
-    if (gj_bc_mapinit(L, &c->ctx.bcmap, &err)) {
+    if (gj_bc_lua_mapinit(L, &c->ctx.bcmap, &err)) {
       c->closed = 1;
       lua_pushstring(L, err.msg);
       return lua_error(L);
