@@ -10,6 +10,7 @@
 #include <lua.h>
 
 #include "gj_kv_lua.h"
+#include "gj_plugin_lua.h"
 #include "gj_pipeline_lua.h"
 
 /* Where the function at fidx was defined: o->source (in src) and o->line. */
@@ -31,9 +32,10 @@ int gj_pipeline_lua_compile(gj_ctx *ctx, lua_State *L, int fidx, int plist,
                             gj_err *err)
 {
   gj_plugset ps;
+  gj_plugset_lua pl;
   char src[256];
   where(L, fidx, o, src, sizeof(src));
-  if (gj_plugset_read(&ps, L, plist, err)) {
+  if (gj_plugset_lua_read(&ps, &pl, L, plist, err)) {
     memset(out, 0, sizeof(*out));
     return -1;
   }
@@ -46,9 +48,10 @@ int gj_pipeline_lua_job(gj_ctx *ctx, lua_State *L, int fidx, int plist,
                         gj_compile_opts *o, gj_job *job, gj_err *err)
 {
   gj_plugset ps;
+  gj_plugset_lua pl;
   char src[256];
   where(L, fidx, o, src, sizeof(src));
-  if (gj_plugset_read(&ps, L, plist, err)) return -1;
+  if (gj_plugset_lua_read(&ps, &pl, L, plist, err)) return -1;
   o->plugins = &ps;
   return gj_pipeline_job(ctx, o, job, err);
 }
