@@ -9,7 +9,7 @@
 ** never holds the values themselves, only handles: small integers that the
 ** frontend gives out and answers questions about through the table below.
 ** So the typer needs no Lua stack; where the values live is the frontend's
-** business (gj_kv_lua.c keeps them in a table of a lua_State).
+** business (gj_kv_lua.c keeps them in a table of a Lua state).
 **
 ** Contract between a source (gj_kvsrc) and the typer:
 ** - A handle (an int > 0) names one value from the call that returns it

@@ -38,7 +38,8 @@ typedef struct kobj {
 } kobj;
 
 typedef struct ctxobj {
-  gj_ctx ctx;
+  gj_ctx ctx;          /* the core's */
+  int ref_intr;        /* registry: table Lua function -> intrinsic name */
   kobj head;
   int closed;
 } ctxobj;
@@ -84,7 +85,7 @@ static int core_intrinsic(lua_State *L)
   luaL_checktype(L, 1, LUA_TFUNCTION);
   name = luaL_checkstring(L, 2);
   if (gj_intr_lookup(name) < 0) return luaL_error(L, "no intrinsic '%s'", name);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ctx.ref_intr);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref_intr);
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
   lua_rawset(L, -3);
@@ -351,7 +352,8 @@ static int core_compile(lua_State *L)
   kobj *ko;
   int plist = read_compile_args(L, &o);
   o.want_kernel = 1;
-  if (gj_pipeline_lua_compile(&c->ctx, L, 1, plist, &o, &out, &err)) {
+  if (gj_pipeline_lua_compile(&c->ctx, c->ref_intr, L, 1, plist, &o, &out,
+                              &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }
@@ -385,7 +387,8 @@ static int core_inspect(lua_State *L)
   o.want_asm = strcmp(what, "asm") == 0;
   if (!o.want_llvm && !o.want_asm)
     return luaL_error(L, "inspect: what must be \"llvm\" or \"asm\"");
-  if (gj_pipeline_lua_compile(&c->ctx, L, 1, plist, &o, &out, &err)) {
+  if (gj_pipeline_lua_compile(&c->ctx, c->ref_intr, L, 1, plist, &o, &out,
+                              &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }
@@ -685,7 +688,7 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
     }
     lua_newtable(L);
     register_libs(L, lua_gettop(L));
-    c->ctx.ref_intr = luaL_ref(L, LUA_REGISTRYINDEX);
+    c->ref_intr = luaL_ref(L, LUA_REGISTRYINDEX);
     luaL_newmetatable(L, KERNEL_MT);
     lua_pushcfunction(L, kernel_gc);
     lua_setfield(L, -2, "__gc");

@@ -27,9 +27,9 @@ static void where(lua_State *L, int fidx, gj_compile_opts *o, char *src,
   o->source = src;
 }
 
-int gj_pipeline_lua_compile(gj_ctx *ctx, lua_State *L, int fidx, int plist,
-                            gj_compile_opts *o, gj_compile_out *out,
-                            gj_err *err)
+int gj_pipeline_lua_compile(gj_ctx *ctx, int ref_intr, lua_State *L,
+                            int fidx, int plist, gj_compile_opts *o,
+                            gj_compile_out *out, gj_err *err)
 {
   gj_plugset ps;
   gj_plugset_lua pl;
@@ -41,7 +41,7 @@ int gj_pipeline_lua_compile(gj_ctx *ctx, lua_State *L, int fidx, int plist,
   }
   o->plugins = &ps;
   return gj_pipeline_compile(
-      ctx, gj_kv_lua_open(L, fidx, ctx->ref_intr, &ctx->bcmap), o, out, err);
+      ctx, gj_kv_lua_open(L, fidx, ref_intr, &ctx->bcmap), o, out, err);
 }
 
 int gj_pipeline_lua_job(gj_ctx *ctx, lua_State *L, int fidx, int plist,
