@@ -19,6 +19,7 @@ static void where(lua_State *L, int fidx, gj_compile_opts *o, char *src,
 {
   lua_Debug ar;
   src[0] = '\0';
+  o->line = 0;
   lua_pushvalue(L, fidx);
   if (lua_getinfo(L, ">S", &ar)) {
     snprintf(src, nsrc, "%s", ar.short_src);
@@ -28,30 +29,32 @@ static void where(lua_State *L, int fidx, gj_compile_opts *o, char *src,
 }
 
 int gj_pipeline_lua_compile(gj_ctx *ctx, int ref_intr, lua_State *L,
-                            int fidx, int plist, gj_compile_opts *o,
+                            int fidx, int plist, const gj_compile_opts *o,
                             gj_compile_out *out, gj_err *err)
 {
+  gj_compile_opts lo = *o;
   gj_plugset ps;
   gj_plugset_lua pl;
   char src[256];
-  where(L, fidx, o, src, sizeof(src));
+  where(L, fidx, &lo, src, sizeof(src));
   if (gj_plugset_lua_read(&ps, &pl, L, plist, err)) {
     memset(out, 0, sizeof(*out));
     return -1;
   }
-  o->plugins = &ps;
+  lo.plugins = &ps;
   return gj_pipeline_compile(
-      ctx, gj_kv_lua_open(L, fidx, ref_intr, &ctx->bcmap), o, out, err);
+      ctx, gj_kv_lua_open(L, fidx, ref_intr, &ctx->bcmap), &lo, out, err);
 }
 
 int gj_pipeline_lua_job(gj_ctx *ctx, lua_State *L, int fidx, int plist,
-                        gj_compile_opts *o, gj_job *job, gj_err *err)
+                        const gj_compile_opts *o, gj_job *job, gj_err *err)
 {
+  gj_compile_opts lo = *o;
   gj_plugset ps;
   gj_plugset_lua pl;
   char src[256];
-  where(L, fidx, o, src, sizeof(src));
+  where(L, fidx, &lo, src, sizeof(src));
   if (gj_plugset_lua_read(&ps, &pl, L, plist, err)) return -1;
-  o->plugins = &ps;
-  return gj_pipeline_job(ctx, o, job, err);
+  lo.plugins = &ps;
+  return gj_pipeline_job(ctx, &lo, job, err);
 }
