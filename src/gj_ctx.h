@@ -1,6 +1,8 @@
 /*
-** The per-lua_State context: everything gpujit keeps for one state.
-** Nothing in the core is global; two states never share a gj_ctx.
+** The per-state context: everything the core keeps for one Lua state (or
+** one embedding).  Nothing in the core is global; two states never share a
+** gj_ctx.  What only the binding needs (registry references) is in the
+** binding's own state (gj_lua.c), not here.
 */
 #ifndef GJ_CTX_H
 #define GJ_CTX_H
@@ -14,7 +16,6 @@
 
 struct gj_ctx {
   gj_bcmap bcmap;
-  int ref_intr;        /* registry: table Lua function -> intrinsic name */
   gj_bstate *bst[GJ_MAXBACKENDS];
   int bopened[GJ_MAXBACKENDS];   /* 0 not tried, 1 open, -1 failed */
   gj_err berr[GJ_MAXBACKENDS];   /* why a backend failed to open */

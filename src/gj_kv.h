@@ -9,7 +9,7 @@
 ** never holds the values themselves, only handles: small integers that the
 ** frontend gives out and answers questions about through the table below.
 ** So the typer needs no Lua stack; where the values live is the frontend's
-** business (gj_kv_lua.c keeps them in a table of a lua_State).
+** business (gj_kv_lua.c keeps them in a table of a Lua state).
 **
 ** Contract between a source (gj_kvsrc) and the typer:
 ** - A handle (an int > 0) names one value from the call that returns it
@@ -83,8 +83,9 @@ typedef struct gj_kvops {
   /* 1 when a and b are the same value (Lua's rawequal), else 0. */
   int (*same)(gj_kvsrc *src, int a, int b);
   void (*release)(gj_kvsrc *src, int h);
-  /* Read the bytecode of Lua function fn (not a C function) into p:
-  ** gj_bc_read's contract and errors.  0, or -1 with err set. */
+  /* Read the bytecode of Lua function fn (not a C function) into p, as
+  ** gj_bc_decode decodes it (gj_bc.h: its contract and errors; the Lua
+  ** source reads through jit.util, gj_bc_lua.c).  0, or -1 with err set. */
   int (*read)(gj_kvsrc *src, int fn, gj_proto *p, gj_err *err);
   /* Free what read() put in p (not p itself). */
   void (*unread)(gj_kvsrc *src, gj_proto *p);

@@ -16,6 +16,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "gj_bc_lua.h"
 #include "gj_kv_lua.h"
 
 typedef struct kvlua {
@@ -220,14 +221,15 @@ static int kv_read(gj_kvsrc *src, int fn, gj_proto *p, gj_err *err)
   kvlua *k = of(src);
   int rc;
   push(k, fn);
-  rc = gj_bc_read(k->L, -1, k->map, p, err);
+  rc = gj_bc_lua_read(k->L, -1, k->map, p, err);
   lua_pop(k->L, 1);
   return rc;
 }
 
 static void kv_unread(gj_kvsrc *src, gj_proto *p)
 {
-  gj_bc_free(of(src)->L, p);
+  (void)src;
+  gj_bc_free(p);
 }
 
 static void kv_close(gj_kvsrc *src)

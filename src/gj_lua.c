@@ -16,11 +16,12 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "gj_bc_lua.h"
 #include "gj_ctx.h"
 #include "gj_intr.h"
 #include "gj_joblua.h"
 #include "gj_lua_types.h"
-#include "gj_pipeline.h"
+#include "gj_pipeline_lua.h"
 #include "gj_plugin.h"
 #include "gpujit.h"
 
@@ -37,7 +38,8 @@ typedef struct kobj {
 } kobj;
 
 typedef struct ctxobj {
-  gj_ctx ctx;
+  gj_ctx ctx;          /* the core's */
+  int ref_intr;        /* registry: table Lua function -> intrinsic name */
   kobj head;
   int closed;
 } ctxobj;
@@ -83,7 +85,7 @@ static int core_intrinsic(lua_State *L)
   luaL_checktype(L, 1, LUA_TFUNCTION);
   name = luaL_checkstring(L, 2);
   if (gj_intr_lookup(name) < 0) return luaL_error(L, "no intrinsic '%s'", name);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ctx.ref_intr);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref_intr);
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
   lua_rawset(L, -3);
@@ -187,8 +189,10 @@ static int core_devices(lua_State *L)
   return 1;
 }
 
-/* Read (fn, types, opts) at 1..3 into o. */
-static void read_compile_args(lua_State *L, gj_compile_opts *o)
+/* Read (fn, types, opts) at 1..3 into o.  Returns the stack index of
+** opts.plugins, the plugins' descriptors, left there for the compile (0:
+** none). */
+static int read_compile_args(lua_State *L, gj_compile_opts *o)
 {
   int j;
   memset(o, 0, sizeof(*o));
@@ -244,7 +248,7 @@ static void read_compile_args(lua_State *L, gj_compile_opts *o)
   lua_pop(L, 8);   /* the strings stay referenced by the opts table */
   /* left on the stack for the compile: the plugins' descriptors */
   lua_getfield(L, 3, "plugins");
-  o->plugins = lua_istable(L, -1) ? lua_gettop(L) : 0;
+  return lua_istable(L, -1) ? lua_gettop(L) : 0;
 }
 
 static void push_sig(lua_State *L, const gj_sig *sig)
@@ -346,9 +350,10 @@ static int core_compile(lua_State *L)
   gj_compile_out out;
   gj_err err;
   kobj *ko;
-  read_compile_args(L, &o);
+  int plist = read_compile_args(L, &o);
   o.want_kernel = 1;
-  if (gj_pipeline_compile(&c->ctx, L, 1, &o, &out, &err)) {
+  if (gj_pipeline_lua_compile(&c->ctx, c->ref_intr, L, 1, plist, &o, &out,
+                              &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }
@@ -377,12 +382,13 @@ static int core_inspect(lua_State *L)
   gj_compile_out out;
   gj_err err;
   const char *what = luaL_checkstring(L, 4);
-  read_compile_args(L, &o);
+  int plist = read_compile_args(L, &o);
   o.want_llvm = strcmp(what, "llvm") == 0;
   o.want_asm = strcmp(what, "asm") == 0;
   if (!o.want_llvm && !o.want_asm)
     return luaL_error(L, "inspect: what must be \"llvm\" or \"asm\"");
-  if (gj_pipeline_compile(&c->ctx, L, 1, &o, &out, &err)) {
+  if (gj_pipeline_lua_compile(&c->ctx, c->ref_intr, L, 1, plist, &o, &out,
+                              &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }
@@ -399,8 +405,8 @@ static int core_job(lua_State *L)
   gj_compile_opts o;
   gj_job job;
   gj_err err;
-  read_compile_args(L, &o);
-  if (gj_pipeline_job(&c->ctx, L, 1, &o, &job, &err)) {
+  int plist = read_compile_args(L, &o);
+  if (gj_pipeline_lua_job(&c->ctx, L, 1, plist, &o, &job, &err)) {
     lua_pushstring(L, err.msg);
     return lua_error(L);
   }
@@ -675,14 +681,14 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
     lua_setfield(L, LUA_REGISTRYINDEX, CTX_MT ".instance");
-    if (gj_bc_mapinit(L, &c->ctx.bcmap, &err)) {
+    if (gj_bc_lua_mapinit(L, &c->ctx.bcmap, &err)) {
       c->closed = 1;
       lua_pushstring(L, err.msg);
       return lua_error(L);
     }
     lua_newtable(L);
     register_libs(L, lua_gettop(L));
-    c->ctx.ref_intr = luaL_ref(L, LUA_REGISTRYINDEX);
+    c->ref_intr = luaL_ref(L, LUA_REGISTRYINDEX);
     luaL_newmetatable(L, KERNEL_MT);
     lua_pushcfunction(L, kernel_gc);
     lua_setfield(L, -2, "__gc");

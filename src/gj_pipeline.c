@@ -27,10 +27,8 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>   /* LLVM_VERSION_STRING */
 
-#include <lauxlib.h>
-
 #include "gj_cg.h"
-#include "gj_kv_lua.h"
+#include "gj_kv.h"
 #include "gj_pipeline.h"
 #include "gj_plugin.h"
 #include "gj_target.h"
@@ -307,10 +305,8 @@ static int cache_store(gj_ctx *ctx, const gj_compile_opts *o,
 }
 
 /* What plugins see of the kernel (gpujit_plugin.h). */
-static void kernel_desc(lua_State *L, int fidx, const gj_compile_opts *o,
-                        gpujit_kernel_desc *kd, char *src, size_t nsrc)
+static void kernel_desc(const gj_compile_opts *o, gpujit_kernel_desc *kd)
 {
-  lua_Debug ar;
   memset(kd, 0, sizeof(*kd));
   kd->name = o->name;
   kd->backend = gj_backends[o->bk]->name;
@@ -322,13 +318,8 @@ static void kernel_desc(lua_State *L, int fidx, const gj_compile_opts *o,
   kd->fastmath = o->fastmath;
   kd->boundscheck = o->boundscheck;
   kd->buffer_param = -1;
-  src[0] = '\0';
-  lua_pushvalue(L, fidx);
-  if (lua_getinfo(L, ">S", &ar)) {
-    snprintf(src, nsrc, "%s", ar.short_src);
-    kd->line = ar.linedefined;
-  }
-  kd->source = src;
+  kd->source = o->source ? o->source : "";
+  kd->line = o->line;
 }
 
 /* 1. the backend's compile job, then the plugins' */
@@ -342,15 +333,14 @@ static int stage_job(gj_ctx *ctx, const gj_compile_opts *o, gj_plugset *ps,
   return gj_plugset_job(ps, kd, job, err);
 }
 
-int gj_pipeline_job(gj_ctx *ctx, lua_State *L, int fidx,
-                    const gj_compile_opts *o, gj_job *job, gj_err *err)
+int gj_pipeline_job(gj_ctx *ctx, const gj_compile_opts *o, gj_job *job,
+                    gj_err *err)
 {
-  gj_plugset ps;
+  gj_plugset none, *ps = o->plugins;
   gpujit_kernel_desc kd;
-  char src[256];
-  kernel_desc(L, fidx, o, &kd, src, sizeof(src));
-  if (gj_plugset_read(&ps, L, o->plugins, err)) return -1;
-  return stage_job(ctx, o, &ps, &kd, job, err);
+  kernel_desc(o, &kd);
+  if (!ps) gj_plugset_init(ps = &none);
+  return stage_job(ctx, o, ps, &kd, job, err);
 }
 
 /* A type as API.md names it ("float", "int32_t[]"), else as messages do. */
@@ -441,9 +431,8 @@ static int optimize(LLVMModuleRef m, const gj_job *job, gj_plugset *ps,
   return 0;
 }
 
-int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
-                        const gj_compile_opts *o, gj_compile_out *out,
-                        gj_err *err)
+int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
+                        gj_compile_out *out, gj_err *err)
 {
   const gj_backend *be = gj_backends[o->bk];
   const gj_codegen *cg;
@@ -455,11 +444,10 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   gj_sig sig;
   gj_sites sites = { 0, 0, NULL };
   gj_psites prints = { 0, 0, NULL };
-  gj_plugset ps;
+  gj_plugset none, *ps = o->plugins;
   gpujit_kernel_desc kd;
   const char *xnames[GJ_MAXPARAMS];
   gj_bufname xbuf[GJ_MAXPARAMS];
-  char src[256];
   gj_scalar xelems[GJ_MAXPARAMS];
   LLVMContextRef C = NULL;
   LLVMModuleRef m = NULL;
@@ -474,24 +462,25 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   double t0 = now_ms();
 
   memset(out, 0, sizeof(*out));
-  memset(&cs, 0, sizeof(cs));
-  kernel_desc(L, fidx, o, &kd, src, sizeof(src));
-  if (gj_plugset_read(&ps, L, o->plugins, err)) return -1;
-  if (o->nparams + ps.nbuf > GJ_MAXPARAMS)
-    return gj_err_set(err, "kernel %s: its %d parameters and the plugins' %d "
-                      "buffers are more than %d", o->name, o->nparams, ps.nbuf,
-                      GJ_MAXPARAMS);
+  /* the session owns src from here: gj_cs_free closes it */
+  gj_cs_init(&cs, src, &ctx->bcmap, o->single, o->name, err);
+  kernel_desc(o, &kd);
+  if (!ps) gj_plugset_init(ps = &none);
+  if (o->nparams + ps->nbuf > GJ_MAXPARAMS) {
+    gj_err_set(err, "kernel %s: its %d parameters and the plugins' %d "
+               "buffers are more than %d", o->name, o->nparams, ps->nbuf,
+               GJ_MAXPARAMS);
+    goto done;
+  }
   /* 1. the compile job */
-  if (stage_job(ctx, o, &ps, &kd, &job, err)) return -1;
+  if (stage_job(ctx, o, ps, &kd, &job, err)) goto done;
   kd.job = &job;
-  if (param_types(o, params, err)) return -1;
+  if (param_types(o, params, err)) goto done;
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */
-  gj_cs_init(&cs, gj_kv_lua_open(L, fidx, ctx->ref_intr, &ctx->bcmap),
-             &ctx->bcmap, o->single, o->name, err);
   if (gj_typer_kernel(&cs, o->nparams, params, &kfn)) goto done;
-  if (frontend_hooks(&ps, &kd, &cs, err)) goto done;
+  if (frontend_hooks(ps, &kd, &cs, err)) goto done;
   lap(out, GJ_ST_FRONTEND, &t0);
 
   /* 3. codegen, then the plugins' ir hooks */
@@ -503,23 +492,23 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   cgo.cancel = o->timeout > 0;
   cgo.prints = &prints;
   cgo.argnames = o->argnames;
-  gj_plugset_buffers(&ps, xbuf, xnames, xelems);
-  cgo.nextra = ps.nbuf;
+  gj_plugset_buffers(ps, xbuf, xnames, xelems);
+  cgo.nextra = ps->nbuf;
   cgo.extra_names = xnames;
   cgo.extra_elems = xelems;
-  cgo.locs = ps.n > 0;
+  cgo.locs = ps->n > 0;
   if (gj_cg_module(&cs, kfn, &job, &cgo, C, &m, &body, &sig)) goto done;
   /* not in the module (the record's size is the program's, at load) */
   sig.print_cap = sig.prints ? (o->print_cap ? o->print_cap : GJ_PRINT_DEFAULT_CAP) : 0;
-  ps.buf_base = (int)LLVMCountParams(body) - 2 * ps.nbuf;
-  if (gj_plugset_module(&ps, GJ_STAGE_IR, &kd, &m, err)) goto done;
+  ps->buf_base = (int)LLVMCountParams(body) - 2 * ps->nbuf;
+  if (gj_plugset_module(ps, GJ_STAGE_IR, &kd, &m, err)) goto done;
   lap(out, GJ_ST_CODEGEN, &t0);
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
   ** (unless GPUJIT_DUMP asks to see them) */
-  if (gj_plugset_keys(&ps, &kd, err)) goto done;   /* on every compile */
+  if (gj_plugset_keys(ps, &kd, err)) goto done;   /* on every compile */
   if (use_cache) {
-    content_key(be, &job, o, &ps, m, &key);
+    content_key(be, &job, o, ps, m, &key);
     if (!getenv("GPUJIT_DUMP") &&
         cache_lookup(ctx, be, o, &key, &sig, &out->kernel)) {
       /* The check sites (file, line, argument names) are not in the
@@ -552,14 +541,14 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
   /* 7. verify, 8. optimize, then the plugins' optimized hooks */
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
     gj_err_set(err, "%s: invalid IR for kernel %s: %s",
-               ps.n ? "after the plugins' ir stage" : "internal error", o->name,
+               ps->n ? "after the plugins' ir stage" : "internal error", o->name,
                msg ? msg : "?");
     goto done;
   }
   lap(out, GJ_ST_LINK, &t0);
   if (gj_target_machine(&job, &tm, err)) goto done;
-  if (optimize(m, &job, &ps, &kd, tm, err)) goto done;
-  if (gj_plugset_module(&ps, GJ_STAGE_OPTIMIZED, &kd, &m, err)) goto done;
+  if (optimize(m, &job, ps, &kd, tm, err)) goto done;
+  if (gj_plugset_module(ps, GJ_STAGE_OPTIMIZED, &kd, &m, err)) goto done;
   {
     char *ir = LLVMPrintModuleToString(m);
     dump("llvm", o->name, ir);
@@ -588,7 +577,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     goto done;
   }
   if (cg->emit(ctx->bst[o->bk], &job, tm, m, 0, &art, &artlen, err)) goto done;
-  if (gj_plugset_emit(&ps, &kd, &art, &artlen, err)) goto done;
+  if (gj_plugset_emit(ps, &kd, &art, &artlen, err)) goto done;
   ctx->cache.compiles++;
   lap(out, GJ_ST_EMIT, &t0);
 
@@ -598,7 +587,7 @@ int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
     if (!k) goto done;
     if (be->load(k->bst, o->dev, art, artlen, &sig, &k->prog, err)) {
       free(k);
-      gj_plugset_emit_blame(&ps, &kd, err);
+      gj_plugset_emit_blame(ps, &kd, err);
       goto done;
     }
     k->sites = sites;     /* the kernel owns them now */

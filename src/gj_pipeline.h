@@ -1,12 +1,18 @@
 /*
 ** The compile pipeline: the list of stages from a Lua function to a
 ** launchable kernel (DESIGN.md, "One launch, end to end").
+**
+** It takes what a frontend prepared (gj_pipeline_lua.c for a Lua
+** function): the function as a known-values source (gj_kv.h), where it was
+** defined, and the plugins that apply, already read; it needs no Lua stack.
 */
 #ifndef GJ_PIPELINE_H
 #define GJ_PIPELINE_H
 
 #include "gj_ctx.h"
 #include "gj_fault.h"
+#include "gj_kv.h"
+#include "gj_plugin.h"
 #include "gj_print.h"
 #include "gpujit.h"
 
@@ -29,8 +35,11 @@ typedef struct gj_compile_opts {
   int nparams;
   const char *types[GJ_MAXPARAMS];   /* type names: "float", "int32_t[]" */
   const char *cache_dir;  /* the disk cache's directory; NULL: not used */
-  int plugins;            /* stack index of the list of plugin descriptors
-                          ** that apply (gj_plugin.h); 0: none */
+  const char *source;     /* where the kernel was defined, for plugins
+                          ** ("file.lua"); NULL: "" */
+  int line;               /* the line it was defined at, or 0 */
+  gj_plugset *plugins;    /* the plugins that apply, in order (the compile
+                          ** writes its per-compile fields); NULL: none */
   /* what to produce: a loaded kernel and/or text dumps */
   int want_kernel;
   int want_llvm;          /* optimized IR text */
@@ -61,15 +70,16 @@ typedef struct gj_compile_out {
   int cache;              /* GJ_CACHE_* */
 } gj_compile_out;
 
-/* The job the kernel at stack index fidx would be compiled with: the
-** backend's, after the plugins' job hooks (gpu.job). */
-int gj_pipeline_job(gj_ctx *ctx, lua_State *L, int fidx,
-                    const gj_compile_opts *o, gj_job *job, gj_err *err);
+/* The job the kernel would be compiled with: the backend's, after the
+** plugins' job hooks (gpu.job).  0, or -1 with err set. */
+int gj_pipeline_job(gj_ctx *ctx, const gj_compile_opts *o, gj_job *job,
+                    gj_err *err);
 
-/* Compile the Lua function at stack index fidx. */
-int gj_pipeline_compile(gj_ctx *ctx, lua_State *L, int fidx,
-                        const gj_compile_opts *o, gj_compile_out *out,
-                        gj_err *err);
+/* Compile the kernel src->kernel of source src, which the compile takes
+** over: src is closed before it returns, whatever it returns (NULL: memory
+** ran out, reported as an error).  0, or -1 with err set. */
+int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
+                        gj_compile_out *out, gj_err *err);
 
 struct gj_kernel {
   gj_ctx *ctx;

@@ -1,23 +1,20 @@
 /*
 ** Plugins in the pipeline (gj_plugin.h, gpujit_plugin.h).
 **
-** A C plugin's hooks are called directly.  A Lua plugin's hooks are the
-** functions in its descriptor table and see text: the module printed as
-** LLVM IR (what they return is parsed back into the same context), the
-** pass pipeline and the artifact as strings, the job as a table
-** (gj_joblua.c).  Either kind fails the compile with a message naming the
-** kernel, the plugin and the stage; a Lua hook's error is caught, so a
-** broken plugin never unwinds through LLVM's or gpujit's C frames.
+** A C plugin's hooks are called directly.  A frontend's plugin (a Lua
+** plugin: gj_plugin_lua.c) is called through its gj_plugops and sees text:
+** the module printed as LLVM IR (what it returns is parsed back into the
+** same context), the pass pipeline and the artifact as strings.  Either
+** kind fails the compile with a message naming the kernel, the plugin and
+** the stage, which this file words around what the hook said.
 */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <lauxlib.h>
 #include <llvm-c/IRReader.h>
 
-#include "gj_joblua.h"
 #include "gj_plugin.h"
 
 static const char *const stage_names[] = { "job", "frontend", "ir",
@@ -92,79 +89,11 @@ void gj_cplugin_close(gj_cplugin *cp)
 
 /* --- the plugins of one compile ------------------------------------------ */
 
-static const char *field_str(lua_State *L, int t, const char *k)
+void gj_plugset_init(gj_plugset *ps)
 {
-  const char *s;
-  lua_getfield(L, t, k);
-  s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-  lua_pop(L, 1);   /* the string stays referenced by the table */
-  return s;
-}
-
-static int read_buffers(lua_State *L, int t, struct gj_plugref *r,
-                        gj_err *err)
-{
-  int i;
-  lua_getfield(L, t, "buffers");
-  r->nbuf = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
-  if (r->nbuf > GPUJIT_PLUGIN_MAXBUF) {
-    lua_pop(L, 1);
-    return gj_err_set(err, "plugin %s: at most %d buffers", r->name,
-                      GPUJIT_PLUGIN_MAXBUF);
-  }
-  for (i = 0; i < r->nbuf; i++) {
-    const char *elem;
-    lua_rawgeti(L, -1, i + 1);
-    r->bufname[i] = lua_istable(L, -1) ? field_str(L, lua_gettop(L), "name")
-                                        : NULL;
-    elem = lua_istable(L, -1) ? field_str(L, lua_gettop(L), "elem") : NULL;
-    lua_pop(L, 1);
-    if (!r->bufname[i] || !elem || gj_scalar_parse(elem, &r->bufelem[i])) {
-      lua_pop(L, 1);
-      return gj_err_set(err, "plugin %s: buffer %d is malformed", r->name,
-                        i + 1);
-    }
-  }
-  lua_pop(L, 1);
-  return 0;
-}
-
-int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err)
-{
-  int i;
   memset(ps, 0, sizeof(*ps));
-  ps->L = L;
   ps->buf_base = -1;
   ps->emit_by = -1;
-  if (!list || !lua_istable(L, list)) return 0;
-  ps->list = list;
-  ps->n = (int)lua_objlen(L, list);
-  if (ps->n > GJ_MAXPLUGINS)
-    return gj_err_set(err, "at most %d plugins apply to one kernel",
-                      GJ_MAXPLUGINS);
-  for (i = 0; i < ps->n; i++) {
-    struct gj_plugref *r = &ps->p[i];
-    int t;
-    lua_rawgeti(L, list, i + 1);
-    t = lua_gettop(L);
-    lua_getfield(L, t, "handle");
-    r->c = (gj_cplugin *)lua_touserdata(L, -1);
-    lua_pop(L, 1);
-    r->name = field_str(L, t, "name");
-    r->identity = field_str(L, t, "identity");
-    if (!r->name || !r->identity) {
-      lua_pop(L, 1);
-      return gj_err_set(err, "plugin descriptor %d has no name or identity",
-                        i + 1);
-    }
-    if (read_buffers(L, t, r, err)) {
-      lua_pop(L, 1);
-      return -1;
-    }
-    ps->nbuf += r->nbuf;
-    lua_pop(L, 1);
-  }
-  return 0;
 }
 
 void gj_plugset_buffers(const gj_plugset *ps, gj_bufname *text,
@@ -201,32 +130,6 @@ static int hook_error(const gpujit_kernel_desc *kd, const struct gj_plugref *r,
                     r->name, stage_names[st], m);
 }
 
-/* Push Lua plugin i's hook for st; 0 when it has none (nothing pushed). */
-static int lua_hook(gj_plugset *ps, int i, gj_stage st)
-{
-  lua_State *L = ps->L;
-  lua_rawgeti(L, ps->list, i + 1);
-  lua_getfield(L, -1, stage_names[st]);
-  lua_remove(L, -2);
-  if (lua_isfunction(L, -1)) return 1;
-  lua_pop(L, 1);
-  return 0;
-}
-
-/* Call the hook pushed below its nargs arguments; on success the one
-** result is left on the stack. */
-static int lua_call_hook(gj_plugset *ps, int i, gj_stage st, int nargs,
-                         const gpujit_kernel_desc *kd, gj_err *err)
-{
-  lua_State *L = ps->L;
-  if (lua_pcall(L, nargs, 1, 0) != 0) {
-    int r = hook_error(kd, &ps->p[i], st, lua_tostring(L, -1), err);
-    lua_pop(L, 1);
-    return r;
-  }
-  return 0;
-}
-
 static void set_buffer_param(const gj_plugset *ps, int i,
                              gpujit_kernel_desc *kd)
 {
@@ -260,26 +163,13 @@ int gj_plugset_keys(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err)
       buf[sizeof(buf) - 1] = '\0';
       hash_key(r, buf, strlen(buf));
     } else {
-      lua_State *L = ps->L;
-      size_t n;
       const char *s;
-      lua_rawgeti(L, ps->list, i + 1);
-      lua_getfield(L, -1, "key");
-      lua_remove(L, -2);
-      if (lua_isfunction(L, -1)) {
-        gj_kernel_desc_push(L, kd);
-        if (lua_call_hook(ps, i, GJ_STAGE_KEY, 1, kd, err)) return -1;
-      }
-      if (lua_type(L, -1) != LUA_TSTRING) {
-        int none = lua_isnil(L, -1);
-        lua_pop(L, 1);
-        if (none) continue;
-        return hook_error(kd, r, GJ_STAGE_KEY, "must be (or return) a string "
-                          "or nil", err);
-      }
-      s = lua_tolstring(L, -1, &n);
+      size_t n;
+      int k = r->ops->key(r->ud, r->slot, kd, &s, &n, err);
+      if (k < 0) return hook_error(kd, r, GJ_STAGE_KEY, err->msg, err);
+      if (k == 0) continue;
       hash_key(r, s, n);
-      lua_pop(L, 1);
+      r->ops->done(r->ud);
     }
   }
   return 0;
@@ -298,27 +188,8 @@ int gj_plugset_job(gj_plugset *ps, gpujit_kernel_desc *kd, gj_job *job,
       msg[0] = '\0';
       if (r->c->p.job && r->c->p.job(r->c->p.ud, kd, job, msg, sizeof(msg)))
         return hook_error(kd, r, GJ_STAGE_JOB, msg, err);
-    } else {
-      lua_State *L = ps->L;
-      int t;
-      gj_job_push(L, job);
-      t = lua_gettop(L);
-      if (!lua_hook(ps, i, GJ_STAGE_JOB)) {
-        lua_pop(L, 1);
-        continue;
-      }
-      lua_pushvalue(L, t);
-      gj_kernel_desc_push(L, kd);
-      if (lua_call_hook(ps, i, GJ_STAGE_JOB, 2, kd, err)) {
-        lua_pop(L, 1);
-        return -1;
-      }
-      /* the table it returned, or the one it was given, changed in place */
-      if (gj_job_apply(L, lua_istable(L, -1) ? -1 : t, job, "job", err)) {
-        lua_pop(L, 2);
-        return hook_error(kd, r, GJ_STAGE_JOB, err->msg, err);
-      }
-      lua_pop(L, 2);
+    } else if (r->ops->job(r->ud, r->slot, kd, job, err)) {
+      return hook_error(kd, r, GJ_STAGE_JOB, err->msg, err);
     }
   }
   return 0;
@@ -336,10 +207,8 @@ int gj_plugset_frontend(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err)
       if (r->c->p.frontend && r->c->p.frontend(r->c->p.ud, kd, msg,
                                                sizeof(msg)))
         return hook_error(kd, r, GJ_STAGE_FRONTEND, msg, err);
-    } else if (lua_hook(ps, i, GJ_STAGE_FRONTEND)) {
-      gj_kernel_desc_push(ps->L, kd);
-      if (lua_call_hook(ps, i, GJ_STAGE_FRONTEND, 1, kd, err)) return -1;
-      lua_pop(ps->L, 1);
+    } else if (r->ops->frontend(r->ud, r->slot, kd, err)) {
+      return hook_error(kd, r, GJ_STAGE_FRONTEND, err->msg, err);
     }
   }
   return 0;
@@ -367,34 +236,19 @@ static int reparse(LLVMModuleRef *m, const char *text, size_t len,
   return 0;
 }
 
-/* Lua plugin i's hook for st, called with (text, desc).  1: it returned a
-** string, left on the stack and in *out and *outlen (the caller pops it); 0:
-** no hook, or it returned nil (nothing left); -1: it failed, or returned
-** something else (`want` says what it should). */
-static int lua_text(gj_plugset *ps, int i, gj_stage st,
-                    const gpujit_kernel_desc *kd, const char *in, size_t inlen,
-                    const char *want, const char **out, size_t *outlen,
-                    gj_err *err)
+/* Plugin i's text hook for st (gj_plugops.text): 1 with the text it
+** returned in *out and *outlen (until done()); 0: none; -1: it failed, with
+** the message worded. */
+static int text_hook(gj_plugset *ps, int i, gj_stage st,
+                     const gpujit_kernel_desc *kd, const char *in,
+                     size_t inlen, const char *want, const char **out,
+                     size_t *outlen, gj_err *err)
 {
-  lua_State *L = ps->L;
-  if (!lua_hook(ps, i, st)) return 0;
-  lua_pushlstring(L, in, inlen);
-  gj_kernel_desc_push(L, kd);
-  if (lua_call_hook(ps, i, st, 2, kd, err)) return -1;
-  if (lua_type(L, -1) == LUA_TSTRING) {
-    *out = lua_tolstring(L, -1, outlen);
-    return 1;
-  }
-  if (lua_isnil(L, -1)) {
-    lua_pop(L, 1);
-    return 0;
-  }
-  lua_pop(L, 1);
-  {
-    char m[128];
-    snprintf(m, sizeof(m), "must return %s or nil", want);
-    return hook_error(kd, &ps->p[i], st, m, err);
-  }
+  struct gj_plugref *r = &ps->p[i];
+  int k = r->ops->text(r->ud, r->slot, st, kd, in, inlen, want, out, outlen,
+                       err);
+  if (k < 0) return hook_error(kd, r, st, err->msg, err);
+  return k;
 }
 
 int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
@@ -415,12 +269,12 @@ int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
       const char *text;
       size_t len;
       char *ir = LLVMPrintModuleToString(*m);
-      r = lua_text(ps, i, st, kd, ir, strlen(ir), "IR text", &text, &len, err);
+      r = text_hook(ps, i, st, kd, ir, strlen(ir), "IR text", &text, &len, err);
       LLVMDisposeMessage(ir);
       if (r < 0) return -1;
       if (r == 0) continue;
       r = reparse(m, text, len, err);
-      lua_pop(ps->L, 1);
+      p->ops->done(p->ud);
       if (r) return hook_error(kd, p, st, err->msg, err);
     }
   }
@@ -444,12 +298,15 @@ int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
     } else {
       const char *text;
       size_t len;
-      r = lua_text(ps, i, GJ_STAGE_OPTIMIZE, kd, passes, strlen(passes),
-                   "the pass pipeline text", &text, &len, err);
+      r = text_hook(ps, i, GJ_STAGE_OPTIMIZE, kd, passes, strlen(passes),
+                    "the pass pipeline text", &text, &len, err);
       if (r < 0) return -1;
       if (r == 0) continue;
-      if (len < cap) memcpy(passes, text, len + 1);
-      lua_pop(ps->L, 1);
+      if (len < cap) {
+        memcpy(passes, text, len);
+        passes[len] = '\0';
+      }
+      p->ops->done(p->ud);
       if (len >= cap)
         return hook_error(kd, p, GJ_STAGE_OPTIMIZE,
                           "the pass pipeline it returned is too long", err);
@@ -475,8 +332,8 @@ int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
       const char *text;
       size_t n;
       char *c;
-      r = lua_text(ps, i, GJ_STAGE_EMIT, kd, *art, *len,
-                   "the artifact as a string", &text, &n, err);
+      r = text_hook(ps, i, GJ_STAGE_EMIT, kd, *art, *len,
+                    "the artifact as a string", &text, &n, err);
       if (r < 0) return -1;
       if (r == 0) continue;
       c = malloc(n + 1);     /* with a NUL: PTX is read as a C string */
@@ -487,7 +344,7 @@ int gj_plugset_emit(gj_plugset *ps, gpujit_kernel_desc *kd, char **art,
         *art = c;
         *len = n;
       }
-      lua_pop(ps->L, 1);
+      p->ops->done(p->ud);
       if (!c) return gj_err_set(err, "out of memory");
     }
     ps->emit_by = i;

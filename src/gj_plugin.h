@@ -1,12 +1,13 @@
 /*
 ** Plugins in the pipeline (gpujit_plugin.h is the public side): loading C
-** plugins, and running the hooks of the plugins that apply to one compile,
-** C and Lua alike, at each stage.
+** plugins, and running the hooks of the plugins that apply to one compile
+** at each stage: a C plugin's through its gpujit_plugin table, a
+** frontend's plugin's (a Lua plugin, gj_plugin_lua.c) through gj_plugops.
+** The frontend reads the set (gj_plugin_lua.c for Lua); nothing here needs a
+** Lua stack.
 */
 #ifndef GJ_PLUGIN_H
 #define GJ_PLUGIN_H
-
-#include <lua.h>
 
 #include "gj_cache.h"
 #include "gj_err.h"
@@ -32,14 +33,40 @@ typedef enum gj_stage {
                           ** pipeline stage: named in errors) */
 } gj_stage;
 
-/* The plugins that apply to one compile, in order.  Strings point into the
-** Lua list they were read from, which stays on the stack meanwhile. */
+/* The hooks of a plugin that lives in the frontend (a Lua plugin).  ud and
+** slot are the plugin's (gj_plugref).  Each returns -1 with the hook's own
+** message in err (a Lua error, "must return ... or nil"), which the caller
+** words as "kernel K: plugin P, stage S: <message>".  A text or key a call
+** returns stays valid until done(ud), which the caller calls before the
+** next call. */
+typedef struct gj_plugops {
+  /* Its cache key: 1 with the bytes in *s, *n; 0: none. */
+  int (*key)(void *ud, int slot, const gpujit_kernel_desc *kd,
+             const char **s, size_t *n, gj_err *err);
+  /* The job hook, which may change job (kd->job is job); 0 without one. */
+  int (*job)(void *ud, int slot, const gpujit_kernel_desc *kd, gj_job *job,
+             gj_err *err);
+  int (*frontend)(void *ud, int slot, const gpujit_kernel_desc *kd,
+                  gj_err *err);
+  /* The hook of a text stage (ir, optimized: IR text; optimize: the pass
+  ** pipeline; emit: the artifact) given in/inlen: 1 with the text it
+  ** returned in *out, *outlen; 0: no hook, or it returned nil.  want says
+  ** what it must return, for the message when it returns something else. */
+  int (*text)(void *ud, int slot, gj_stage st, const gpujit_kernel_desc *kd,
+              const char *in, size_t inlen, const char *want,
+              const char **out, size_t *outlen, gj_err *err);
+  void (*done)(void *ud);
+} gj_plugops;
+
+/* The plugins that apply to one compile, in order.  Strings and ud are the
+** reader's, valid while the set is used. */
 typedef struct gj_plugset {
-  lua_State *L;
-  int list;              /* stack index of the Lua list; 0: no plugins */
   int n;
   struct gj_plugref {
-    gj_cplugin *c;       /* NULL: a Lua plugin (hooks in the list's entry) */
+    gj_cplugin *c;       /* a C plugin, or NULL: */
+    const gj_plugops *ops;   /* a frontend's plugin, its hooks */
+    void *ud;
+    int slot;
     const char *name;
     const char *identity;
     int nbuf;
@@ -55,9 +82,9 @@ typedef struct gj_plugset {
                          ** artifact (gj_plugset_emit), else -1 */
 } gj_plugset;
 
-/* Read the list of plugin descriptors at stack index list (absolute; 0:
-** none) as core.compile's opts.plugins gives it (lua/gpujit/plugins.lua). */
-int gj_plugset_read(gj_plugset *ps, lua_State *L, int list, gj_err *err);
+/* An empty set: no plugins.  A reader fills p[] and n, nbuf as the sum
+** of the plugins' nbuf. */
+void gj_plugset_init(gj_plugset *ps);
 
 /* Each buffer, in order, as @gj_body's extra array parameters: its name
 ** "<plugin>.<buffer>" (written into text[k], pointed to by names[k]) and
@@ -80,8 +107,8 @@ void gj_plugset_key(const gj_plugset *ps, gj_cache_hasher *h);
 int gj_plugset_job(gj_plugset *ps, gpujit_kernel_desc *kd, gj_job *job,
                    gj_err *err);
 int gj_plugset_frontend(gj_plugset *ps, gpujit_kernel_desc *kd, gj_err *err);
-/* ir and optimized: a Lua plugin may return new IR text, which replaces
-** *m (in m's context). */
+/* ir and optimized: a frontend's plugin may return new IR text, which
+** replaces *m (in m's context). */
 int gj_plugset_module(gj_plugset *ps, gj_stage st, gpujit_kernel_desc *kd,
                       LLVMModuleRef *m, gj_err *err);
 int gj_plugset_passes(gj_plugset *ps, gpujit_kernel_desc *kd, char *passes,
