@@ -277,6 +277,7 @@ static void wait_cancellable(const cu_api *a, gj_fault *fault,
   }
 }
 
+/* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
 int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
               void *args, gj_fault *fault, gj_err *err)
 {

@@ -360,6 +360,7 @@ static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
                                   NULL, NULL);
 }
 
+/* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
 int ocl_wait(gj_bstate *st, int dev, gj_stream *s, gj_err *err)
 {
   ocl_device *d = &st->devs[dev];
@@ -387,6 +388,7 @@ int ocl_wait(gj_bstate *st, int dev, gj_stream *s, gj_err *err)
   return 0;
 }
 
+/* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
 int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
                void *args, gj_fault *fault, gj_err *err)
 {
