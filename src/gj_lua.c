@@ -20,7 +20,7 @@
 #include "gj_bc_lua.h"
 #include "gj_ctx.h"
 #include "gj_intr.h"
-#include "gj_joblua.h"
+#include "gj_job_lua.h"
 #include "gj_lua_types.h"
 #include "gj_pipeline_lua.h"
 #include "gj_plugin.h"

@@ -3,7 +3,7 @@
 **
 ** A Lua plugin's hooks are the functions in its descriptor table.  They see
 ** text (gj_plugin.c prints the module and parses back what they return),
-** the job as a table (gj_joblua.c) and the kernel's description as a
+** the job as a table (gj_job_lua.c) and the kernel's description as a
 ** table.  A hook's error is caught, so a broken plugin never unwinds
 ** through LLVM's or gpujit's C frames; gj_plugin.c words it.
 */
@@ -11,7 +11,7 @@
 
 #include <lua.h>
 
-#include "gj_joblua.h"
+#include "gj_job_lua.h"
 #include "gj_plugin_lua.h"
 
 static const char *const stage_names[] = { "job", "frontend", "ir",

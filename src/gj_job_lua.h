@@ -3,8 +3,8 @@
 ** plugins' job hook) and back, and the kernel description Lua plugins get.
 ** docs/plugins.md lists the fields.
 */
-#ifndef GJ_JOBLUA_H
-#define GJ_JOBLUA_H
+#ifndef GJ_JOB_LUA_H
+#define GJ_JOB_LUA_H
 
 #include <lua.h>
 

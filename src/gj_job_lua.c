@@ -1,6 +1,6 @@
 /*
 ** The compile job as a Lua table and back, and the kernel description
-** Lua plugins get (gj_joblua.h).
+** Lua plugins get (gj_job_lua.h).
 **
 ** Only what a kernel may change without breaking its backend's conventions
 ** is writable: the CPU, its features, the pass pipeline, the code
@@ -13,7 +13,7 @@
 
 #include <lauxlib.h>
 
-#include "gj_joblua.h"
+#include "gj_job_lua.h"
 
 static const char *const opt_names[] = { "none", "less", "default",
                                          "aggressive" };

@@ -1,5 +1,7 @@
 /*
-** The type lattice of docs/typing.md: joins, promotion, names.
+** The typer's value types (gj_ty, declared in gj_typer.h): the lattice of
+** docs/typing.md, joins, promotion, names.  Not the type table of element
+** kinds and signatures, which is gj_type.c.
 */
 #include <math.h>
 #include <stdio.h>
