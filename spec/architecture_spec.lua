@@ -1,0 +1,116 @@
+-- The boundaries of docs/architecture.md, checked on the sources so that a
+-- change that crosses one fails here: the core includes neither room, the
+-- Lua C API stays in the binding files, the Lua face tests no backend's
+-- name, every runtime and target table is filled by field name.
+
+local function lines_of(path)
+  local f = assert(io.open(path))
+  local t = {}
+  for l in f:lines() do t[#t + 1] = l end
+  f:close()
+  return t
+end
+
+local function files(dir, pattern)
+  local p = assert(io.popen("ls " .. dir))
+  local out = {}
+  for name in p:lines() do
+    if name:match(pattern) then out[#out + 1] = dir .. "/" .. name end
+  end
+  p:close()
+  assert.is_true(#out > 0, "no " .. pattern .. " in " .. dir)
+  return out
+end
+
+-- Lines of C outside comments (block comments may span lines).
+local function code_lines(path)
+  local out, in_comment = {}, false
+  for i, l in ipairs(lines_of(path)) do
+    local s = l
+    if in_comment then
+      local e = s:find("*/", 1, true)
+      if e then s, in_comment = s:sub(e + 2), false else s = "" end
+    end
+    s = s:gsub("/%*.-%*/", "")
+    local b = s:find("/*", 1, true)
+    if b then s, in_comment = s:sub(1, b - 1), true end
+    s = s:gsub("//.*$", "")
+    out[#out + 1] = { n = i, s = s }
+  end
+  return out
+end
+
+local binding = {
+  ["src/gj_lua.c"] = true, ["src/gj_lua_types.c"] = true, ["src/gj_lua_types.h"] = true,
+  ["src/gj_embed.c"] = true,
+}
+
+describe("architecture boundaries (docs/architecture.md)", function()
+  it("no file in src/ includes anything from runtimes/ or targets/", function()
+    local bad = {}
+    for _, f in ipairs(files("src", "%.[ch]$")) do
+      for _, l in ipairs(code_lines(f)) do
+        if l.s:match("#%s*include") and (l.s:find("runtimes/", 1, true) or l.s:find("targets/", 1, true)
+            or l.s:find("backend.h\"", 1, true) and not l.s:find("gj_backend.h", 1, true)) then
+          bad[#bad + 1] = f .. ":" .. l.n .. ": " .. l.s
+        end
+      end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  it("the Lua C API only in the binding files (the *_lua files, gj_lua, gj_embed)", function()
+    local bad = {}
+    for _, f in ipairs(files("src", "%.[ch]$")) do
+      local base = f:match("[^/]+$")
+      local is_binding = binding[f] or base:match("_lua%.[ch]$")
+      local public = base == "gpujit.h" or base == "gpujit_plugin.h"   -- lua_State in the ABIs
+      if not is_binding then
+        for _, l in ipairs(code_lines(f)) do
+          local s = l.s:gsub('"[^"]*"', '""')   -- "lua_int" and the like are type names
+          if s:match("#%s*include%s*<l[a-z]*%.h>") or s:find("luaL_", 1, true)
+              or s:match("lua_%a+%s*%(") or (not public and s:find("lua_State", 1, true)) then
+            bad[#bad + 1] = f .. ":" .. l.n .. ": " .. l.s
+          end
+        end
+      end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  it("the Lua face tests no compiled backend's name", function()
+    local bad = {}
+    for _, f in ipairs(files("lua/gpujit", "%.lua$")) do
+      for i, l in ipairs(lines_of(f)) do
+        local code = l:gsub("%-%-.*$", "")
+        for _, name in ipairs({ "cpu", "opencl", "cuda" }) do
+          if code:match("[=~]=%s*\"" .. name .. "\"") or code:match("\"" .. name .. "\"%s*[=~]=") then
+            bad[#bad + 1] = f .. ":" .. i .. ": " .. l
+          end
+        end
+      end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  it("every runtime's gj_backend and every target's gj_codegen is filled by field name", function()
+    local n = 0
+    for _, dir in ipairs({ "runtimes", "targets" }) do
+      for _, f in ipairs(files(dir, "%.c$")) do
+        local text = table.concat(lines_of(f), "\n")
+        for body in text:gmatch("const%s+gj_[bc][a-z]+%s+gj_[%w_]+%s*=%s*(%b{})") do
+          n = n + 1
+          -- every entry of the initializer is `.field = value`
+          local inner = body:sub(2, -2):gsub("/%*.-%*/", ""):gsub("%b()", "()")
+          for entry in (inner .. ","):gmatch("%s*(.-)%s*,") do
+            if entry ~= "" then
+              assert.is_truthy(entry:match("^%.[%w_]+%s*="), f .. ": positional entry '" .. entry .. "'")
+            end
+          end
+        end
+      end
+    end
+    -- the three runtimes and the targets (native, spir, ptx, spirv, ptx for cuda)
+    assert.is_true(n >= 7, "found " .. n .. " tables")
+  end)
+end)
