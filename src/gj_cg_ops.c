@@ -380,44 +380,51 @@ static LLVMValueRef to64(gj_cg *g, LLVMValueRef v, gj_ty t, gj_scalar s)
   return gj_cg_to_elem(g, v, t, s);
 }
 
-/* bit.* on 64 bits (LuaJIT 2.1's lib_bit.c with a C integer operand; the
-** typer's bit_kind): a shift's or rotate's count is the low 32 bits of its
-** operand (lj_num2bit of a number) modulo 64 (lj_carith_shift64). */
-static int bit64(gj_cg *g, int intr, int nargs, LLVMValueRef *args, const gj_ty *at,
-                 gj_scalar s, LLVMValueRef *res)
+/* An operand of bit.* of width w: LuaJIT's tobit (32), or to64 (64). */
+static LLVMValueRef bit_operand(gj_cg *g, LLVMValueRef v, gj_ty t, gj_scalar s)
+{
+  return s == GJ_I32 ? tobit(g, v, t) : to64(g, v, t, s);
+}
+
+/* bit.* on kind s: int32_t (LuaJIT's 32-bit bit.*), or int64_t/uint64_t
+** (LuaJIT 2.1's lib_bit.c with a C integer operand; the typer's bit_kind).
+** A shift's or rotate's count is the low 32 bits of its operand (lj_num2bit
+** of a number) modulo the width (lj_carith_shift64 for 64 bits). */
+static void bitop(gj_cg *g, int intr, int nargs, LLVMValueRef *args, const gj_ty *at,
+                  gj_scalar s, LLVMValueRef *res)
 {
   LLVMBuilderRef B = g->B;
-  LLVMTypeRef t = g->lt[LT_I64];
-  LLVMValueRef x = to64(g, args[0], at[0], s), n, m;
+  LLVMTypeRef t = s == GJ_I32 ? g->lt[LT_I32] : g->lt[LT_I64];
+  unsigned w = s == GJ_I32 ? 32 : 64;
+  LLVMValueRef x = bit_operand(g, args[0], at[0], s), n, m, mask;
   int j;
   switch (intr) {
-  case GJ_I_B_BNOT: res[0] = LLVMBuildNot(B, x, ""); return 0;
+  case GJ_I_B_TOBIT: res[0] = x; return;
+  case GJ_I_B_BNOT: res[0] = LLVMBuildNot(B, x, ""); return;
   case GJ_I_B_BAND: case GJ_I_B_BOR: case GJ_I_B_BXOR:
     for (j = 1; j < nargs; j++) {
-      LLVMValueRef y = to64(g, args[j], at[j], s);
+      LLVMValueRef y = bit_operand(g, args[j], at[j], s);
       x = intr == GJ_I_B_BAND ? LLVMBuildAnd(B, x, y, "")
         : intr == GJ_I_B_BOR  ? LLVMBuildOr(B, x, y, "")
                               : LLVMBuildXor(B, x, y, "");
     }
     res[0] = x;
-    return 0;
+    return;
   default:
     break;
   }
-  n = LLVMBuildAnd(B, LLVMBuildZExt(B, tobit(g, args[1], at[1]), t, ""),
-                   LLVMConstInt(t, 63, 0), "");
+  mask = LLVMConstInt(t, w - 1, 0);
+  n = LLVMBuildAnd(B, LLVMBuildZExtOrBitCast(B, tobit(g, args[1], at[1]), t, ""), mask, "");
   switch (intr) {
   case GJ_I_B_LSHIFT: res[0] = LLVMBuildShl(B, x, n, ""); break;
   case GJ_I_B_RSHIFT: res[0] = LLVMBuildLShr(B, x, n, ""); break;
   case GJ_I_B_ARSHIFT: res[0] = LLVMBuildAShr(B, x, n, ""); break;
   default:
-    m = LLVMBuildAnd(B, LLVMBuildSub(B, LLVMConstInt(t, 64, 0), n, ""),
-                     LLVMConstInt(t, 63, 0), "");
+    m = LLVMBuildAnd(B, LLVMBuildSub(B, LLVMConstInt(t, w, 0), n, ""), mask, "");
     res[0] = intr == GJ_I_B_ROL
                  ? LLVMBuildOr(B, LLVMBuildShl(B, x, n, ""), LLVMBuildLShr(B, x, m, ""), "")
                  : LLVMBuildOr(B, LLVMBuildLShr(B, x, n, ""), LLVMBuildShl(B, x, m, ""), "");
   }
-  return 0;
 }
 
 static const char *const math_fn1[] = {
@@ -456,39 +463,8 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   if (intr <= GJ_I_ATOMIC_CAS)
     return gj_cg_group_intr(g, i, intr, args, at, rt, res);
   if (intr == GJ_I_PRINT) return gj_cg_print(g, i, nargs, args, at);
-  if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT && (s == GJ_I64 || s == GJ_U64))
-    return bit64(g, intr, nargs, args, at, s, res);
   if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
-    LLVMValueRef x = tobit(g, args[0], at[0]), n, m31;
-    switch (intr) {
-    case GJ_I_B_TOBIT: res[0] = x; return 0;
-    case GJ_I_B_BNOT: res[0] = LLVMBuildNot(B, x, ""); return 0;
-    case GJ_I_B_BAND: case GJ_I_B_BOR: case GJ_I_B_BXOR:
-      for (j = 1; j < nargs; j++) {
-        LLVMValueRef y = tobit(g, args[j], at[j]);
-        x = intr == GJ_I_B_BAND ? LLVMBuildAnd(B, x, y, "")
-          : intr == GJ_I_B_BOR  ? LLVMBuildOr(B, x, y, "")
-                                : LLVMBuildXor(B, x, y, "");
-      }
-      res[0] = x;
-      return 0;
-    default:
-      break;
-    }
-    /* shifts and rotates use the count modulo 32, as LuaJIT does */
-    m31 = LLVMConstInt(g->lt[LT_I32], 31, 0);
-    n = LLVMBuildAnd(B, tobit(g, args[1], at[1]), m31, "");
-    switch (intr) {
-    case GJ_I_B_LSHIFT: res[0] = LLVMBuildShl(B, x, n, ""); break;
-    case GJ_I_B_RSHIFT: res[0] = LLVMBuildLShr(B, x, n, ""); break;
-    case GJ_I_B_ARSHIFT: res[0] = LLVMBuildAShr(B, x, n, ""); break;
-    default: {
-      LLVMValueRef m = LLVMBuildAnd(B, LLVMBuildSub(B, LLVMConstInt(g->lt[LT_I32], 32, 0), n, ""), m31, "");
-      res[0] = intr == GJ_I_B_ROL
-                   ? LLVMBuildOr(B, LLVMBuildShl(B, x, n, ""), LLVMBuildLShr(B, x, m, ""), "")
-                   : LLVMBuildOr(B, LLVMBuildLShr(B, x, n, ""), LLVMBuildShl(B, x, m, ""), "");
-    }
-    }
+    bitop(g, intr, nargs, args, at, s == GJ_I64 || s == GJ_U64 ? s : GJ_I32, res);
     return 0;
   }
   switch (intr) {
