@@ -436,6 +436,7 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
 {
   const gj_backend *be = gj_backends[o->bk];
   const gj_codegen *cg;
+  void *ts = NULL;           /* the target's state (gj_backend.target) */
   gj_job job;
   gj_cs cs;
   gj_fn *kfn;
@@ -530,8 +531,8 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   if (gj_link_intrinsics(m, &job, err) || link_libraries(m, &job, err))
     goto done;
   body = LLVMGetNamedFunction(m, "gj_body");
-  cg = be->target(ctx->bst[o->bk], &job);
-  if (cg->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) {
+  cg = be->target(ctx->bst[o->bk], &job, &ts);
+  if (cg->wrap(ts, &job, m, body, &sig, err)) {
     size_t used = strlen(err->msg);
     snprintf(err->msg + used, sizeof(err->msg) - used, " (in kernel %s)",
              o->name);
@@ -558,12 +559,12 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   lap(out, GJ_ST_OPTIMIZE, &t0);
 
   /* 9. the target's finish_ir, emit, then the plugins' emit hooks */
-  if (cg->finish_ir && cg->finish_ir(ctx->bst[o->bk], &job, m, err))
+  if (cg->finish_ir && cg->finish_ir(ts, &job, m, err))
     goto done;
   if (o->want_asm || (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "asm"))) {
     char *as = NULL;
     size_t aslen = 0;
-    if (cg->emit(ctx->bst[o->bk], &job, tm, m, 1, &as, &aslen, err)) goto done;
+    if (cg->emit(ts, &job, tm, m, 1, &as, &aslen, err)) goto done;
     out->asm_text = dup_text(as, aslen);
     free(as);
     dump("asm", o->name, out->asm_text ? out->asm_text : "");
@@ -576,7 +577,7 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
     rc = 0;
     goto done;
   }
-  if (cg->emit(ctx->bst[o->bk], &job, tm, m, 0, &art, &artlen, err)) goto done;
+  if (cg->emit(ts, &job, tm, m, 0, &art, &artlen, err)) goto done;
   if (gj_plugset_emit(ps, &kd, &art, &artlen, err)) goto done;
   ctx->cache.compiles++;
   lap(out, GJ_ST_EMIT, &t0);
