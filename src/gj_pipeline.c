@@ -480,8 +480,17 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */
-  if (gj_typer_kernel(&cs, o->nparams, params, &kfn)) goto done;
-  if (frontend_hooks(ps, &kd, &cs, err)) goto done;
+  {
+    int bad = gj_typer_kernel(&cs, o->nparams, params, &kfn) ||
+              frontend_hooks(ps, &kd, &cs, err);
+    /* a lookup that raised an error (gj_kv.h) wins over what the typer
+    ** made of the nil it gave */
+    if (src && src->failed) {
+      *err = src->why;
+      goto done;
+    }
+    if (bad) goto done;
+  }
   lap(out, GJ_ST_FRONTEND, &t0);
 
   /* 3. codegen, then the plugins' ir hooks */
