@@ -1,0 +1,776 @@
+/*
+** The native target, part three: the work-item vectorizer.
+**
+** After the split (native_split.c) the fast loop runs the inlined body for
+** lx in [lo, hi), one work item after another.  Here, before LLVM's
+** optimizer (stage 7, gj_codegen.finish_module), it gets a copy that runs W
+** work items at a time, lx .. lx + W - 1 as the lanes of vector registers:
+** the vector loop covers [lo, lo + (hi - lo) / W * W), then the fast loop
+** itself runs the rest (fewer than W work items).  LLVM vectorizes only
+** innermost loops; a kernel's body often has its own loops (matmul's k,
+** n-body's j), which this runs once for W work items.
+**
+** Each value of the fast loop is, for the lanes of one vector iteration:
+**   uniform  the same in every lane (values from before the loop,
+**            constants, and what is computed from uniform values only):
+**            one scalar;
+**   linear   lane l's value is s + l * stride (s: lane 0's, a scalar;
+**            stride: a constant): lx itself (stride 1), and integer add,
+**            sub, mul and shl by constants, trunc, and one-index GEPs of
+**            them with a uniform base.  These are exact in wrapping
+**            arithmetic, so no overflow can break them;
+**   varying  anything else that depends on lx: one vector of W values.
+** A load or store whose address is linear with the stride of its type's
+** size is one vector access; other varying addresses are W scalar
+** accesses, in lane order; a uniform load is one scalar load.  Calls run
+** per lane with the scalar function (the libm functions give LuaJIT's
+** bits), except sqrt, fabs, floor, ceil and trunc, whose vector
+** intrinsics round as the scalar ones do.  No operation is reassociated or
+** contracted: each lane computes what the scalar code computes, in the
+** same order, so results are bitwise the scalar ones'.
+**
+** Invariant: the vector loop is entered only for whole groups of W work
+** items inside [lo, hi), so no lane is masked; the fast loop, unchanged,
+** runs the rest.  A kernel with something this does not handle is left as
+** it was, and the note says why (GPUJIT_VERBOSE):
+**   - a branch or switch whose condition varies (if-conversion: to do);
+**   - atomics, volatile or atomic accesses (print records, timeouts);
+**   - a private array (alloca): the lanes would share it;
+**   - a varying aggregate or vector value, an indirect call, inline asm;
+**   - a value carried from one work item to the next, or used after the
+**     fast loop.
+** Work items that read what other work items of the launch write (a data
+** race in OpenCL's and CUDA's terms) may see other values than with the
+** scalar loop, whose work items run one after another.
+*/
+#include "native.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+enum { V_UNI, V_LIN, V_VEC };   /* ordered: a value only moves up */
+
+#define VEC_MAX_STRIDE ((int64_t)1 << 40)
+#define VEC_MAX_ROUNDS 64
+#define VEC_MAX_ARGS 16      /* operands of a call or GEP built per lane */
+
+/* A value of the fast loop (key: an instruction, or a block as a value). */
+typedef struct vent {
+  LLVMValueRef k;
+  int kind;
+  int64_t stride;               /* V_LIN */
+  LLVMValueRef v;               /* its scalar (uniform, linear: lane 0's),
+                                ** its vector, or a block's copy */
+} vent;
+
+typedef struct vctx {
+  LLVMModuleRef m;
+  LLVMContextRef c;
+  LLVMBuilderRef b;
+  LLVMTargetDataRef td;
+  cpu_split_site *s;
+  LLVMValueRef fn, lx, more;    /* gj_entry, the loop's phi and condition */
+  LLVMBasicBlockRef latch;
+  LLVMBasicBlockRef *bbs;       /* the fast loop's blocks, head first */
+  size_t nbbs, capbbs;
+  vent *tab;                    /* open addressing, cap a power of two */
+  size_t cap, n;
+  unsigned W;
+  LLVMTypeRef i8, i32, i64;
+  LLVMValueRef vlx, vnext, vend;
+  LLVMBasicBlockRef vhead, vlatch, spre;
+  const char *why;              /* why not, once known */
+} vctx;
+
+/* -- the table of values ------------------------------------------------- */
+
+static size_t slot(const vctx *x, LLVMValueRef k)
+{
+  uint64_t h = (uint64_t)(uintptr_t)k;
+  h ^= h >> 29;
+  h *= 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 20) & (x->cap - 1);
+}
+
+static vent *get(const vctx *x, LLVMValueRef k)
+{
+  size_t i;
+  if (!x->cap) return NULL;
+  for (i = slot(x, k); x->tab[i].k; i = (i + 1) & (x->cap - 1))
+    if (x->tab[i].k == k) return &x->tab[i];
+  return NULL;
+}
+
+static vent *put(vctx *x, LLVMValueRef k)
+{
+  size_t i;
+  if (2 * (x->n + 1) > x->cap) {
+    vent *old = x->tab;
+    size_t oc = x->cap, j;
+    x->cap = oc ? 2 * oc : 256;
+    x->tab = calloc(x->cap, sizeof(vent));
+    if (!x->tab) {
+      x->tab = old;
+      x->cap = oc;
+      return NULL;
+    }
+    for (j = 0; j < oc; j++)
+      if (old[j].k) {
+        for (i = slot(x, old[j].k); x->tab[i].k; i = (i + 1) & (x->cap - 1)) {}
+        x->tab[i] = old[j];
+      }
+    free(old);
+  }
+  for (i = slot(x, k); x->tab[i].k; i = (i + 1) & (x->cap - 1))
+    if (x->tab[i].k == k) return &x->tab[i];
+  x->tab[i].k = k;
+  x->n++;
+  return &x->tab[i];
+}
+
+static int kind_of(const vctx *x, LLVMValueRef v, int64_t *stride)
+{
+  vent *e = get(x, v);
+  *stride = e ? e->stride : 0;
+  return e ? e->kind : V_UNI;
+}
+
+static int in_loop(const vctx *x, LLVMBasicBlockRef bb)
+{
+  return get(x, LLVMBasicBlockAsValue(bb)) != NULL;
+}
+
+/* -- analysis ------------------------------------------------------------ */
+
+static int refuse(vctx *x, const char *why)
+{
+  if (!x->why) x->why = why;
+  return -1;
+}
+
+static int push_bb(vctx *x, LLVMBasicBlockRef bb)
+{
+  vent *e;
+  if (x->nbbs == x->capbbs) {
+    size_t c = x->capbbs ? 2 * x->capbbs : 32;
+    LLVMBasicBlockRef *q = realloc(x->bbs, c * sizeof(*q));
+    if (!q) return -1;
+    x->bbs = q;
+    x->capbbs = c;
+  }
+  if (!(e = put(x, LLVMBasicBlockAsValue(bb)))) return -1;
+  x->bbs[x->nbbs++] = bb;
+  return 0;
+}
+
+/* The blocks reachable from the header before the exit, breadth first (so
+** a block comes after the blocks that dominate it), and their
+** instructions, all uniform to start with. */
+static int collect(vctx *x)
+{
+  size_t i;
+  if (push_bb(x, x->s->head)) return -1;
+  for (i = 0; i < x->nbbs; i++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]), in;
+    unsigned j, n = t ? LLVMGetNumSuccessors(t) : 0;
+    for (j = 0; j < n; j++) {
+      LLVMBasicBlockRef to = LLVMGetSuccessor(t, j);
+      if (to != x->s->done && !in_loop(x, to) && push_bb(x, to)) return -1;
+    }
+    for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
+         in = LLVMGetNextInstruction(in))
+      if (!put(x, in)) return -1;
+  }
+  return 0;
+}
+
+static int readnone(LLVMValueRef f)
+{
+  unsigned k = LLVMGetEnumAttributeKindForName("readnone", 8);
+  return LLVMGetEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, k) != NULL;
+}
+
+/* (LLVMOpcode: Add .. Xor and Trunc .. BitCast are runs of values) */
+static int is_binop(LLVMOpcode op)
+{
+  return op >= LLVMAdd && op <= LLVMXor;
+}
+
+static int is_cast(LLVMOpcode op)
+{
+  return (op >= LLVMTrunc && op <= LLVMBitCast) || op == LLVMAddrSpaceCast;
+}
+
+/* A linear result (kind V_LIN, *st) of add, sub, mul, shl, trunc, GEP whose
+** operands are uniform or linear; V_VEC when it is not one. */
+static int linear(vctx *x, LLVMValueRef I, LLVMOpcode op, int64_t *st)
+{
+  int64_t sa, sb;
+  LLVMValueRef a = LLVMGetOperand(I, 0), b;
+  int ka = kind_of(x, a, &sa), kb, i;
+  for (i = 0; i < LLVMGetNumOperands(I); i++)
+    if (kind_of(x, LLVMGetOperand(I, (unsigned)i), &sb) == V_VEC) return V_VEC;
+  if (op == LLVMTrunc) {
+    *st = sa;
+    return V_LIN;
+  }
+  if (op == LLVMGetElementPtr) {
+    if (LLVMGetNumOperands(I) != 2 || ka != V_UNI) return V_VEC;
+    kind_of(x, LLVMGetOperand(I, 1), &sb);
+    return __builtin_mul_overflow(
+               sb, (int64_t)LLVMABISizeOfType(x->td, LLVMGetGEPSourceElementType(I)), st)
+               ? V_VEC : V_LIN;
+  }
+  if (LLVMGetNumOperands(I) != 2) return V_VEC;
+  b = LLVMGetOperand(I, 1);
+  kb = kind_of(x, b, &sb);
+  if (ka == V_VEC || kb == V_VEC) return V_VEC;
+  switch (op) {
+  case LLVMAdd: *st = sa + sb; return V_LIN;
+  case LLVMSub: *st = sa - sb; return V_LIN;
+  case LLVMMul:
+    if (kb == V_UNI && LLVMIsAConstantInt(b))
+      return __builtin_mul_overflow(sa, LLVMConstIntGetSExtValue(b), st) ? V_VEC : V_LIN;
+    if (ka == V_UNI && LLVMIsAConstantInt(a))
+      return __builtin_mul_overflow(sb, LLVMConstIntGetSExtValue(a), st) ? V_VEC : V_LIN;
+    return V_VEC;
+  case LLVMShl:
+    if (kb == V_UNI && LLVMIsAConstantInt(b) &&
+        LLVMConstIntGetZExtValue(b) < 24) {
+      *st = sa * ((int64_t)1 << LLVMConstIntGetZExtValue(b));
+      return V_LIN;
+    }
+    return V_VEC;
+  default:
+    return V_VEC;
+  }
+}
+
+/* The kind of instruction I from its operands' kinds; -1 (x->why) when the
+** vectorizer cannot handle it. */
+static int classify(vctx *x, LLVMValueRef I, int64_t *st)
+{
+  LLVMOpcode op = LLVMGetInstructionOpcode(I);
+  int i, n = LLVMGetNumOperands(I), k = V_UNI;
+  *st = 0;
+  if (I == x->lx) {
+    *st = 1;
+    return V_LIN;
+  }
+  for (i = 0; i < n; i++) {
+    int64_t s;
+    int ko = kind_of(x, LLVMGetOperand(I, (unsigned)i), &s);
+    if (ko > k) k = ko;
+  }
+  switch (op) {
+  case LLVMAlloca:
+    return refuse(x, "a private array (gpu.local_array) in the loop");
+  case LLVMAtomicRMW: case LLVMAtomicCmpXchg: case LLVMFence:
+    return refuse(x, "atomics (or print, or a timeout's checks)");
+  case LLVMLoad: case LLVMStore:
+    if (LLVMGetVolatile(I) || LLVMGetOrdering(I) != LLVMAtomicOrderingNotAtomic)
+      return refuse(x, "an atomic or volatile access (print, timeout)");
+    if (op == LLVMLoad)
+      return kind_of(x, LLVMGetOperand(I, 0), st) == V_UNI ? V_UNI : V_VEC;
+    return k == V_UNI ? V_UNI : V_VEC;
+  case LLVMCall: {
+    LLVMValueRef f = LLVMGetCalledValue(I);
+    if (!LLVMIsAFunction(f)) return refuse(x, "an indirect call or inline asm");
+    if (LLVMGetNumArgOperands(I) > VEC_MAX_ARGS)
+      return refuse(x, "a call with too many arguments");
+    return k == V_UNI && readnone(f) ? V_UNI : V_VEC;
+  }
+  case LLVMBr:
+    if (I != LLVMGetBasicBlockTerminator(x->latch) && LLVMIsConditional(I) &&
+        kind_of(x, LLVMGetCondition(I), st) != V_UNI)
+      return refuse(x, "a branch that varies with the work item (if-conversion "
+                       "is to do)");
+    return V_UNI;
+  case LLVMUnreachable:
+    return V_UNI;
+  case LLVMPHI:
+    return k == V_UNI ? V_UNI : V_VEC;
+  case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMShl: case LLVMTrunc:
+  case LLVMGetElementPtr:
+    if (k == V_UNI) return V_UNI;
+    if (n > VEC_MAX_ARGS) return refuse(x, "a GEP with too many indices");
+    k = linear(x, I, op, st);
+    if (k == V_LIN && *st == 0) return V_UNI;     /* the same in every lane */
+    if (k == V_LIN && (*st > VEC_MAX_STRIDE || *st < -VEC_MAX_STRIDE)) return V_VEC;
+    return k;
+  default:
+    if (LLVMIsATerminatorInst(I))
+      return refuse(x, "a switch, return or other exit inside the loop");
+    if (k == V_UNI) return V_UNI;
+    if (is_binop(op) || is_cast(op) || op == LLVMFNeg || op == LLVMICmp ||
+        op == LLVMFCmp || op == LLVMSelect || op == LLVMFreeze)
+      return V_VEC;
+    return refuse(x, "a varying aggregate or vector value");
+  }
+}
+
+/* Kinds to a fixed point (phis of inner loops see their back edges). */
+static int analyze(vctx *x)
+{
+  int round, changed = 1;
+  for (round = 0; changed && round < VEC_MAX_ROUNDS; round++) {
+    size_t i;
+    changed = 0;
+    for (i = 0; i < x->nbbs; i++) {
+      LLVMValueRef in;
+      for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
+           in = LLVMGetNextInstruction(in)) {
+        vent *e = get(x, in);
+        int64_t st;
+        int k = classify(x, in, &st);
+        if (k < 0) return -1;
+        if (k < e->kind) k = e->kind;
+        if (k == V_LIN && e->kind == V_LIN && st != e->stride) k = V_VEC;
+        if (k != e->kind || (k == V_LIN && st != e->stride)) {
+          e->kind = k;
+          e->stride = k == V_LIN ? st : 0;
+          changed = 1;
+        }
+      }
+    }
+  }
+  return changed ? refuse(x, "its values did not settle") : 0;
+}
+
+/* What the loop must look like around its body: the header's only phi is
+** lx, the latch is wrap's, nothing leaves but through the latch, and no
+** value of the loop is used after it. */
+static int check_shape(vctx *x)
+{
+  size_t i;
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(x->latch), in;
+  if (!LLVMIsAPHINode(x->lx) || LLVMCountIncoming(x->lx) != 2 ||
+      (LLVMGetIncomingBlock(x->lx, 0) == x->latch) ==
+          (LLVMGetIncomingBlock(x->lx, 1) == x->latch))
+    return refuse(x, "an unexpected loop shape");
+  if (LLVMGetFirstInstruction(x->s->head) != x->lx ||
+      LLVMIsAPHINode(LLVMGetNextInstruction(x->lx)))
+    return refuse(x, "a value carried from one work item to the next");
+  if (!t || !LLVMIsABranchInst(t) || !LLVMIsConditional(t) ||
+      LLVMGetSuccessor(t, 0) != x->s->head ||
+      LLVMGetInstructionParent(x->s->next) != x->latch)
+    return refuse(x, "an unexpected loop shape");
+  x->more = LLVMGetCondition(t);
+  if (!LLVMIsAICmpInst(x->more) || LLVMGetOperand(x->more, 0) != x->s->next ||
+      LLVMGetNextUse(LLVMGetFirstUse(x->more)))
+    return refuse(x, "an unexpected loop shape");
+  if (LLVMIsAPHINode(LLVMGetFirstInstruction(x->s->done)))
+    return refuse(x, "a value used after the loop");
+  for (i = 0; i < x->nbbs; i++)
+    for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
+         in = LLVMGetNextInstruction(in)) {
+      LLVMUseRef u;
+      for (u = LLVMGetFirstUse(in); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef user = LLVMGetUser(u);
+        if (!LLVMIsAInstruction(user) ||
+            !in_loop(x, LLVMGetInstructionParent(user)))
+          return refuse(x, "a value used after the loop");
+      }
+    }
+  return 0;
+}
+
+static unsigned type_bits(LLVMTypeRef t)
+{
+  switch (LLVMGetTypeKind(t)) {
+  case LLVMFloatTypeKind: return 32;
+  case LLVMDoubleTypeKind: return 64;
+  case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(t);
+  default: return 64;
+  }
+}
+
+/* W: the target's vector bits over the widest value the lanes load, store
+** or compute in floating point (index arithmetic in i64 is left out: it is
+** mostly linear, and a wider vector of it costs two registers, not half
+** the lanes). */
+static unsigned choose_width(vctx *x, const gj_job *job)
+{
+  unsigned bits = strstr(job->features, "+avx512f") ? 512
+                  : strstr(job->features, "+avx") ? 256 : 128;
+  unsigned widest = 8, w;
+  size_t i;
+  for (i = 0; i < x->nbbs; i++) {
+    LLVMValueRef in;
+    for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
+         in = LLVMGetNextInstruction(in)) {
+      LLVMOpcode op = LLVMGetInstructionOpcode(in);
+      LLVMTypeRef t = NULL;
+      if (get(x, in)->kind != V_VEC) continue;
+      if (op == LLVMStore) t = LLVMTypeOf(LLVMGetOperand(in, 0));
+      else if (op == LLVMLoad || op == LLVMCall) t = LLVMTypeOf(in);
+      else if (LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMFloatTypeKind ||
+               LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMDoubleTypeKind)
+        t = LLVMTypeOf(in);
+      if (t && LLVMGetTypeKind(t) != LLVMVoidTypeKind &&
+          type_bits(t) > widest)
+        widest = type_bits(t);
+    }
+  }
+  w = bits / (widest < 32 ? 32 : widest);
+  return w < 2 ? 2 : w > 16 ? 16 : w;
+}
+
+/* -- building ------------------------------------------------------------ */
+
+static LLVMTypeRef vty(const vctx *x, LLVMTypeRef t)
+{
+  return LLVMVectorType(t, x->W);
+}
+
+static LLVMValueRef splat(vctx *x, LLVMValueRef s)
+{
+  LLVMTypeRef t = vty(x, LLVMTypeOf(s));
+  LLVMValueRef u = LLVMBuildInsertElement(x->b, LLVMGetPoison(t), s,
+                                          LLVMConstInt(x->i32, 0, 0), "");
+  return LLVMBuildShuffleVector(x->b, u, LLVMGetPoison(t),
+                                LLVMConstNull(vty(x, x->i32)), "");
+}
+
+/* The scalar of a uniform or linear value (lane 0's). */
+static LLVMValueRef scal(const vctx *x, LLVMValueRef v)
+{
+  vent *e = get(x, v);
+  return e ? e->v : v;
+}
+
+/* <0, st, 2 st, ...> of integer type t. */
+static LLVMValueRef steps(vctx *x, LLVMTypeRef t, int64_t st)
+{
+  LLVMValueRef c[16];
+  unsigned l;
+  for (l = 0; l < x->W; l++) c[l] = LLVMConstInt(t, (unsigned long long)(st * l), 1);
+  return LLVMConstVector(c, x->W);
+}
+
+static LLVMValueRef vec(vctx *x, LLVMValueRef v)
+{
+  vent *e = get(x, v);
+  if (!e || e->kind == V_UNI) return splat(x, scal(x, v));
+  if (e->kind == V_VEC) return e->v;
+  if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMPointerTypeKind) {
+    LLVMValueRef idx = steps(x, x->i64, e->stride);
+    return LLVMBuildGEP2(x->b, x->i8, e->v, &idx, 1, "");
+  }
+  return LLVMBuildAdd(x->b, splat(x, e->v), steps(x, LLVMTypeOf(v), e->stride), "");
+}
+
+static LLVMValueRef lane(vctx *x, LLVMValueRef v, unsigned l)
+{
+  vent *e = get(x, v);
+  if (!e || e->kind == V_UNI) return scal(x, v);
+  if (e->kind == V_VEC)
+    return LLVMBuildExtractElement(x->b, e->v, LLVMConstInt(x->i32, l, 0), "");
+  if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMPointerTypeKind) {
+    LLVMValueRef idx = LLVMConstInt(x->i64, (unsigned long long)(e->stride * l), 1);
+    return LLVMBuildGEP2(x->b, x->i8, e->v, &idx, 1, "");
+  }
+  return LLVMBuildAdd(x->b, e->v, LLVMConstInt(LLVMTypeOf(v),
+                                               (unsigned long long)(e->stride * l), 1), "");
+}
+
+static LLVMBasicBlockRef vblock(const vctx *x, LLVMBasicBlockRef bb)
+{
+  return LLVMValueAsBasicBlock(get(x, LLVMBasicBlockAsValue(bb))->v);
+}
+
+/* Is the access of type t at address p one vector access? */
+static int contiguous(const vctx *x, LLVMValueRef p, LLVMTypeRef t)
+{
+  int64_t st;
+  LLVMTypeKind k = LLVMGetTypeKind(t);
+  if (kind_of(x, p, &st) != V_LIN) return 0;
+  if (k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind &&
+      !(k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) >= 8 &&
+        LLVMGetIntTypeWidth(t) <= 64))
+    return 0;
+  return st == (int64_t)LLVMABISizeOfType(x->td, t) &&
+         LLVMABISizeOfType(x->td, t) == LLVMStoreSizeOfType(x->td, t);
+}
+
+/* The intrinsics whose vector forms give each lane the scalar's bits. */
+static int exact_intrinsic(unsigned id)
+{
+  static const char *const names[] = { "llvm.sqrt", "llvm.fabs", "llvm.floor",
+                                       "llvm.ceil", "llvm.trunc" };
+  size_t i;
+  if (!id) return 0;
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (LLVMLookupIntrinsicID(names[i], strlen(names[i])) == id) return 1;
+  return 0;
+}
+
+static LLVMValueRef emit_call(vctx *x, LLVMValueRef I)
+{
+  LLVMValueRef f = LLVMGetCalledValue(I), args[VEC_MAX_ARGS], r;
+  LLVMTypeRef ft = LLVMGetCalledFunctionType(I), rt = LLVMGetReturnType(ft);
+  unsigned id = LLVMGetIntrinsicID(f), i, l, n = LLVMGetNumArgOperands(I);
+  if (n == 1 && exact_intrinsic(id)) {
+    LLVMTypeRef vt = vty(x, rt);
+    LLVMValueRef decl = LLVMGetIntrinsicDeclaration(x->m, id, &vt, 1);
+    args[0] = vec(x, LLVMGetOperand(I, 0));
+    return LLVMBuildCall2(x->b, LLVMIntrinsicGetType(x->c, id, &vt, 1), decl,
+                          args, 1, "");
+  }
+  r = LLVMGetTypeKind(rt) == LLVMVoidTypeKind ? NULL : LLVMGetPoison(vty(x, rt));
+  for (l = 0; l < x->W; l++) {
+    LLVMValueRef c;
+    for (i = 0; i < n; i++) args[i] = lane(x, LLVMGetOperand(I, i), l);
+    c = LLVMBuildCall2(x->b, ft, f, args, n, "");
+    if (r) r = LLVMBuildInsertElement(x->b, r, c, LLVMConstInt(x->i32, l, 0), "");
+  }
+  return r;
+}
+
+static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
+{
+  LLVMValueRef p = LLVMGetOperand(I, store ? 1 : 0), r, val = NULL;
+  LLVMTypeRef t = store ? LLVMTypeOf(LLVMGetOperand(I, 0)) : LLVMTypeOf(I);
+  unsigned al = LLVMGetAlignment(I), l;
+  if (store) val = LLVMGetOperand(I, 0);
+  if (contiguous(x, p, t)) {
+    r = store ? LLVMBuildStore(x->b, vec(x, val), scal(x, p))
+              : LLVMBuildLoad2(x->b, vty(x, t), scal(x, p), "");
+    LLVMSetAlignment(r, al);
+    return r;
+  }
+  r = store ? NULL : LLVMGetPoison(vty(x, t));
+  for (l = 0; l < x->W; l++) {
+    LLVMValueRef pl = lane(x, p, l), a;
+    if (store) {
+      a = LLVMBuildStore(x->b, lane(x, val, l), pl);
+    } else {
+      a = LLVMBuildLoad2(x->b, t, pl, "");
+      r = LLVMBuildInsertElement(x->b, r, a, LLVMConstInt(x->i32, l, 0), "");
+    }
+    LLVMSetAlignment(a, al);
+  }
+  return r;
+}
+
+/* The vector form of a varying instruction (not a phi nor a terminator). */
+static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
+{
+  LLVMOpcode op = LLVMGetInstructionOpcode(I);
+  LLVMValueRef a = LLVMGetNumOperands(I) ? LLVMGetOperand(I, 0) : NULL;
+  if (is_binop(op))
+    return LLVMBuildBinOp(x->b, op, vec(x, a), vec(x, LLVMGetOperand(I, 1)), "");
+  if (is_cast(op))
+    return LLVMBuildCast(x->b, op, vec(x, a), vty(x, LLVMTypeOf(I)), "");
+  switch (op) {
+  case LLVMFNeg: return LLVMBuildFNeg(x->b, vec(x, a), "");
+  case LLVMFreeze: return LLVMBuildFreeze(x->b, vec(x, a), "");
+  case LLVMICmp:
+    return LLVMBuildICmp(x->b, LLVMGetICmpPredicate(I), vec(x, a),
+                         vec(x, LLVMGetOperand(I, 1)), "");
+  case LLVMFCmp:
+    return LLVMBuildFCmp(x->b, LLVMGetFCmpPredicate(I), vec(x, a),
+                         vec(x, LLVMGetOperand(I, 1)), "");
+  case LLVMSelect: {
+    int64_t st;
+    LLVMValueRef c = kind_of(x, a, &st) == V_UNI ? scal(x, a) : vec(x, a);
+    return LLVMBuildSelect(x->b, c, vec(x, LLVMGetOperand(I, 1)),
+                           vec(x, LLVMGetOperand(I, 2)), "");
+  }
+  case LLVMGetElementPtr: {
+    LLVMValueRef ops[VEC_MAX_ARGS], g;
+    unsigned i, n = (unsigned)LLVMGetNumOperands(I);
+    int64_t st;
+    for (i = 0; i < n; i++) {
+      LLVMValueRef o = LLVMGetOperand(I, i);
+      ops[i] = kind_of(x, o, &st) == V_UNI ? scal(x, o) : vec(x, o);
+    }
+    g = LLVMBuildGEP2(x->b, LLVMGetGEPSourceElementType(I), ops[0], ops + 1,
+                      n - 1, "");
+    LLVMSetIsInBounds(g, LLVMIsInBounds(I));
+    return g;
+  }
+  case LLVMLoad: return emit_mem(x, I, 0);
+  case LLVMStore: return emit_mem(x, I, 1);
+  case LLVMCall: return emit_call(x, I);
+  default: return NULL;   /* classify refused it */
+  }
+}
+
+static void emit_block(vctx *x, LLVMBasicBlockRef bb)
+{
+  LLVMValueRef in;
+  LLVMPositionBuilderAtEnd(x->b, vblock(x, bb));
+  for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+    vent *e = get(x, in);
+    LLVMSetCurrentDebugLocation2(x->b, LLVMInstructionGetDebugLoc(in));
+    if (in == x->more) continue;
+    if (in == x->lx) {
+      e->v = x->vlx = LLVMBuildPhi(x->b, x->i64, "vx");
+    } else if (in == x->s->next) {
+      e->v = x->vnext = LLVMBuildNSWAdd(x->b, x->vlx,
+                                        LLVMConstInt(x->i64, x->W, 0), "vx.next");
+    } else if (LLVMIsAPHINode(in)) {
+      LLVMTypeRef t = LLVMTypeOf(in);
+      e->v = LLVMBuildPhi(x->b, e->kind == V_VEC ? vty(x, t) : t, "");
+    } else if (LLVMIsATerminatorInst(in)) {
+      if (bb == x->latch) {
+        x->vlatch = LLVMGetInsertBlock(x->b);
+        cpu_plain_loop(x->c, LLVMBuildCondBr(
+            x->b, LLVMBuildICmp(x->b, LLVMIntSLT, x->vnext, x->vend, ""),
+            x->vhead, x->spre));
+      } else if (LLVMIsAUnreachableInst(in)) {
+        LLVMBuildUnreachable(x->b);
+      } else if (!LLVMIsConditional(in)) {
+        LLVMBuildBr(x->b, vblock(x, LLVMGetSuccessor(in, 0)));
+      } else {
+        LLVMBuildCondBr(x->b, scal(x, LLVMGetCondition(in)),
+                        vblock(x, LLVMGetSuccessor(in, 0)),
+                        vblock(x, LLVMGetSuccessor(in, 1)));
+      }
+    } else if (e->kind == V_VEC) {
+      e->v = emit_vec(x, in);
+    } else {
+      /* uniform, or linear (lane 0's value): the scalar instruction */
+      LLVMValueRef c = LLVMInstructionClone(in);
+      int i, n = LLVMGetNumOperands(in);
+      for (i = 0; i < n; i++)
+        LLVMSetOperand(c, (unsigned)i, scal(x, LLVMGetOperand(in, (unsigned)i)));
+      LLVMInsertIntoBuilder(x->b, c);
+      e->v = c;
+    }
+  }
+  LLVMSetCurrentDebugLocation2(x->b, NULL);
+}
+
+/* The phis' incoming values, at the ends of their blocks' copies. */
+static void fill_phis(vctx *x)
+{
+  size_t i;
+  for (i = 0; i < x->nbbs; i++) {
+    LLVMValueRef in;
+    for (in = LLVMGetFirstInstruction(x->bbs[i]); in && LLVMIsAPHINode(in);
+         in = LLVMGetNextInstruction(in)) {
+      vent *e = get(x, in);
+      unsigned j, n = LLVMCountIncoming(in);
+      if (in == x->lx) continue;
+      for (j = 0; j < n; j++) {
+        LLVMBasicBlockRef from = vblock(x, LLVMGetIncomingBlock(in, j));
+        LLVMValueRef v = LLVMGetIncomingValue(in, j);
+        LLVMPositionBuilderBefore(x->b, LLVMGetBasicBlockTerminator(from));
+        v = e->kind == V_VEC ? vec(x, v) : scal(x, v);
+        LLVMAddIncoming(e->v, &v, &from, 1);
+      }
+    }
+  }
+}
+
+/* pre: the vector loop for (hi - lo) / W groups of W work items, then spre:
+** the fast loop from where it stopped, when any are left. */
+static int build(vctx *x)
+{
+  cpu_split_site *s = x->s;
+  unsigned in = LLVMGetIncomingBlock(x->lx, 0) == x->latch;  /* the entry's */
+  LLVMBasicBlockRef from = LLVMGetIncomingBlock(x->lx, in), pre;
+  LLVMValueRef cnt, nv, slo, nlx, v, t = LLVMGetBasicBlockTerminator(from);
+  unsigned j;
+  size_t i;
+  for (i = 0; i < x->nbbs; i++) {
+    LLVMBasicBlockRef vb = LLVMInsertBasicBlockInContext(x->c, s->head, "vec");
+    get(x, LLVMBasicBlockAsValue(x->bbs[i]))->v = LLVMBasicBlockAsValue(vb);
+  }
+  x->vhead = vblock(x, s->head);
+  x->spre = LLVMInsertBasicBlockInContext(x->c, s->head, "vec.rest");
+  /* pre, on the edge into the fast loop: [lo, vend) in steps of W */
+  pre = LLVMInsertBasicBlockInContext(x->c, x->vhead, "vec.pre");
+  for (j = 0; j < LLVMGetNumSuccessors(t); j++)
+    if (LLVMGetSuccessor(t, j) == s->head) LLVMSetSuccessor(t, j, pre);
+  LLVMPositionBuilderAtEnd(x->b, pre);
+  cnt = LLVMBuildSub(x->b, s->hi, s->lo, "");
+  nv = LLVMBuildAnd(x->b, cnt, LLVMConstInt(x->i64, ~(unsigned long long)(x->W - 1), 1), "");
+  x->vend = LLVMBuildAdd(x->b, s->lo, nv, "vec.end");
+  LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntSGT, nv, LLVMConstInt(x->i64, 0, 0), ""),
+                  x->vhead, x->spre);
+  for (i = 0; i < x->nbbs; i++) emit_block(x, x->bbs[i]);
+  fill_phis(x);
+  LLVMAddIncoming(x->vlx, &s->lo, &pre, 1);
+  LLVMAddIncoming(x->vlx, &x->vnext, &x->vlatch, 1);
+  /* spre: the rest in the fast loop, entered from here only */
+  LLVMPositionBuilderAtEnd(x->b, x->spre);
+  slo = LLVMBuildPhi(x->b, x->i64, "vec.lo");
+  LLVMAddIncoming(slo, &s->lo, &pre, 1);
+  LLVMAddIncoming(slo, &x->vend, &x->vlatch, 1);
+  LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntSLT, slo, s->hi, ""), s->head,
+                  s->done);
+  LLVMPositionBuilderBefore(x->b, x->lx);
+  nlx = LLVMBuildPhi(x->b, x->i64, "xa.rest");
+  LLVMAddIncoming(nlx, &slo, &x->spre, 1);
+  v = s->next;
+  LLVMAddIncoming(nlx, &v, &x->latch, 1);
+  LLVMReplaceAllUsesWith(x->lx, nlx);
+  LLVMInstructionEraseFromParent(x->lx);
+  /* at most W - 1 work items: not worth LLVM's loop vectorizer */
+  cpu_plain_loop(x->c, LLVMGetBasicBlockTerminator(x->latch));
+  return 0;
+}
+
+static int simplify(LLVMModuleRef m, gj_err *err)
+{
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(m, "function(simplifycfg)", NULL, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *msg = LLVMGetErrorMessage(e);
+    gj_err_set(err, "cpu: simplifying the kernel: %s", msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+    return -1;
+  }
+  return 0;
+}
+
+int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
+                  char *note, size_t notesz, gj_err *err)
+{
+  vctx x;
+  int r = 0;
+  if (!job->vectorize) {
+    snprintf(note, notesz, "not vectorized: turned off");
+    return 0;
+  }
+  memset(&x, 0, sizeof(x));
+  x.m = m;
+  x.c = LLVMGetModuleContext(m);
+  x.td = LLVMGetModuleDataLayout(m);
+  x.s = s;
+  x.i8 = LLVMInt8TypeInContext(x.c);
+  x.i32 = LLVMInt32TypeInContext(x.c);
+  x.i64 = LLVMInt64TypeInContext(x.c);
+  /* Small ifs become selects (SimplifyCFG's speculation): what the
+  ** vectorizer then needs no masks for.  The loop's blocks may merge: its
+  ** latch and exit are found again. */
+  if (simplify(m, err)) return -1;
+  x.lx = LLVMGetFirstInstruction(s->head);
+  x.latch = LLVMGetInstructionParent(s->next);
+  s->done = LLVMGetSuccessor(LLVMGetBasicBlockTerminator(x.latch), 1);
+  x.fn = LLVMGetBasicBlockParent(s->head);
+  if (collect(&x)) {
+    r = gj_err_set(err, "cpu: out of memory");
+  } else if (!check_shape(&x) && !analyze(&x)) {
+    x.W = choose_width(&x, job);
+    x.b = LLVMCreateBuilderInContext(x.c);
+    r = build(&x);
+    LLVMDisposeBuilder(x.b);
+    snprintf(note, notesz, "vectorized: %u lanes", x.W);
+  } else {
+    snprintf(note, notesz, "not vectorized: %s", x.why ? x.why : "?");
+  }
+  free(x.bbs);
+  free(x.tab);
+  return r;
+}
