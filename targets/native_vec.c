@@ -315,6 +315,31 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
   }
 }
 
+/* Can a varying value of type t be a vector of t (or have no value)? */
+static int lane_type(LLVMTypeRef t)
+{
+  switch (LLVMGetTypeKind(t)) {
+  case LLVMVoidTypeKind: case LLVMIntegerTypeKind: case LLVMFloatTypeKind:
+  case LLVMDoubleTypeKind: case LLVMPointerTypeKind:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* A private array (gpu.local_array) is an alloca of gj_entry once the body
+** is inlined: one for all the lanes, where each work item needs its own. */
+static int has_alloca(LLVMValueRef fn)
+{
+  LLVMBasicBlockRef bb;
+  for (bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef in;
+    for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+      if (LLVMIsAAllocaInst(in)) return 1;
+  }
+  return 0;
+}
+
 /* Kinds to a fixed point (phis of inner loops see their back edges). */
 static int analyze(vctx *x)
 {
@@ -330,6 +355,8 @@ static int analyze(vctx *x)
         int64_t st;
         int k = classify(x, in, &st);
         if (k < 0) return -1;
+        if (k == V_VEC && !lane_type(LLVMTypeOf(in)))
+          return refuse(x, "a varying aggregate or vector value");
         if (k < e->kind) k = e->kind;
         if (k == V_LIN && e->kind == V_LIN && st != e->stride) k = V_VEC;
         if (k != e->kind || (k == V_LIN && st != e->stride)) {
@@ -738,6 +765,7 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
                   char *note, size_t notesz, gj_err *err)
 {
   vctx x;
+  LLVMValueRef t;
   int r = 0;
   if (!job->vectorize) {
     snprintf(note, notesz, "not vectorized: turned off");
@@ -757,9 +785,13 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   if (simplify(m, err)) return -1;
   x.lx = LLVMGetFirstInstruction(s->head);
   x.latch = LLVMGetInstructionParent(s->next);
-  s->done = LLVMGetSuccessor(LLVMGetBasicBlockTerminator(x.latch), 1);
   x.fn = LLVMGetBasicBlockParent(s->head);
-  if (collect(&x)) {
+  t = LLVMGetBasicBlockTerminator(x.latch);
+  if (!t || !LLVMIsABranchInst(t) || !LLVMIsConditional(t)) {
+    refuse(&x, "an unexpected loop shape");
+  } else if (has_alloca(x.fn)) {
+    refuse(&x, "a private array (gpu.local_array)");
+  } else if (s->done = LLVMGetSuccessor(t, 1), collect(&x)) {
     r = gj_err_set(err, "cpu: out of memory");
   } else if (!check_shape(&x) && !analyze(&x)) {
     x.W = choose_width(&x, job);
@@ -767,9 +799,8 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
     r = build(&x);
     LLVMDisposeBuilder(x.b);
     snprintf(note, notesz, "vectorized: %u lanes", x.W);
-  } else {
-    snprintf(note, notesz, "not vectorized: %s", x.why ? x.why : "?");
   }
+  if (x.why) snprintf(note, notesz, "not vectorized: %s", x.why);
   free(x.bbs);
   free(x.tab);
   return r;
