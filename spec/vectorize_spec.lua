@@ -60,27 +60,51 @@ if not H.available("cpu") then
 end
 
 describe("the work-item vectorizer [cpu]", function()
-  it("a guarded elementwise kernel at sizes around the lane count", function()
-    local function axpy(y, x, a, n)
+  it("a guarded kernel with an inner loop at sizes around the lane count", function()
+    local function horner(y, x, a, m, n)
       local i = gpu.global_id(0)
-      if i < n then y[i] = a * x[i] + y[i] end
+      if i < n then
+        local v, s = x[i], 0.0
+        for k = 1, m do s = s * v + k * a end
+        y[i] = s + y[i]
+      end
     end
-    local notes = both(axpy, "axpy", function(kv, ks)
+    local notes = both(horner, "horner", function(kv, ks)
       for _, n in ipairs(SIZES) do
         local x = darray(n, function(i) return (i % 97) * 0.37 - 11 end)
         local y1 = darray(n, function(i) return (i % 13) * 1.5 end)
         local y2 = darray(n, function(i) return (i % 13) * 1.5 end)
-        local want = darray(n, function(i) return 2.5 * x[i] + y1[i] end)
+        local want = darray(n, function(i)
+          local v, s = x[i], 0.0
+          for k = 1, 3 do s = s * v + k * 2.5 end
+          return s + y1[i]
+        end)
         if n > 0 then
-          kv:launch(n, y1, x, 2.5, n)
-          ks:launch(n, y2, x, 2.5, n)
+          kv:launch(n, y1, x, 2.5, 3, n)
+          ks:launch(n, y2, x, 2.5, 3, n)
         end
         same_bits("vec n=" .. n, y1, want, n)
         same_bits("scalar n=" .. n, y2, want, n)
       end
     end)
-    assert.matches("^vectorized: %d+ lanes$", notes.axpy_vec)
-    assert.equals("not vectorized: turned off", notes.axpy_scalar)
+    assert.matches("^vectorized: %d+ lanes$", notes.horner_vec)
+    assert.equals("not vectorized: turned off", notes.horner_scalar)
+  end)
+
+  it("leaves a loop without inner loops or calls (saxpy) to LLVM's loop vectorizer", function()
+    local function axpy(y, x, a, n)
+      local i = gpu.global_id(0)
+      if i < n then y[i] = a * x[i] + y[i] end
+    end
+    local n = 1001
+    local x = darray(n, function(i) return (i % 97) * 0.37 - 11 end)
+    local y = darray(n, function(i) return (i % 13) * 1.5 end)
+    local want = darray(n, function(i) return 2.5 * x[i] + y[i] end)
+    local notes = both(axpy, "axpy", function(kv)
+      kv:launch(n, y, x, 2.5, n)
+      same_bits("axpy", y, want, n)
+    end)
+    assert.matches("left to LLVM's loop vectorizer", notes.axpy_vec, 1, true)
   end)
 
   it("an inner loop with a broadcast load (matmul), 2-D with partial groups", function()
@@ -141,11 +165,13 @@ describe("the work-item vectorizer [cpu]", function()
   end)
 
   it("gathers, scatters, integer arithmetic and a uniform store", function()
-    local function g(o, idx, a, flag, n)
+    local function g(o, idx, a, flag, n, reps)
       local i = gpu.global_id(0)
       if i < n then
-        local j = idx[i]
-        o[n - 1 - i] = bit.bxor(a[j], i) + j * 3 - bit.lshift(i, 2)
+        for r = 0, reps - 1 do
+          local j = idx[i]
+          o[n - 1 - i] = bit.bxor(a[j], i) + j * 3 - bit.lshift(i, 2) + r
+        end
         flag[0] = 7
       end
     end
@@ -156,12 +182,12 @@ describe("the work-item vectorizer [cpu]", function()
       local want = ffi.new("int64_t[?]", n)
       for i = 0, n - 1 do
         local j = idx[i]
-        want[n - 1 - i] = bit.bxor(a[j], i) + j * 3 - bit.lshift(i, 2)
+        want[n - 1 - i] = bit.bxor(a[j], i) + j * 3 - bit.lshift(i, 2) + 1
       end
       local notes = both(g, "gather" .. n, function(kv, ks)
         for _, k in ipairs({ kv, ks }) do
           local o, flag = ffi.new("int64_t[?]", n), ffi.new("int32_t[1]")
-          k:launch(n, o, idx, a, flag, n)
+          k:launch(n, o, idx, a, flag, n, 2)
           same_bits("n=" .. n, o, want, n)
           assert.equals(7, flag[0])
         end
@@ -259,7 +285,10 @@ describe("the work-item vectorizer [cpu]", function()
     local script = [[
       local gpu = require("gpujit")
       gpu.on_compile(function(e) if e.phase == "done" then io.write(e.kernel, ":", e.note or "", "\n") end end)
-      local f = function(o, n) local i = gpu.global_id(0); if i < n then o[i] = i end end
+      local f = function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then local s = 0; for k = 1, n do s = s + k * i end; o[i] = s end
+      end
       local o = require("ffi").new("double[64]")
       gpu.kernel(f, { backend = "cpu", cache = false, name = "a" }):launch(64, o, 64)
       gpu.kernel(f, { backend = "cpu", cache = false, name = "b", vectorize = true }):launch(64, o, 64)

@@ -29,6 +29,11 @@
 ** contracted: each lane computes what the scalar code computes, in the
 ** same order, so results are bitwise the scalar ones'.
 **
+** Only where LLVM's loop vectorizer would not do as well: the fast loop
+** has an inner loop (LLVM vectorizes innermost loops only) or a call it
+** keeps scalar (libm).  A fast loop without either (saxpy) is left to it:
+** it vectorizes that loop as well, and interleaves it.
+**
 ** Invariant: the vector loop is entered only for whole groups of W work
 ** items inside [lo, hi), so no lane is masked; the fast loop, unchanged,
 ** runs the rest.  A kernel with something this does not handle is left as
@@ -377,13 +382,15 @@ static int check_shape(vctx *x)
 {
   size_t i;
   LLVMValueRef t = LLVMGetBasicBlockTerminator(x->latch), in;
-  if (!LLVMIsAPHINode(x->lx) || LLVMCountIncoming(x->lx) != 2 ||
+  if (!LLVMIsAPHINode(x->lx) || LLVMGetInstructionParent(x->lx) != x->s->head ||
+      LLVMCountIncoming(x->lx) != 2 ||
       (LLVMGetIncomingBlock(x->lx, 0) == x->latch) ==
           (LLVMGetIncomingBlock(x->lx, 1) == x->latch))
     return refuse(x, "an unexpected loop shape");
-  if (LLVMGetFirstInstruction(x->s->head) != x->lx ||
-      LLVMIsAPHINode(LLVMGetNextInstruction(x->lx)))
-    return refuse(x, "a value carried from one work item to the next");
+  for (in = LLVMGetFirstInstruction(x->s->head); in && LLVMIsAPHINode(in);
+       in = LLVMGetNextInstruction(in))
+    if (in != x->lx)
+      return refuse(x, "a value carried from one work item to the next");
   if (!t || !LLVMIsABranchInst(t) || !LLVMIsConditional(t) ||
       LLVMGetSuccessor(t, 0) != x->s->head ||
       LLVMGetInstructionParent(x->s->next) != x->latch)
@@ -416,6 +423,30 @@ static unsigned type_bits(LLVMTypeRef t)
   case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(t);
   default: return 64;
   }
+}
+
+static int exact_intrinsic(unsigned id);
+
+/* Is there work LLVM's loop vectorizer does not do on the fast loop: an
+** inner loop (it vectorizes innermost loops only), or a call it would keep
+** scalar (libm)?  Without either (saxpy), it vectorizes the fast loop as
+** well as this does, and interleaves it too. */
+static int worth_it(const vctx *x)
+{
+  size_t i;
+  for (i = 0; i < x->nbbs; i++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]), in;
+    unsigned j, k;
+    for (j = 0; x->bbs[i] != x->latch && j < LLVMGetNumSuccessors(t); j++)
+      for (k = 0; k <= i; k++)      /* an edge back (or across, rarely) */
+        if (x->bbs[k] == LLVMGetSuccessor(t, j)) return 1;
+    for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
+         in = LLVMGetNextInstruction(in))
+      if (LLVMIsACallInst(in) && get(x, in)->kind == V_VEC &&
+          !exact_intrinsic(LLVMGetIntrinsicID(LLVMGetCalledValue(in))))
+        return 1;
+  }
+  return 0;
 }
 
 /* W: the target's vector bits over the widest value the lanes load, store
@@ -783,7 +814,7 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   ** vectorizer then needs no masks for.  The loop's blocks may merge: its
   ** latch and exit are found again. */
   if (simplify(m, err)) return -1;
-  x.lx = LLVMGetFirstInstruction(s->head);
+  x.lx = LLVMGetOperand(s->next, 0);   /* next = lx + 1 (w_loop_end) */
   x.latch = LLVMGetInstructionParent(s->next);
   x.fn = LLVMGetBasicBlockParent(s->head);
   t = LLVMGetBasicBlockTerminator(x.latch);
@@ -793,7 +824,9 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
     refuse(&x, "a private array (gpu.local_array)");
   } else if (s->done = LLVMGetSuccessor(t, 1), collect(&x)) {
     r = gj_err_set(err, "cpu: out of memory");
-  } else if (!check_shape(&x) && !analyze(&x)) {
+  } else if (!check_shape(&x) && !analyze(&x) && !worth_it(&x)) {
+    refuse(&x, "no inner loop nor call: left to LLVM's loop vectorizer");
+  } else if (!x.why) {
     x.W = choose_width(&x, job);
     x.b = LLVMCreateBuilderInContext(x.c);
     r = build(&x);
