@@ -284,7 +284,9 @@ describe("the work-item vectorizer [cpu]", function()
   it("GPUJIT_VECTORIZE=0 turns it off; the option wins over it", function()
     local script = [[
       local gpu = require("gpujit")
-      gpu.on_compile(function(e) if e.phase == "done" then io.write(e.kernel, ":", e.note or "", "\n") end end)
+      gpu.on_compile(function(e)
+        if e.phase == "done" then io.write(e.kernel, ":", e.note or "", "\n") end
+      end)
       local f = function(o, n)
         local i = gpu.global_id(0)
         if i < n then local s = 0; for k = 1, n do s = s + k * i end; o[i] = s end

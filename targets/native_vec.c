@@ -161,7 +161,6 @@ static int refuse(vctx *x, const char *why)
 
 static int push_bb(vctx *x, LLVMBasicBlockRef bb)
 {
-  vent *e;
   if (x->nbbs == x->capbbs) {
     size_t c = x->capbbs ? 2 * x->capbbs : 32;
     LLVMBasicBlockRef *q = realloc(x->bbs, c * sizeof(*q));
@@ -169,7 +168,7 @@ static int push_bb(vctx *x, LLVMBasicBlockRef bb)
     x->bbs = q;
     x->capbbs = c;
   }
-  if (!(e = put(x, LLVMBasicBlockAsValue(bb)))) return -1;
+  if (!put(x, LLVMBasicBlockAsValue(bb))) return -1;
   x->bbs[x->nbbs++] = bb;
   return 0;
 }
