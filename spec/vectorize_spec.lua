@@ -196,6 +196,67 @@ describe("the work-item vectorizer [cpu]", function()
     end
   end)
 
+  it("loops the lanes leave apart, under a mask (mandelbrot), 1-D and 2-D", function()
+    local function mandel(out, w, h, maxit)
+      local px, py = gpu.global_id(0), gpu.global_id(1)
+      if px < w and py < h then
+        local cr, ci = -2.0 + 3.0 * px / w, -1.5 + 3.0 * py / h
+        local zr, zi, it = 0.0, 0.0, 0
+        while it < maxit and zr * zr + zi * zi <= 4.0 do
+          local t = zr * zr - zi * zi + cr
+          zi = 2.0 * zr * zi + ci
+          zr = t
+          it = it + 1
+        end
+        out[py * w + px] = it + zr
+      end
+    end
+    local function sqrt_up(o, n)
+      local i = gpu.global_id(0)
+      if i < n then
+        local c = 0
+        while c * c < i do c = c + 1 end
+        o[i] = c
+      end
+    end
+    local notes = both(mandel, "mandel", function(kv, ks)
+      for _, sh in ipairs({ { 1, 1 }, { 17, 3 }, { 33, 9 }, { 100, 7 } }) do
+        local w, h = sh[1], sh[2]
+        local want = darray(w * h, function(k)
+          local px, py = k % w, math.floor(k / w)
+          local cr, ci = -2.0 + 3.0 * px / w, -1.5 + 3.0 * py / h
+          local zr, zi, it = 0.0, 0.0, 0
+          while it < 50 and zr * zr + zi * zi <= 4.0 do
+            local t = zr * zr - zi * zi + cr
+            zi = 2.0 * zr * zi + ci
+            zr = t
+            it = it + 1
+          end
+          return it + zr
+        end)
+        for _, cfg in ipairs({ { global = { w, h } }, { global = { w + 5, h }, group = { 9, 2 } } }) do
+          local o1, o2 = darray(w * h, function() return 0 end), darray(w * h, function() return 0 end)
+          kv:launch(cfg, o1, w, h, 50)
+          ks:launch(cfg, o2, w, h, 50)
+          same_bits("vec", o1, want, w * h)
+          same_bits("scalar", o2, want, w * h)
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.mandel_vec)
+    notes = both(sqrt_up, "sqrt_up", function(kv, ks)
+      for _, n in ipairs(SIZES) do
+        local want = darray(n, function(i) local c = 0; while c * c < i do c = c + 1 end; return c end)
+        for _, k in ipairs({ kv, ks }) do
+          local o = darray(n, function() return -1 end)
+          if n > 0 then k:launch(n, o, n) end
+          same_bits("n=" .. n, o, want, n)
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.sqrt_up_vec)
+  end)
+
   it("float kernels in single precision: vector code in the assembly, none when off", function()
     local function mm(C, A, B, n)
       local col, row = gpu.global_id(0), gpu.global_id(1)
@@ -222,14 +283,34 @@ describe("the work-item vectorizer [cpu]", function()
 
   describe("leaves scalar, with the reason in the note", function()
     local cases = {
-      { "a varying loop", "varies with the work item", function(o, n)
+      { "a store in a loop the lanes leave apart", "a store in a loop that varies", function(o, n)
         local i = gpu.global_id(0)
         if i < n then
           local c = 0
-          while c * c < i do c = c + 1 end
-          o[i] = c
+          while c * c < i do o[i] = c; c = c + 1 end
+          o[i] = o[i] + c
         end
-      end, function(i) local c = 0; while c * c < i do c = c + 1 end; return c end },
+      end, function(i)
+        local c, v = 0, 0
+        while c * c < i do v = c; c = c + 1 end
+        return v + c
+      end },
+      { "an if that does not become a select", "an if", function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s = 0
+          for k = 1, 3 do
+            if i % 3 == k - 1 then s = s + math.sin(k * i) else s = s - 1 end
+          end
+          o[i] = s
+        end
+      end, function(i)
+        local s = 0
+        for k = 1, 3 do
+          if i % 3 == k - 1 then s = s + math.sin(k * i) else s = s - 1 end
+        end
+        return s
+      end },
       { "atomics", "atomics", function(o, n)
         local i = gpu.global_id(0)
         if i < n then o[i] = i * 2; gpu.atomic_add(o, n, 1) end

@@ -48,7 +48,7 @@
 ** race in OpenCL's and CUDA's terms) may see other values than with the
 ** scalar loop, whose work items run one after another.
 */
-#include "native.h"
+#include "native_vec.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -58,40 +58,6 @@
 #include <llvm-c/DebugInfo.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
-
-enum { V_UNI, V_LIN, V_VEC };   /* ordered: a value only moves up */
-
-#define VEC_MAX_STRIDE ((int64_t)1 << 40)
-#define VEC_MAX_ROUNDS 64
-#define VEC_MAX_ARGS 16      /* operands of a call or GEP built per lane */
-
-/* A value of the fast loop (key: an instruction, or a block as a value). */
-typedef struct vent {
-  LLVMValueRef k;
-  int kind;
-  int64_t stride;               /* V_LIN */
-  LLVMValueRef v;               /* its scalar (uniform, linear: lane 0's),
-                                ** its vector, or a block's copy */
-} vent;
-
-typedef struct vctx {
-  LLVMModuleRef m;
-  LLVMContextRef c;
-  LLVMBuilderRef b;
-  LLVMTargetDataRef td;
-  cpu_split_site *s;
-  LLVMValueRef fn, lx, more;    /* gj_entry, the loop's phi and condition */
-  LLVMBasicBlockRef latch;
-  LLVMBasicBlockRef *bbs;       /* the fast loop's blocks, head first */
-  size_t nbbs, capbbs;
-  vent *tab;                    /* open addressing, cap a power of two */
-  size_t cap, n;
-  unsigned W;
-  LLVMTypeRef i8, i32, i64;
-  LLVMValueRef vlx, vnext, vend;
-  LLVMBasicBlockRef vhead, vlatch, spre;
-  const char *why;              /* why not, once known */
-} vctx;
 
 /* -- the table of values ------------------------------------------------- */
 
@@ -103,7 +69,7 @@ static size_t slot(const vctx *x, LLVMValueRef k)
   return (size_t)(h >> 20) & (x->cap - 1);
 }
 
-static vent *get(const vctx *x, LLVMValueRef k)
+vent *vx_get(const vctx *x, LLVMValueRef k)
 {
   size_t i;
   if (!x->cap) return NULL;
@@ -112,7 +78,7 @@ static vent *get(const vctx *x, LLVMValueRef k)
   return NULL;
 }
 
-static vent *put(vctx *x, LLVMValueRef k)
+vent *vx_put(vctx *x, LLVMValueRef k)
 {
   size_t i;
   if (2 * (x->n + 1) > x->cap) {
@@ -139,21 +105,21 @@ static vent *put(vctx *x, LLVMValueRef k)
   return &x->tab[i];
 }
 
-static int kind_of(const vctx *x, LLVMValueRef v, int64_t *stride)
+int vx_kind_of(const vctx *x, LLVMValueRef v, int64_t *stride)
 {
-  vent *e = get(x, v);
+  vent *e = vx_get(x, v);
   *stride = e ? e->stride : 0;
   return e ? e->kind : V_UNI;
 }
 
-static int in_loop(const vctx *x, LLVMBasicBlockRef bb)
+int vx_in_loop(const vctx *x, LLVMBasicBlockRef bb)
 {
-  return get(x, LLVMBasicBlockAsValue(bb)) != NULL;
+  return vx_get(x, LLVMBasicBlockAsValue(bb)) != NULL;
 }
 
 /* -- analysis ------------------------------------------------------------ */
 
-static int refuse(vctx *x, const char *why)
+int vx_refuse(vctx *x, const char *why)
 {
   if (!x->why) x->why = why;
   return -1;
@@ -168,8 +134,22 @@ static int push_bb(vctx *x, LLVMBasicBlockRef bb)
     x->bbs = q;
     x->capbbs = c;
   }
-  if (!put(x, LLVMBasicBlockAsValue(bb))) return -1;
+  if (!vx_put(x, LLVMBasicBlockAsValue(bb))) return -1;
   x->bbs[x->nbbs++] = bb;
+  return 0;
+}
+
+/* The instructions of the blocks, uniform to start with (again after
+** vx_find_loops added phis: those already there keep what they have). */
+static int add_insns(vctx *x)
+{
+  size_t i;
+  for (i = 0; i < x->nbbs; i++) {
+    LLVMValueRef in;
+    for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
+         in = LLVMGetNextInstruction(in))
+      if (!vx_put(x, in)) return -1;
+  }
   return 0;
 }
 
@@ -181,20 +161,17 @@ static int collect(vctx *x)
   size_t i;
   if (push_bb(x, x->s->head)) return -1;
   for (i = 0; i < x->nbbs; i++) {
-    LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]), in;
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]);
     unsigned j, n = t ? LLVMGetNumSuccessors(t) : 0;
     for (j = 0; j < n; j++) {
       LLVMBasicBlockRef to = LLVMGetSuccessor(t, j);
-      if (to != x->s->done && !in_loop(x, to) && push_bb(x, to)) return -1;
+      if (to != x->s->done && !vx_in_loop(x, to) && push_bb(x, to)) return -1;
     }
-    for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
-         in = LLVMGetNextInstruction(in))
-      if (!put(x, in)) return -1;
   }
-  return 0;
+  return add_insns(x);
 }
 
-static int readnone(LLVMValueRef f)
+int vx_readnone(LLVMValueRef f)
 {
   unsigned k = LLVMGetEnumAttributeKindForName("readnone", 8);
   return LLVMGetEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, k) != NULL;
@@ -217,23 +194,23 @@ static int linear(vctx *x, LLVMValueRef I, LLVMOpcode op, int64_t *st)
 {
   int64_t sa, sb;
   LLVMValueRef a = LLVMGetOperand(I, 0), b;
-  int ka = kind_of(x, a, &sa), kb, i;
+  int ka = vx_kind_of(x, a, &sa), kb, i;
   for (i = 0; i < LLVMGetNumOperands(I); i++)
-    if (kind_of(x, LLVMGetOperand(I, (unsigned)i), &sb) == V_VEC) return V_VEC;
+    if (vx_kind_of(x, LLVMGetOperand(I, (unsigned)i), &sb) == V_VEC) return V_VEC;
   if (op == LLVMTrunc) {
     *st = sa;
     return V_LIN;
   }
   if (op == LLVMGetElementPtr) {
     if (LLVMGetNumOperands(I) != 2 || ka != V_UNI) return V_VEC;
-    kind_of(x, LLVMGetOperand(I, 1), &sb);
+    vx_kind_of(x, LLVMGetOperand(I, 1), &sb);
     return __builtin_mul_overflow(
                sb, (int64_t)LLVMABISizeOfType(x->td, LLVMGetGEPSourceElementType(I)), st)
                ? V_VEC : V_LIN;
   }
   if (LLVMGetNumOperands(I) != 2) return V_VEC;
   b = LLVMGetOperand(I, 1);
-  kb = kind_of(x, b, &sb);
+  kb = vx_kind_of(x, b, &sb);
   if (ka == V_VEC || kb == V_VEC) return V_VEC;
   switch (op) {
   case LLVMAdd: *st = sa + sb; return V_LIN;
@@ -269,53 +246,57 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
   }
   for (i = 0; i < n; i++) {
     int64_t s;
-    int ko = kind_of(x, LLVMGetOperand(I, (unsigned)i), &s);
+    int ko = vx_kind_of(x, LLVMGetOperand(I, (unsigned)i), &s);
     if (ko > k) k = ko;
   }
   switch (op) {
   case LLVMAlloca:
-    return refuse(x, "a private array (gpu.local_array) in the loop");
+    return vx_refuse(x, "a private array (gpu.local_array) in the loop");
   case LLVMAtomicRMW: case LLVMAtomicCmpXchg: case LLVMFence:
-    return refuse(x, "atomics (or print, or a timeout's checks)");
+    return vx_refuse(x, "atomics (or print, or a timeout's checks)");
   case LLVMLoad: case LLVMStore:
     if (LLVMGetVolatile(I) || LLVMGetOrdering(I) != LLVMAtomicOrderingNotAtomic)
-      return refuse(x, "an atomic or volatile access (print, timeout)");
+      return vx_refuse(x, "an atomic or volatile access (print, timeout)");
     if (op == LLVMLoad)
-      return kind_of(x, LLVMGetOperand(I, 0), st) == V_UNI ? V_UNI : V_VEC;
+      return vx_kind_of(x, LLVMGetOperand(I, 0), st) == V_UNI ? V_UNI : V_VEC;
     return k == V_UNI ? V_UNI : V_VEC;
   case LLVMCall: {
     LLVMValueRef f = LLVMGetCalledValue(I);
-    if (!LLVMIsAFunction(f)) return refuse(x, "an indirect call or inline asm");
+    if (!LLVMIsAFunction(f)) return vx_refuse(x, "an indirect call or inline asm");
     if (LLVMGetNumArgOperands(I) > VEC_MAX_ARGS)
-      return refuse(x, "a call with too many arguments");
-    return k == V_UNI && readnone(f) ? V_UNI : V_VEC;
+      return vx_refuse(x, "a call with too many arguments");
+    return k == V_UNI && vx_readnone(f) ? V_UNI : V_VEC;
   }
   case LLVMBr:
     if (I != LLVMGetBasicBlockTerminator(x->latch) && LLVMIsConditional(I) &&
-        kind_of(x, LLVMGetCondition(I), st) != V_UNI)
-      return refuse(x, "a branch that varies with the work item (if-conversion "
-                       "is to do)");
+        vx_kind_of(x, LLVMGetCondition(I), st) != V_UNI) {
+      vloop *L = vx_exit_of(x, I);     /* a loop the lanes leave apart */
+      if (!L)
+        return vx_refuse(x, "a branch that varies with the work item (an if: "
+                            "if-conversion is to do; or a loop of another shape)");
+      if (!L->varying) x->again = L->varying = 1;
+    }
     return V_UNI;
   case LLVMUnreachable:
     return V_UNI;
   case LLVMPHI:
-    return k == V_UNI ? V_UNI : V_VEC;
+    return k == V_UNI && !vx_exit_phi(x, I) ? V_UNI : V_VEC;
   case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMShl: case LLVMTrunc:
   case LLVMGetElementPtr:
     if (k == V_UNI) return V_UNI;
-    if (n > VEC_MAX_ARGS) return refuse(x, "a GEP with too many indices");
+    if (n > VEC_MAX_ARGS) return vx_refuse(x, "a GEP with too many indices");
     k = linear(x, I, op, st);
     if (k == V_LIN && *st == 0) return V_UNI;     /* the same in every lane */
     if (k == V_LIN && (*st > VEC_MAX_STRIDE || *st < -VEC_MAX_STRIDE)) return V_VEC;
     return k;
   default:
     if (LLVMIsATerminatorInst(I))
-      return refuse(x, "a switch, return or other exit inside the loop");
+      return vx_refuse(x, "a switch, return or other exit inside the loop");
     if (k == V_UNI) return V_UNI;
     if (is_binop(op) || is_cast(op) || op == LLVMFNeg || op == LLVMICmp ||
         op == LLVMFCmp || op == LLVMSelect || op == LLVMFreeze)
       return V_VEC;
-    return refuse(x, "a varying aggregate or vector value");
+    return vx_refuse(x, "a varying aggregate or vector value");
   }
 }
 
@@ -355,12 +336,12 @@ static int analyze(vctx *x)
       LLVMValueRef in;
       for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
            in = LLVMGetNextInstruction(in)) {
-        vent *e = get(x, in);
+        vent *e = vx_get(x, in);
         int64_t st;
         int k = classify(x, in, &st);
         if (k < 0) return -1;
         if (k == V_VEC && !lane_type(LLVMTypeOf(in)))
-          return refuse(x, "a varying aggregate or vector value");
+          return vx_refuse(x, "a varying aggregate or vector value");
         if (k < e->kind) k = e->kind;
         if (k == V_LIN && e->kind == V_LIN && st != e->stride) k = V_VEC;
         if (k != e->kind || (k == V_LIN && st != e->stride)) {
@@ -370,8 +351,11 @@ static int analyze(vctx *x)
         }
       }
     }
+    if (x->again) changed = 1;
+    x->again = 0;
   }
-  return changed ? refuse(x, "its values did not settle") : 0;
+  if (changed) return vx_refuse(x, "its values did not settle");
+  return vx_check_loops(x);
 }
 
 /* What the loop must look like around its body: the header's only phi is
@@ -385,21 +369,21 @@ static int check_shape(vctx *x)
       LLVMCountIncoming(x->lx) != 2 ||
       (LLVMGetIncomingBlock(x->lx, 0) == x->latch) ==
           (LLVMGetIncomingBlock(x->lx, 1) == x->latch))
-    return refuse(x, "an unexpected loop shape");
+    return vx_refuse(x, "an unexpected loop shape");
   for (in = LLVMGetFirstInstruction(x->s->head); in && LLVMIsAPHINode(in);
        in = LLVMGetNextInstruction(in))
     if (in != x->lx)
-      return refuse(x, "a value carried from one work item to the next");
+      return vx_refuse(x, "a value carried from one work item to the next");
   if (!t || !LLVMIsABranchInst(t) || !LLVMIsConditional(t) ||
       LLVMGetSuccessor(t, 0) != x->s->head ||
       LLVMGetInstructionParent(x->s->next) != x->latch)
-    return refuse(x, "an unexpected loop shape");
+    return vx_refuse(x, "an unexpected loop shape");
   x->more = LLVMGetCondition(t);
   if (!LLVMIsAICmpInst(x->more) || LLVMGetOperand(x->more, 0) != x->s->next ||
       LLVMGetNextUse(LLVMGetFirstUse(x->more)))
-    return refuse(x, "an unexpected loop shape");
+    return vx_refuse(x, "an unexpected loop shape");
   if (LLVMIsAPHINode(LLVMGetFirstInstruction(x->s->done)))
-    return refuse(x, "a value used after the loop");
+    return vx_refuse(x, "a value used after the loop");
   for (i = 0; i < x->nbbs; i++)
     for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
          in = LLVMGetNextInstruction(in)) {
@@ -407,8 +391,8 @@ static int check_shape(vctx *x)
       for (u = LLVMGetFirstUse(in); u; u = LLVMGetNextUse(u)) {
         LLVMValueRef user = LLVMGetUser(u);
         if (!LLVMIsAInstruction(user) ||
-            !in_loop(x, LLVMGetInstructionParent(user)))
-          return refuse(x, "a value used after the loop");
+            !vx_in_loop(x, LLVMGetInstructionParent(user)))
+          return vx_refuse(x, "a value used after the loop");
       }
     }
   return 0;
@@ -441,7 +425,7 @@ static int worth_it(const vctx *x)
         if (x->bbs[k] == LLVMGetSuccessor(t, j)) return 1;
     for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
          in = LLVMGetNextInstruction(in))
-      if (LLVMIsACallInst(in) && get(x, in)->kind == V_VEC &&
+      if (LLVMIsACallInst(in) && vx_get(x, in)->kind == V_VEC &&
           !exact_intrinsic(LLVMGetIntrinsicID(LLVMGetCalledValue(in))))
         return 1;
   }
@@ -464,7 +448,7 @@ static unsigned choose_width(vctx *x, const gj_job *job)
          in = LLVMGetNextInstruction(in)) {
       LLVMOpcode op = LLVMGetInstructionOpcode(in);
       LLVMTypeRef t = NULL;
-      if (get(x, in)->kind != V_VEC) continue;
+      if (vx_get(x, in)->kind != V_VEC) continue;
       if (op == LLVMStore) t = LLVMTypeOf(LLVMGetOperand(in, 0));
       else if (op == LLVMLoad || op == LLVMCall) t = LLVMTypeOf(in);
       else if (LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMFloatTypeKind ||
@@ -481,24 +465,24 @@ static unsigned choose_width(vctx *x, const gj_job *job)
 
 /* -- building ------------------------------------------------------------ */
 
-static LLVMTypeRef vty(const vctx *x, LLVMTypeRef t)
+LLVMTypeRef vx_vty(const vctx *x, LLVMTypeRef t)
 {
   return LLVMVectorType(t, x->W);
 }
 
-static LLVMValueRef splat(vctx *x, LLVMValueRef s)
+LLVMValueRef vx_splat(vctx *x, LLVMValueRef s)
 {
-  LLVMTypeRef t = vty(x, LLVMTypeOf(s));
+  LLVMTypeRef t = vx_vty(x, LLVMTypeOf(s));
   LLVMValueRef u = LLVMBuildInsertElement(x->b, LLVMGetPoison(t), s,
                                           LLVMConstInt(x->i32, 0, 0), "");
   return LLVMBuildShuffleVector(x->b, u, LLVMGetPoison(t),
-                                LLVMConstNull(vty(x, x->i32)), "");
+                                LLVMConstNull(vx_vty(x, x->i32)), "");
 }
 
 /* The scalar of a uniform or linear value (lane 0's). */
-static LLVMValueRef scal(const vctx *x, LLVMValueRef v)
+LLVMValueRef vx_scal(const vctx *x, LLVMValueRef v)
 {
-  vent *e = get(x, v);
+  vent *e = vx_get(x, v);
   return e ? e->v : v;
 }
 
@@ -511,22 +495,22 @@ static LLVMValueRef steps(vctx *x, LLVMTypeRef t, int64_t st)
   return LLVMConstVector(c, x->W);
 }
 
-static LLVMValueRef vec(vctx *x, LLVMValueRef v)
+LLVMValueRef vx_vec(vctx *x, LLVMValueRef v)
 {
-  vent *e = get(x, v);
-  if (!e || e->kind == V_UNI) return splat(x, scal(x, v));
+  vent *e = vx_get(x, v);
+  if (!e || e->kind == V_UNI) return vx_splat(x, vx_scal(x, v));
   if (e->kind == V_VEC) return e->v;
   if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMPointerTypeKind) {
     LLVMValueRef idx = steps(x, x->i64, e->stride);
     return LLVMBuildGEP2(x->b, x->i8, e->v, &idx, 1, "");
   }
-  return LLVMBuildAdd(x->b, splat(x, e->v), steps(x, LLVMTypeOf(v), e->stride), "");
+  return LLVMBuildAdd(x->b, vx_splat(x, e->v), steps(x, LLVMTypeOf(v), e->stride), "");
 }
 
 static LLVMValueRef lane(vctx *x, LLVMValueRef v, unsigned l)
 {
-  vent *e = get(x, v);
-  if (!e || e->kind == V_UNI) return scal(x, v);
+  vent *e = vx_get(x, v);
+  if (!e || e->kind == V_UNI) return vx_scal(x, v);
   if (e->kind == V_VEC)
     return LLVMBuildExtractElement(x->b, e->v, LLVMConstInt(x->i32, l, 0), "");
   if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMPointerTypeKind) {
@@ -537,9 +521,9 @@ static LLVMValueRef lane(vctx *x, LLVMValueRef v, unsigned l)
                                                (unsigned long long)(e->stride * l), 1), "");
 }
 
-static LLVMBasicBlockRef vblock(const vctx *x, LLVMBasicBlockRef bb)
+LLVMBasicBlockRef vx_vblock(const vctx *x, LLVMBasicBlockRef bb)
 {
-  return LLVMValueAsBasicBlock(get(x, LLVMBasicBlockAsValue(bb))->v);
+  return LLVMValueAsBasicBlock(vx_get(x, LLVMBasicBlockAsValue(bb))->v);
 }
 
 /* Is the access of type t at address p one vector access? */
@@ -547,7 +531,7 @@ static int contiguous(const vctx *x, LLVMValueRef p, LLVMTypeRef t)
 {
   int64_t st;
   LLVMTypeKind k = LLVMGetTypeKind(t);
-  if (kind_of(x, p, &st) != V_LIN) return 0;
+  if (vx_kind_of(x, p, &st) != V_LIN) return 0;
   if (k != LLVMFloatTypeKind && k != LLVMDoubleTypeKind &&
       !(k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) >= 8 &&
         LLVMGetIntTypeWidth(t) <= 64))
@@ -574,13 +558,13 @@ static LLVMValueRef emit_call(vctx *x, LLVMValueRef I)
   LLVMTypeRef ft = LLVMGetCalledFunctionType(I), rt = LLVMGetReturnType(ft);
   unsigned id = LLVMGetIntrinsicID(f), i, l, n = LLVMGetNumArgOperands(I);
   if (n == 1 && exact_intrinsic(id)) {
-    LLVMTypeRef vt = vty(x, rt);
+    LLVMTypeRef vt = vx_vty(x, rt);
     LLVMValueRef decl = LLVMGetIntrinsicDeclaration(x->m, id, &vt, 1);
-    args[0] = vec(x, LLVMGetOperand(I, 0));
+    args[0] = vx_vec(x, LLVMGetOperand(I, 0));
     return LLVMBuildCall2(x->b, LLVMIntrinsicGetType(x->c, id, &vt, 1), decl,
                           args, 1, "");
   }
-  r = LLVMGetTypeKind(rt) == LLVMVoidTypeKind ? NULL : LLVMGetPoison(vty(x, rt));
+  r = LLVMGetTypeKind(rt) == LLVMVoidTypeKind ? NULL : LLVMGetPoison(vx_vty(x, rt));
   for (l = 0; l < x->W; l++) {
     LLVMValueRef c;
     for (i = 0; i < n; i++) args[i] = lane(x, LLVMGetOperand(I, i), l);
@@ -597,12 +581,12 @@ static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
   unsigned al = LLVMGetAlignment(I), l;
   if (store) val = LLVMGetOperand(I, 0);
   if (contiguous(x, p, t)) {
-    r = store ? LLVMBuildStore(x->b, vec(x, val), scal(x, p))
-              : LLVMBuildLoad2(x->b, vty(x, t), scal(x, p), "");
+    r = store ? LLVMBuildStore(x->b, vx_vec(x, val), vx_scal(x, p))
+              : LLVMBuildLoad2(x->b, vx_vty(x, t), vx_scal(x, p), "");
     LLVMSetAlignment(r, al);
     return r;
   }
-  r = store ? NULL : LLVMGetPoison(vty(x, t));
+  r = store ? NULL : LLVMGetPoison(vx_vty(x, t));
   for (l = 0; l < x->W; l++) {
     LLVMValueRef pl = lane(x, p, l), a;
     if (store) {
@@ -622,23 +606,23 @@ static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
   LLVMOpcode op = LLVMGetInstructionOpcode(I);
   LLVMValueRef a = LLVMGetNumOperands(I) ? LLVMGetOperand(I, 0) : NULL;
   if (is_binop(op))
-    return LLVMBuildBinOp(x->b, op, vec(x, a), vec(x, LLVMGetOperand(I, 1)), "");
+    return LLVMBuildBinOp(x->b, op, vx_vec(x, a), vx_vec(x, LLVMGetOperand(I, 1)), "");
   if (is_cast(op))
-    return LLVMBuildCast(x->b, op, vec(x, a), vty(x, LLVMTypeOf(I)), "");
+    return LLVMBuildCast(x->b, op, vx_vec(x, a), vx_vty(x, LLVMTypeOf(I)), "");
   switch (op) {
-  case LLVMFNeg: return LLVMBuildFNeg(x->b, vec(x, a), "");
-  case LLVMFreeze: return LLVMBuildFreeze(x->b, vec(x, a), "");
+  case LLVMFNeg: return LLVMBuildFNeg(x->b, vx_vec(x, a), "");
+  case LLVMFreeze: return LLVMBuildFreeze(x->b, vx_vec(x, a), "");
   case LLVMICmp:
-    return LLVMBuildICmp(x->b, LLVMGetICmpPredicate(I), vec(x, a),
-                         vec(x, LLVMGetOperand(I, 1)), "");
+    return LLVMBuildICmp(x->b, LLVMGetICmpPredicate(I), vx_vec(x, a),
+                         vx_vec(x, LLVMGetOperand(I, 1)), "");
   case LLVMFCmp:
-    return LLVMBuildFCmp(x->b, LLVMGetFCmpPredicate(I), vec(x, a),
-                         vec(x, LLVMGetOperand(I, 1)), "");
+    return LLVMBuildFCmp(x->b, LLVMGetFCmpPredicate(I), vx_vec(x, a),
+                         vx_vec(x, LLVMGetOperand(I, 1)), "");
   case LLVMSelect: {
     int64_t st;
-    LLVMValueRef c = kind_of(x, a, &st) == V_UNI ? scal(x, a) : vec(x, a);
-    return LLVMBuildSelect(x->b, c, vec(x, LLVMGetOperand(I, 1)),
-                           vec(x, LLVMGetOperand(I, 2)), "");
+    LLVMValueRef c = vx_kind_of(x, a, &st) == V_UNI ? vx_scal(x, a) : vx_vec(x, a);
+    return LLVMBuildSelect(x->b, c, vx_vec(x, LLVMGetOperand(I, 1)),
+                           vx_vec(x, LLVMGetOperand(I, 2)), "");
   }
   case LLVMGetElementPtr: {
     LLVMValueRef ops[VEC_MAX_ARGS], g;
@@ -646,7 +630,7 @@ static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
     int64_t st;
     for (i = 0; i < n; i++) {
       LLVMValueRef o = LLVMGetOperand(I, i);
-      ops[i] = kind_of(x, o, &st) == V_UNI ? scal(x, o) : vec(x, o);
+      ops[i] = vx_kind_of(x, o, &st) == V_UNI ? vx_scal(x, o) : vx_vec(x, o);
     }
     g = LLVMBuildGEP2(x->b, LLVMGetGEPSourceElementType(I), ops[0], ops + 1,
                       n - 1, "");
@@ -663,11 +647,16 @@ static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
 static void emit_block(vctx *x, LLVMBasicBlockRef bb)
 {
   LLVMValueRef in;
-  LLVMPositionBuilderAtEnd(x->b, vblock(x, bb));
+  int headed = 0;
+  LLVMPositionBuilderAtEnd(x->b, vx_vblock(x, bb));
   for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
-    vent *e = get(x, in);
+    vent *e = vx_get(x, in);
+    if (!headed && !LLVMIsAPHINode(in)) {
+      vx_loop_head(x, bb);     /* a varying loop's mask, where it is one */
+      headed = 1;
+    }
     LLVMSetCurrentDebugLocation2(x->b, LLVMInstructionGetDebugLoc(in));
-    if (in == x->more) continue;
+    if (in == x->more || vx_exit_phi(x, in)) continue;
     if (in == x->lx) {
       e->v = x->vlx = LLVMBuildPhi(x->b, x->i64, "vx");
     } else if (in == x->s->next) {
@@ -675,9 +664,11 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
                                         LLVMConstInt(x->i64, x->W, 0), "vx.next");
     } else if (LLVMIsAPHINode(in)) {
       LLVMTypeRef t = LLVMTypeOf(in);
-      e->v = LLVMBuildPhi(x->b, e->kind == V_VEC ? vty(x, t) : t, "");
+      e->v = LLVMBuildPhi(x->b, e->kind == V_VEC ? vx_vty(x, t) : t, "");
     } else if (LLVMIsATerminatorInst(in)) {
-      if (bb == x->latch) {
+      if (vx_loop_term(x, bb, in)) {
+        /* a block of a varying loop */
+      } else if (bb == x->latch) {
         x->vlatch = LLVMGetInsertBlock(x->b);
         cpu_plain_loop(x->c, LLVMBuildCondBr(
             x->b, LLVMBuildICmp(x->b, LLVMIntSLT, x->vnext, x->vend, ""),
@@ -685,11 +676,11 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
       } else if (LLVMIsAUnreachableInst(in)) {
         LLVMBuildUnreachable(x->b);
       } else if (!LLVMIsConditional(in)) {
-        LLVMBuildBr(x->b, vblock(x, LLVMGetSuccessor(in, 0)));
+        LLVMBuildBr(x->b, vx_vblock(x, LLVMGetSuccessor(in, 0)));
       } else {
-        LLVMBuildCondBr(x->b, scal(x, LLVMGetCondition(in)),
-                        vblock(x, LLVMGetSuccessor(in, 0)),
-                        vblock(x, LLVMGetSuccessor(in, 1)));
+        LLVMBuildCondBr(x->b, vx_scal(x, LLVMGetCondition(in)),
+                        vx_vblock(x, LLVMGetSuccessor(in, 0)),
+                        vx_vblock(x, LLVMGetSuccessor(in, 1)));
       }
     } else if (e->kind == V_VEC) {
       e->v = emit_vec(x, in);
@@ -698,7 +689,7 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
       LLVMValueRef c = LLVMInstructionClone(in);
       int i, n = LLVMGetNumOperands(in);
       for (i = 0; i < n; i++)
-        LLVMSetOperand(c, (unsigned)i, scal(x, LLVMGetOperand(in, (unsigned)i)));
+        LLVMSetOperand(c, (unsigned)i, vx_scal(x, LLVMGetOperand(in, (unsigned)i)));
       LLVMInsertIntoBuilder(x->b, c);
       e->v = c;
     }
@@ -714,14 +705,14 @@ static void fill_phis(vctx *x)
     LLVMValueRef in;
     for (in = LLVMGetFirstInstruction(x->bbs[i]); in && LLVMIsAPHINode(in);
          in = LLVMGetNextInstruction(in)) {
-      vent *e = get(x, in);
+      vent *e = vx_get(x, in);
       unsigned j, n = LLVMCountIncoming(in);
-      if (in == x->lx) continue;
+      if (in == x->lx || vx_exit_phi(x, in)) continue;
       for (j = 0; j < n; j++) {
-        LLVMBasicBlockRef from = vblock(x, LLVMGetIncomingBlock(in, j));
+        LLVMBasicBlockRef from = vx_vblock(x, LLVMGetIncomingBlock(in, j));
         LLVMValueRef v = LLVMGetIncomingValue(in, j);
         LLVMPositionBuilderBefore(x->b, LLVMGetBasicBlockTerminator(from));
-        v = e->kind == V_VEC ? vec(x, v) : scal(x, v);
+        v = e->kind == V_VEC ? vx_vec(x, v) : vx_scal(x, v);
         LLVMAddIncoming(e->v, &v, &from, 1);
       }
     }
@@ -740,9 +731,9 @@ static int build(vctx *x)
   size_t i;
   for (i = 0; i < x->nbbs; i++) {
     LLVMBasicBlockRef vb = LLVMInsertBasicBlockInContext(x->c, s->head, "vec");
-    get(x, LLVMBasicBlockAsValue(x->bbs[i]))->v = LLVMBasicBlockAsValue(vb);
+    vx_get(x, LLVMBasicBlockAsValue(x->bbs[i]))->v = LLVMBasicBlockAsValue(vb);
   }
-  x->vhead = vblock(x, s->head);
+  x->vhead = vx_vblock(x, s->head);
   x->spre = LLVMInsertBasicBlockInContext(x->c, s->head, "vec.rest");
   /* pre, on the edge into the fast loop: [lo, vend) in steps of W */
   pre = LLVMInsertBasicBlockInContext(x->c, x->vhead, "vec.pre");
@@ -756,6 +747,7 @@ static int build(vctx *x)
                   x->vhead, x->spre);
   for (i = 0; i < x->nbbs; i++) emit_block(x, x->bbs[i]);
   fill_phis(x);
+  vx_loops_finish(x);
   LLVMAddIncoming(x->vlx, &s->lo, &pre, 1);
   LLVMAddIncoming(x->vlx, &x->vnext, &x->vlatch, 1);
   /* spre: the rest in the fast loop, entered from here only */
@@ -818,13 +810,14 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   x.fn = LLVMGetBasicBlockParent(s->head);
   t = LLVMGetBasicBlockTerminator(x.latch);
   if (!t || !LLVMIsABranchInst(t) || !LLVMIsConditional(t)) {
-    refuse(&x, "an unexpected loop shape");
+    vx_refuse(&x, "an unexpected loop shape");
   } else if (has_alloca(x.fn)) {
-    refuse(&x, "a private array (gpu.local_array)");
-  } else if (s->done = LLVMGetSuccessor(t, 1), collect(&x)) {
+    vx_refuse(&x, "a private array (gpu.local_array)");
+  } else if (s->done = LLVMGetSuccessor(t, 1),
+             collect(&x) || vx_find_loops(&x) || add_insns(&x)) {
     r = gj_err_set(err, "cpu: out of memory");
   } else if (!check_shape(&x) && !analyze(&x) && !worth_it(&x)) {
-    refuse(&x, "no inner loop nor call: left to LLVM's loop vectorizer");
+    vx_refuse(&x, "no inner loop nor call: left to LLVM's loop vectorizer");
   } else if (!x.why) {
     x.W = choose_width(&x, job);
     x.b = LLVMCreateBuilderInContext(x.c);
@@ -833,6 +826,7 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
     snprintf(note, notesz, "vectorized: %u lanes", x.W);
   }
   if (x.why) snprintf(note, notesz, "not vectorized: %s", x.why);
+  vx_loops_free(&x);
   free(x.bbs);
   free(x.tab);
   return r;
