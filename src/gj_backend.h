@@ -11,7 +11,7 @@
 **   targets/   what compiles: the gj_codegen tables (`wrap`, the optional
 **              `finish_module` and `finish_ir`, `emit`), the job's
 **              intrinsics IR, and their helpers (native, native_split,
-**              native_vec: cpu; spir, spir_loops, spirv: opencl;
+**              native_vec*: cpu; spir, spir_loops, spirv: opencl;
 **              ptx: NVPTX for cuda and NVIDIA's OpenCL, ptx_cuda; tool:
 **              the external-tool runner)
 **   runtimes/  what runs: drivers, devices, memory, copies, launches (cpu

@@ -1,5 +1,6 @@
 /*
-** The work-item vectorizer's shared state (native_vec.c, native_vec_loop.c):
+** The work-item vectorizer's shared state (native_vec.c, native_vec_build.c,
+** native_vec_loop.c):
 ** what the analysis knows of each value of the fast loop and the helpers
 ** that build vector code from it.  Internal to the native target.
 */
@@ -64,6 +65,17 @@ typedef struct vloop {
   LLVMBasicBlockRef vexit;      /* where the lanes' results meet */
 } vloop;
 
+/* (LLVMOpcode: Add .. Xor and Trunc .. BitCast are runs of values) */
+static inline int vx_is_binop(LLVMOpcode op)
+{
+  return op >= LLVMAdd && op <= LLVMXor;
+}
+
+static inline int vx_is_cast(LLVMOpcode op)
+{
+  return (op >= LLVMTrunc && op <= LLVMBitCast) || op == LLVMAddrSpaceCast;
+}
+
 /* native_vec.c */
 vent *vx_get(const vctx *x, LLVMValueRef k);
 vent *vx_put(vctx *x, LLVMValueRef k);
@@ -71,11 +83,19 @@ int vx_kind_of(const vctx *x, LLVMValueRef v, int64_t *stride);
 int vx_in_loop(const vctx *x, LLVMBasicBlockRef bb);
 int vx_refuse(vctx *x, const char *why);
 int vx_readnone(LLVMValueRef f);
+/* native_vec_build.c: vector values */
 LLVMTypeRef vx_vty(const vctx *x, LLVMTypeRef t);
 LLVMValueRef vx_splat(vctx *x, LLVMValueRef s);
 LLVMValueRef vx_scal(const vctx *x, LLVMValueRef v);
 LLVMValueRef vx_vec(vctx *x, LLVMValueRef v);
 LLVMBasicBlockRef vx_vblock(const vctx *x, LLVMBasicBlockRef bb);
+
+/* native_vec_build.c */
+/* Do the vector forms of these intrinsics give each lane the scalar's bits
+** (sqrt, fabs, floor, ceil, trunc)? */
+int vx_exact_intrinsic(unsigned id);
+/* The vector loop, entered before the fast loop (x->W set). */
+int vx_build(vctx *x);
 
 /* native_vec_loop.c */
 /* Find the inner loops (after collect) and give each value of one that is
