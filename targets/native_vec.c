@@ -457,7 +457,7 @@ static unsigned choose_width(vctx *x, const gj_job *job)
 static int simplify(LLVMModuleRef m, gj_err *err)
 {
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e = LLVMRunPasses(m, "function(simplifycfg)", NULL, po);
+  LLVMErrorRef e = LLVMRunPasses(m, "function(simplifycfg,adce)", NULL, po);
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *msg = LLVMGetErrorMessage(e);
@@ -487,8 +487,10 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   x.i32 = LLVMInt32TypeInContext(x.c);
   x.i64 = LLVMInt64TypeInContext(x.c);
   /* Small ifs become selects (SimplifyCFG's speculation): what the
-  ** vectorizer then needs no masks for.  The loop's blocks may merge: its
-  ** latch and exit are found again. */
+  ** vectorizer then needs no masks for; and dead phi webs go (ADCE): a
+  ** variable's slot that a work item may skip writing leaves phis that
+  ** carry the last value from work item to work item, read by none.  The
+  ** loop's blocks may merge: its latch and exit are found again. */
   if (simplify(m, err)) return -1;
   x.lx = LLVMGetOperand(s->next, 0);   /* next = lx + 1 (w_loop_end) */
   x.latch = LLVMGetInstructionParent(s->next);
