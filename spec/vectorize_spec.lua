@@ -257,6 +257,55 @@ describe("the work-item vectorizer [cpu]", function()
     assert.matches("^vectorized", notes.sqrt_up_vec)
   end)
 
+  it("ifs that vary: masked loads and stores, selects at the join", function()
+    local function f(o, idx, a, n, m)
+      local i = gpu.global_id(0)
+      if i < n then
+        local s = 0.0
+        for k = 1, m do
+          local j = idx[i]
+          if j >= 0 then
+            s = s + a[j] * k
+            o[i] = s
+          else
+            s = s - k
+          end
+        end
+        o[n + i] = s
+      end
+    end
+    local function ref(o, idx, a, n, m)
+      for i = 0, n - 1 do
+        local s = 0.0
+        for k = 1, m do
+          local j = idx[i]
+          if j >= 0 then
+            s = s + a[j] * k
+            o[i] = s
+          else
+            s = s - k
+          end
+        end
+        o[n + i] = s
+      end
+    end
+    local notes = both(f, "ifs", function(kv, ks)
+      for _, n in ipairs(SIZES) do
+        local idx, a = ffi.new("int64_t[?]", n + 1), darray(n, function(i) return i * 0.5 - 3 end)
+        -- a masked lane's load would fault: its index is far outside a
+        for i = 0, n - 1 do idx[i] = (i % 3 == 0) and -(2 ^ 40) or (i * 7) % n end
+        local want = darray(2 * n, function() return -1 end)
+        ref(want, idx, a, n, 3)
+        for _, k in ipairs({ kv, ks }) do
+          local o = darray(2 * n, function() return -1 end)
+          if n > 0 then k:launch(n, o, idx, a, n, 3) end
+          same_bits("n=" .. n, o, want, 2 * n)
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.ifs_vec)
+  end)
+
   it("float kernels in single precision: vector code in the assembly, none when off", function()
     local function mm(C, A, B, n)
       local col, row = gpu.global_id(0), gpu.global_id(1)
@@ -295,19 +344,45 @@ describe("the work-item vectorizer [cpu]", function()
         while c * c < i do v = c; c = c + 1 end
         return v + c
       end },
-      { "an if that does not become a select", "an if", function(o, n)
+      { "nested ifs that vary", "of a shape not handled", function(o, n)
         local i = gpu.global_id(0)
         if i < n then
           local s = 0
           for k = 1, 3 do
-            if i % 3 == k - 1 then s = s + math.sin(k * i) else s = s - 1 end
+            if i % 3 == k - 1 then
+              if i % 5 == 1 then o[i] = k end
+              s = s + math.sin(k * i)
+            else
+              s = s - 1
+            end
+          end
+          o[i] = o[i] + s
+        end
+      end, function(i)
+        local s, v = 0, 0
+        for k = 1, 3 do
+          if i % 3 == k - 1 then
+            if i % 5 == 1 then v = k end
+            s = s + math.sin(k * i)
+          else
+            s = s - 1
+          end
+        end
+        return v + s
+      end },
+      { "a division in an if that varies", "a division in an if", function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s = 0
+          for k = 1, 2 do
+            if i % 2 == 0 then s = s + (1000 + k) % (i + 1) end
           end
           o[i] = s
         end
       end, function(i)
         local s = 0
-        for k = 1, 3 do
-          if i % 3 == k - 1 then s = s + math.sin(k * i) else s = s - 1 end
+        for k = 1, 2 do
+          if i % 2 == 0 then s = s + (1000 + k) % (i + 1) end
         end
         return s
       end },

@@ -250,6 +250,8 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
   case LLVMLoad: case LLVMStore:
     if (LLVMGetVolatile(I) || LLVMGetOrdering(I) != LLVMAtomicOrderingNotAtomic)
       return vx_refuse(x, "an atomic or volatile access (print, timeout)");
+    if (vx_arm_of(x, LLVMGetInstructionParent(I), NULL))
+      return V_VEC;                  /* masked */
     if (op == LLVMLoad)
       return vx_kind_of(x, LLVMGetOperand(I, 0), st) == V_UNI ? V_UNI : V_VEC;
     return k == V_UNI ? V_UNI : V_VEC;
@@ -264,16 +266,18 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
     if (I != LLVMGetBasicBlockTerminator(x->latch) && LLVMIsConditional(I) &&
         vx_kind_of(x, LLVMGetCondition(I), st) != V_UNI) {
       vloop *L = vx_exit_of(x, I);     /* a loop the lanes leave apart */
-      if (!L)
-        return vx_refuse(x, "a branch that varies with the work item (an if: "
-                            "if-conversion is to do; or a loop of another shape)");
-      if (!L->varying) x->again = L->varying = 1;
+      vif *f = L ? NULL : vx_if_of(x, I);
+      if (!L && !f)
+        return vx_refuse(x, "a branch that varies with the work item (of a "
+                            "shape not handled)");
+      if (L && !L->varying) x->again = L->varying = 1;
+      if (f && !f->varying) x->again = f->varying = 1;
     }
     return V_UNI;
   case LLVMUnreachable:
     return V_UNI;
   case LLVMPHI:
-    return k == V_UNI && !vx_exit_phi(x, I) ? V_UNI : V_VEC;
+    return k == V_UNI && !vx_exit_phi(x, I) && !vx_join_phi(x, I) ? V_UNI : V_VEC;
   case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMShl: case LLVMTrunc:
   case LLVMGetElementPtr:
     if (k == V_UNI) return V_UNI;
@@ -348,7 +352,7 @@ static int analyze(vctx *x)
     x->again = 0;
   }
   if (changed) return vx_refuse(x, "its values did not settle");
-  return vx_check_loops(x);
+  return vx_check_loops(x) || vx_check_ifs(x) ? -1 : 0;
 }
 
 /* What the loop must look like around its body: the header's only phi is
@@ -501,7 +505,8 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   } else if (has_alloca(x.fn)) {
     vx_refuse(&x, "a private array (gpu.local_array)");
   } else if (s->done = LLVMGetSuccessor(t, 1),
-             collect(&x) || vx_find_loops(&x) || add_insns(&x)) {
+             collect(&x) || vx_find_loops(&x) || add_insns(&x) ||
+             vx_find_ifs(&x)) {
     r = gj_err_set(err, "cpu: out of memory");
   } else if (!check_shape(&x) && !analyze(&x) && !worth_it(&x)) {
     vx_refuse(&x, "no inner loop nor call: left to LLVM's loop vectorizer");
@@ -514,6 +519,7 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   }
   if (x.why) snprintf(note, notesz, "not vectorized: %s", x.why);
   vx_loops_free(&x);
+  vx_ifs_free(&x);
   free(x.bbs);
   free(x.tab);
   return r;

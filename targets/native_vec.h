@@ -1,6 +1,6 @@
 /*
 ** The work-item vectorizer's shared state (native_vec.c, native_vec_build.c,
-** native_vec_loop.c):
+** native_vec_loop.c, native_vec_if.c):
 ** what the analysis knows of each value of the fast loop and the helpers
 ** that build vector code from it.  Internal to the native target.
 */
@@ -44,6 +44,9 @@ typedef struct vctx {
   struct vloop *loops;          /* inner loops with one exit block */
   size_t nloops;
   int again;                    /* a loop became varying: another round */
+  struct vif *ifs;              /* ifs of the shape native_vec_if.c takes */
+  size_t nifs;
+  LLVMValueRef curmask;         /* building: the lanes of the block's arm */
 } vctx;
 
 /* An inner loop of the fast loop whose blocks form one path from its head
@@ -75,6 +78,18 @@ static inline int vx_is_cast(LLVMOpcode op)
 {
   return (op >= LLVMTrunc && op <= LLVMBitCast) || op == LLVMAddrSpaceCast;
 }
+
+/* An if (native_vec_if.c): head A ends in the branch br; arm[0] runs when
+** its condition holds, arm[1] when not (either may be empty); both meet at
+** join. */
+typedef struct vif {
+  LLVMBasicBlockRef head, join;
+  LLVMValueRef br;
+  LLVMBasicBlockRef *arm[2];
+  size_t narm[2];
+  int varying;                  /* its condition varies: if-converted */
+  LLVMValueRef mask[2];         /* building: the condition, its negation */
+} vif;
 
 /* native_vec.c */
 vent *vx_get(const vctx *x, LLVMValueRef k);
@@ -116,5 +131,23 @@ void vx_loop_head(vctx *x, LLVMBasicBlockRef bb);
 int vx_loop_term(vctx *x, LLVMBasicBlockRef bb, LLVMValueRef t);
 void vx_loops_finish(vctx *x);
 void vx_loops_free(vctx *x);
+
+/* native_vec_if.c */
+/* Find the ifs of that shape (after collect); -1: out of memory. */
+int vx_find_ifs(vctx *x);
+/* The if whose branch is br, or NULL. */
+vif *vx_if_of(const vctx *x, LLVMValueRef br);
+/* The varying if with bb in an arm (*side: 0 true, 1 false), or NULL. */
+vif *vx_arm_of(const vctx *x, LLVMBasicBlockRef bb, int *side);
+/* Is phi in the join of a varying if (a select, built apart)? */
+int vx_join_phi(const vctx *x, LLVMValueRef phi);
+/* What an arm may not hold (division by a value, calls with effects). */
+int vx_check_ifs(vctx *x);
+/* Building: the terminator of a varying if's head or arm block (1: done);
+** the mask of bb's arm (NULL: all lanes); a join phi's select. */
+int vx_if_term(vctx *x, LLVMBasicBlockRef bb, LLVMValueRef t);
+LLVMValueRef vx_mask_of(const vctx *x, LLVMBasicBlockRef bb);
+LLVMValueRef vx_join_select(vctx *x, LLVMValueRef phi);
+void vx_ifs_free(vctx *x);
 
 #endif

@@ -120,11 +120,50 @@ static LLVMValueRef emit_call(vctx *x, LLVMValueRef I)
   return r;
 }
 
+/* A call of the masked memory intrinsic name, overloaded on t0 and t1. */
+static LLVMValueRef masked(vctx *x, const char *name, LLVMTypeRef t0,
+                           LLVMTypeRef t1, LLVMValueRef *args)
+{
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMTypeRef tys[2];
+  tys[0] = t0;
+  tys[1] = t1;
+  return LLVMBuildCall2(x->b, LLVMIntrinsicGetType(x->c, id, tys, 2),
+                        LLVMGetIntrinsicDeclaration(x->m, id, tys, 2), args, 4, "");
+}
+
+/* A load or store of an if's arm: only the lanes of x->curmask. */
+static LLVMValueRef emit_masked(vctx *x, LLVMValueRef I, int store)
+{
+  LLVMValueRef p = LLVMGetOperand(I, store ? 1 : 0), a[4];
+  LLVMTypeRef t = store ? LLVMTypeOf(LLVMGetOperand(I, 0)) : LLVMTypeOf(I);
+  LLVMTypeRef vt = vx_vty(x, t);
+  unsigned al = LLVMGetAlignment(I);
+  LLVMValueRef align = LLVMConstInt(x->i32, al ? al : 1, 0);
+  int c = contiguous(x, p, t);
+  LLVMValueRef ptr = c ? vx_scal(x, p) : vx_vec(x, p);
+  if (store) {
+    a[0] = vx_vec(x, LLVMGetOperand(I, 0));
+    a[1] = ptr;
+    a[2] = align;
+    a[3] = x->curmask;
+    return masked(x, c ? "llvm.masked.store" : "llvm.masked.scatter", vt,
+                  LLVMTypeOf(ptr), a);
+  }
+  a[0] = ptr;
+  a[1] = align;
+  a[2] = x->curmask;
+  a[3] = LLVMGetPoison(vt);
+  return masked(x, c ? "llvm.masked.load" : "llvm.masked.gather", vt,
+                LLVMTypeOf(ptr), a);
+}
+
 static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
 {
   LLVMValueRef p = LLVMGetOperand(I, store ? 1 : 0), r, val = NULL;
   LLVMTypeRef t = store ? LLVMTypeOf(LLVMGetOperand(I, 0)) : LLVMTypeOf(I);
   unsigned al = LLVMGetAlignment(I), l;
+  if (x->curmask) return emit_masked(x, I, store);
   if (store) val = LLVMGetOperand(I, 0);
   if (contiguous(x, p, t)) {
     r = store ? LLVMBuildStore(x->b, vx_vec(x, val), vx_scal(x, p))
@@ -195,6 +234,7 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
   LLVMValueRef in;
   int headed = 0;
   LLVMPositionBuilderAtEnd(x->b, vx_vblock(x, bb));
+  x->curmask = vx_mask_of(x, bb);
   for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
     vent *e = vx_get(x, in);
     if (!headed && !LLVMIsAPHINode(in)) {
@@ -208,11 +248,13 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
     } else if (in == x->s->next) {
       e->v = x->vnext = LLVMBuildNSWAdd(x->b, x->vlx,
                                         LLVMConstInt(x->i64, x->W, 0), "vx.next");
+    } else if (vx_join_phi(x, in)) {
+      e->v = vx_join_select(x, in);
     } else if (LLVMIsAPHINode(in)) {
       LLVMTypeRef t = LLVMTypeOf(in);
       e->v = LLVMBuildPhi(x->b, e->kind == V_VEC ? vx_vty(x, t) : t, "");
     } else if (LLVMIsATerminatorInst(in)) {
-      if (vx_loop_term(x, bb, in)) {
+      if (vx_if_term(x, bb, in) || vx_loop_term(x, bb, in)) {
         /* a block of a varying loop */
       } else if (bb == x->latch) {
         x->vlatch = LLVMGetInsertBlock(x->b);
@@ -241,6 +283,7 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
     }
   }
   LLVMSetCurrentDebugLocation2(x->b, NULL);
+  x->curmask = NULL;
 }
 
 /* The phis' incoming values, at the ends of their blocks' copies. */
@@ -253,7 +296,7 @@ static void fill_phis(vctx *x)
          in = LLVMGetNextInstruction(in)) {
       vent *e = vx_get(x, in);
       unsigned j, n = LLVMCountIncoming(in);
-      if (in == x->lx || vx_exit_phi(x, in)) continue;
+      if (in == x->lx || vx_exit_phi(x, in) || vx_join_phi(x, in)) continue;
       for (j = 0; j < n; j++) {
         LLVMBasicBlockRef from = vx_vblock(x, LLVMGetIncomingBlock(in, j));
         LLVMValueRef v = LLVMGetIncomingValue(in, j);
