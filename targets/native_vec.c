@@ -39,15 +39,16 @@
 ** runs the rest.  A kernel with something this does not handle is left as
 ** it was, and the note says why (GPUJIT_VERBOSE):
 **   - a branch whose condition varies, but for the exits of an inner loop
-**     of the shape native_vec_loop.c runs under a mask (if-conversion of
-**     other branches: to do), or a switch;
+**     of the shape native_vec_loop.c runs under a mask and the ifs of the
+**     shape native_vec_if.c converts (straight arms), or a switch;
 **   - atomics, volatile or atomic accesses (print records, timeouts);
 **   - a private array (alloca): the lanes would share it;
 **   - a varying aggregate or vector value, an indirect call, inline asm;
 **   - a value carried from one work item to the next, or used after the
 **     fast loop.
 ** Files: this one analyzes (the kinds above, the shape, W);
-** native_vec_build.c builds; native_vec_loop.c has the masked loops.
+** native_vec_build.c builds; native_vec_loop.c has the masked loops,
+** native_vec_if.c the masked ifs.
 **
 ** Work items that read what other work items of the launch write (a data
 ** race in OpenCL's and CUDA's terms) may see other values than with the
