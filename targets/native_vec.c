@@ -158,9 +158,52 @@ static int add_insns(vctx *x)
   return 0;
 }
 
-/* The blocks reachable from the header before the exit, breadth first (so
-** a block comes after the blocks that dominate it), and their
-** instructions, all uniform to start with. */
+/* x->bbs in reverse postorder from the header (edges back to the header
+** and of inner loops aside, a block comes after every block with an edge
+** to it: the order in which the vector code is built, each if's join after
+** its arms, each loop's exit after its blocks). */
+static int rpo(vctx *x)
+{
+  LLVMBasicBlockRef *out = malloc(x->nbbs * sizeof(*out)), *stk;
+  unsigned *next;
+  size_t n = x->nbbs, sp = 0;
+  stk = malloc(x->nbbs * sizeof(*stk));
+  next = calloc(x->nbbs, sizeof(*next));
+  if (!out || !stk || !next) {
+    free(out);
+    free(stk);
+    free(next);
+    return -1;
+  }
+  stk[sp++] = x->s->head;
+  vx_get(x, LLVMBasicBlockAsValue(x->s->head))->kind = 1;
+  while (sp) {
+    LLVMBasicBlockRef b = stk[sp - 1];
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(b);
+    unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+    if (next[sp - 1] < ns) {
+      LLVMBasicBlockRef s = LLVMGetSuccessor(t, next[sp - 1]++);
+      vent *e = vx_get(x, LLVMBasicBlockAsValue(s));
+      if (e && !e->kind) {
+        e->kind = 1;
+        next[sp] = 0;
+        stk[sp++] = s;
+      }
+    } else {
+      out[--n] = b;
+      sp--;
+    }
+  }
+  memcpy(x->bbs, out + n, (x->nbbs - n) * sizeof(*out));
+  x->nbbs -= n;
+  free(out);
+  free(stk);
+  free(next);
+  return 0;
+}
+
+/* The blocks reachable from the header before the exit (then in reverse
+** postorder), and their instructions, all uniform to start with. */
 static int collect(vctx *x)
 {
   size_t i;
@@ -173,7 +216,7 @@ static int collect(vctx *x)
       if (to != x->s->done && !vx_in_loop(x, to) && push_bb(x, to)) return -1;
     }
   }
-  return add_insns(x);
+  return rpo(x) || add_insns(x) ? -1 : 0;
 }
 
 int vx_readnone(LLVMValueRef f)
