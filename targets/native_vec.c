@@ -35,8 +35,9 @@
 ** it vectorizes that loop as well, and interleaves it.
 **
 ** Invariant: the vector loop is entered only for whole groups of W work
-** items inside [lo, hi), so no lane is masked; the fast loop, unchanged,
-** runs the rest.  A kernel with something this does not handle is left as
+** items inside [lo, hi), every lane a work item that the fast loop would
+** run (masks only come from the kernel's own varying ifs and loops); the
+** fast loop, unchanged, runs the rest.  A kernel with something this does not handle is left as
 ** it was, and the note says why (GPUJIT_VERBOSE):
 **   - a branch whose condition varies, but for the exits of an inner loop
 **     of the shape native_vec_loop.c runs under a mask and the ifs of the
