@@ -465,6 +465,25 @@ describe("the work-item vectorizer [cpu]", function()
     assert.matches("a:vectorized: %d+ lanes", run("GPUJIT_VECTORIZE=1"))
   end)
 
+  it("the job carries the setting: gpu.job shows it, the job option and plugins change it", function()
+    local f = function(o, n)
+      local i = gpu.global_id(0)
+      if i < n then local s = 0; for k = 1, n do s = s + k * i end; o[i] = s end
+    end
+    local types = { "double[]", "int32_t" }
+    assert.is_true(gpu.job(gpu.kernel(f, { backend = "cpu" }), types).vectorize)
+    assert.is_false(gpu.job(gpu.kernel(f, { backend = "cpu", vectorize = false }), types).vectorize)
+    local notes = notes_of(function()
+      local o = ffi.new("double[20]")
+      H.kernel("cpu", f, { name = "viajob", job = { vectorize = false } }):launch(20, o, 20)
+      for i = 0, 19 do assert.equals(i * 210, o[i]) end
+    end)
+    assert.equals("not vectorized: turned off", notes.viajob)
+    assert.has_error(function()
+      H.kernel("cpu", f, { job = { vectorize = 1 } }):launch(1, ffi.new("double[1]"), 1)
+    end)
+  end)
+
   it("a bad option is an error", function()
     assert.has_error(function() gpu.kernel(function() end, { vectorize = 1 }) end,
       "gpu.kernel: option 'vectorize' must be a boolean, got number")
