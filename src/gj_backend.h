@@ -8,9 +8,10 @@
 ** The core never asks which backend it talks to: what differs between
 ** targets is data in the compile job (gj_job) and the functions below.
 ** A backend lives outside src/, in two rooms:
-**   targets/   what compiles: the gj_codegen tables (`wrap`, `finish_ir`,
-**              `emit`), the job's intrinsics IR, and their helpers
-**              (native, native_split: cpu; spir, spir_loops, spirv: opencl;
+**   targets/   what compiles: the gj_codegen tables (`wrap`, the optional
+**              `finish_module` and `finish_ir`, `emit`), the job's
+**              intrinsics IR, and their helpers (native, native_split,
+**              native_vec*: cpu; spir, spir_loops, spirv: opencl;
 **              ptx: NVPTX for cuda and NVIDIA's OpenCL, ptx_cuda; tool:
 **              the external-tool runner)
 **   runtimes/  what runs: drivers, devices, memory, copies, launches (cpu
@@ -197,6 +198,18 @@ typedef struct gj_codegen {
   /* 6. Add the target's entry point to m around `body` (@gj_body). */
   int (*wrap)(void *ts, const gj_job *job, LLVMModuleRef m,
               LLVMValueRef body, const gj_sig *sig, gj_err *err);
+  /* 7. Optional (NULL: nothing to do): the wrapped module, once, after it
+  ** was verified and before the job's pass pipeline (stage 8) and the
+  ** plugins' optimize hooks: the target's own transformations of the
+  ** module as its wrap built it (native: the split of the x loop and the
+  ** work-item vectorizer).  The core verifies the module again after it,
+  ** so a hook's bad IR is an error, not a crash.  What it does depends only
+  ** on the module and the job (both in the cache key).
+  ** note (notesz bytes, "" on entry) may get one line, no newline, for
+  ** GPUJIT_VERBOSE and gpu.on_compile's `note` (native: what the
+  ** vectorizer did, or why not). */
+  int (*finish_module)(void *ts, const gj_job *job, LLVMModuleRef m,
+                       char *note, size_t notesz, gj_err *err);
   /* 9. Optional (NULL: nothing to do): the optimized module, once, after
   ** the plugins' `optimized` hooks (and after the text k:inspect_llvm
   ** shows), before emit: what the target's format needs that is not

@@ -54,6 +54,11 @@ typedef struct gj_job {
   ** the code after an `if` holding a barrier twice for a work item when no
   ** work item enters the `if` and the group is 1 wide in x (docs/backends.md) */
   int join_barriers;
+  /* 1: the target may run work items as the lanes of vector registers
+  ** (cpu: targets/native_vec.c); other targets ignore it.  The core sets it
+  ** from the kernel's `vectorize` option (default: on unless
+  ** GPUJIT_VECTORIZE=0) after the runtime's job and before the plugins'. */
+  int vectorize;
 } gj_job;
 
 #endif

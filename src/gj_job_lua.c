@@ -47,6 +47,8 @@ void gj_job_push(lua_State *L, const gj_job *job)
   lua_setfield(L, -2, "address_spaces");
   lua_pushboolean(L, job->serial_groups);
   lua_setfield(L, -2, "serial_groups");
+  lua_pushboolean(L, job->vectorize);
+  lua_setfield(L, -2, "vectorize");
   set_str(L, "intrinsics", job->intrinsics_ir);
   lua_createtable(L, job->nlibs, 0);
   for (i = 0; i < job->nlibs; i++) {
@@ -216,6 +218,12 @@ int gj_job_apply(lua_State *L, int idx, gj_job *job, const char *who,
                     err, &bad);
   if (!bad) get_str(L, idx, "passes", j.passes, sizeof(j.passes), who, err,
                     &bad);
+  lua_getfield(L, idx, "vectorize");
+  if (lua_isboolean(L, -1))
+    j.vectorize = lua_toboolean(L, -1);
+  else if (!bad && !lua_isnil(L, -1))
+    bad = gj_err_set(err, "%s: job.vectorize must be a boolean", who);
+  lua_pop(L, 1);
   if (bad || get_opt(L, idx, &j, who, err) || get_libs(L, idx, &j, who, err))
     return -1;
   if (same_str(L, idx, "triple", job->triple, who, err) ||

@@ -197,6 +197,9 @@ static int read_compile_args(lua_State *L, gj_compile_opts *o)
   o->single = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "single") == 0;
   lua_getfield(L, 3, "fastmath");
   o->fastmath = lua_toboolean(L, -1);
+  lua_getfield(L, 3, "vectorize");
+  o->vectorize = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, 3, "cache_dir");
   o->cache_dir = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
   lua_getfield(L, 3, "boundscheck");
@@ -301,7 +304,8 @@ static void push_prints(lua_State *L, const gj_psites *ps)
 
 /* The stages' times and what the disk cache did (GPUJIT_VERBOSE,
 ** gpu.on_compile): ms = { job = .., frontend = .., ... }, stages = the
-** names in order, cache = "off" | "hit" | "miss" | "written". */
+** names in order, cache = "off" | "hit" | "miss" | "written", note = the
+** target's line (gj_codegen.finish_module) when it wrote one. */
 static void push_timing(lua_State *L, const gj_compile_out *out)
 {
   static const char *const cache[] = { "off", "hit", "miss", "written" };
@@ -320,6 +324,10 @@ static void push_timing(lua_State *L, const gj_compile_out *out)
   lua_setfield(L, -2, "stages");
   lua_pushstring(L, cache[out->cache]);
   lua_setfield(L, -2, "cache");
+  if (out->note[0]) {
+    lua_pushstring(L, out->note);
+    lua_setfield(L, -2, "note");
+  }
 }
 
 static int core_compile(lua_State *L)

@@ -174,7 +174,7 @@ static void content_key(const gj_backend *be, const gj_job *job,
                         LLVMModuleRef m, gj_cache_key *key)
 {
   gj_cache_hasher h;
-  int32_t v[9];
+  int32_t v[10];
   int j;
   char *ir;
   gj_cache_key_begin(&h);
@@ -197,6 +197,7 @@ static void content_key(const gj_backend *be, const gj_job *job,
   v[6] = (int32_t)job->code_model;
   v[7] = o->single;
   v[8] = o->fastmath;
+  v[9] = job->vectorize;
   gj_cache_key_add(&h, v, sizeof(v));
   /* timeout: the checks are in the module already; said here too, and only
   ** then, so that the keys of kernels without one stay as they were */
@@ -330,6 +331,7 @@ static int stage_job(gj_ctx *ctx, const gj_compile_opts *o, gj_plugset *ps,
   if (gj_ctx_backend(ctx, o->bk, err)) return -1;
   memset(job, 0, sizeof(*job));
   if (be->job(ctx->bst[o->bk], o->dev, job, err)) return -1;
+  job->vectorize = o->vectorize;
   return gj_plugset_job(ps, kd, job, err);
 }
 
@@ -554,6 +556,28 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
                ps->n ? "after the plugins' ir stage" : "internal error", o->name,
                msg ? msg : "?");
     goto done;
+  }
+  /* 7b. the target's finish_module, verified again */
+  if (cg->finish_module) {
+    if (cg->finish_module(ts, &job, m, out->note,
+                          sizeof(out->note), err)) {
+      size_t used = strlen(err->msg);
+      snprintf(err->msg + used, sizeof(err->msg) - used, " (in kernel %s)",
+               o->name);
+      goto done;
+    }
+    if (msg) LLVMDisposeMessage(msg);
+    msg = NULL;
+    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+      gj_err_set(err, "internal error: invalid IR for kernel %s after the "
+                 "target's finish_module: %s", o->name, msg ? msg : "?");
+      goto done;
+    }
+    if (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "module")) {
+      char *ir = LLVMPrintModuleToString(m);
+      dump("module", o->name, ir);
+      LLVMDisposeMessage(ir);
+    }
   }
   lap(out, GJ_ST_LINK, &t0);
   if (gj_target_machine(&job, &tm, err)) goto done;

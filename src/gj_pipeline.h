@@ -22,6 +22,7 @@ typedef struct gj_compile_opts {
   const char *name;       /* kernel name for messages */
   int single;             /* precision = "single" */
   int fastmath;
+  int vectorize;          /* the job's vectorize (gj_job.h) */
   int boundscheck;        /* check array indices (gj_cg_check.c) */
   uint64_t one_based;     /* boundscheck: bit j set when array argument j is
                           ** a Lua table (indexed from 1) */
@@ -68,6 +69,7 @@ typedef struct gj_compile_out {
   char *asm_text;
   double ms[GJ_ST__MAX];  /* milliseconds spent in each stage */
   int cache;              /* GJ_CACHE_* */
+  char note[160];         /* the target's finish_module's line, or "" */
 } gj_compile_out;
 
 /* The job the kernel would be compiled with: the backend's, after the

@@ -7,6 +7,7 @@
 */
 #include "native.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h>   /* LLVMTemporaryMDNode */
@@ -318,10 +319,10 @@ static void w_no_unswitch(wrap_ctx *w)
 /* Loop metadata on the latch branch br: neither vectorize nor unroll the
 ** loop.  For the split's second loop, whose items (but for a failed fcmp
 ** range, native_split.c) all skip their work: compiling it as a vector loop
-** with masked accesses cost as much as the fast loop, for nothing. */
-static void w_plain_loop(wrap_ctx *w, LLVMValueRef br)
+** with masked accesses cost as much as the fast loop, for nothing; and for
+** the vectorizer's loops (native_vec.c). */
+void cpu_plain_loop(LLVMContextRef c, LLVMValueRef br)
 {
-  LLVMContextRef c = w->c;
   LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0), ops[3], kv[2], id;
   kv[0] = LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", 26);
   kv[1] = LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 0, 0));
@@ -376,7 +377,7 @@ static void w_xloops(wrap_ctx *w, LLVMValueRef base, LLVMValueRef end)
                        LLVMBuildAdd(w->b, idx, width, ""), "lx");
   w_xitem(w, base, lx);
   nx = w_loop_end(w, w->fn, idx, head, cnt, "xb.done");
-  w_plain_loop(w, LLVMGetBasicBlockTerminator(LLVMGetInstructionParent(nx)));
+  cpu_plain_loop(w->c, LLVMGetBasicBlockTerminator(LLVMGetInstructionParent(nx)));
   LLVMBuildBr(w->b, done);
   LLVMPositionBuilderAtEnd(w->b, done);
 }
@@ -618,7 +619,26 @@ static int cpu_wrap(void *ts, const gj_job *job, LLVMModuleRef m,
   LLVMPositionBuilderAtEnd(w.b, exit);
   LLVMBuildRetVoid(w.b);
   LLVMDisposeBuilder(w.b);
-  return w.frames || w.nosplit ? 0 : cpu_split(m, &w.split, err);
+  return 0;
+}
+
+/* Stage 7: the split of the fast x loop (wrap left its placeholders), then
+** the work-item vectorizer on it.  A kernel with barriers, or a huge body,
+** has neither: one x loop, as wrap built it. */
+static int cpu_finish_module(void *ts, const gj_job *job,
+                             LLVMModuleRef m, char *note, size_t notesz,
+                             gj_err *err)
+{
+  cpu_split_site s;
+  (void)ts;
+  if (!cpu_split_find(m, &s)) {
+    if (job->vectorize)
+      snprintf(note, notesz, "not vectorized: barriers, or a huge body "
+               "(one x loop)");
+    return 0;
+  }
+  if (cpu_split(m, &s, err)) return -1;
+  return cpu_vectorize(m, job, &s, note, notesz, err);
 }
 
 static int cpu_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
@@ -631,6 +651,7 @@ static int cpu_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
 }
 
 const gj_codegen gj_codegen_native = {
-  .name = "native", .wrap = cpu_wrap, .emit = cpu_emit,
+  .name = "native", .wrap = cpu_wrap, .finish_module = cpu_finish_module,
+  .emit = cpu_emit,
   /* finish_ir: none */
 };

@@ -71,10 +71,27 @@ typedef struct cpu_split_site {
   LLVMBasicBlockRef head, done;  /* the fast loop's header and exit */
 } cpu_split_site;
 
+/* The site wrap left in m (its placeholder calls, the fast loop): 1, or 0
+** when m has none (a kernel with barriers, a huge body: one x loop). */
+int cpu_split_find(LLVMModuleRef m, cpu_split_site *s);
+
 /* Inline the body and choose [lo, hi): the work items for which the
 ** body's tests of its global x id have a known outcome, which the fast
-** loop then assumes (native_split.c).  Removes the placeholders. */
+** loop then assumes (native_split.c).  Removes the placeholders: s->lo and
+** s->hi become the computed bounds (frozen i64 values before the loops),
+** s->mark NULL; head, next and done stay the fast loop's. */
 int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err);
+
+/* Loop metadata on the latch branch br: neither vectorize nor unroll the
+** loop (native.c). */
+void cpu_plain_loop(LLVMContextRef c, LLVMValueRef br);
+
+/* The work-item vectorizer (native_vec.c): after cpu_split, when
+** job->vectorize, the fast loop runs W work items at a time as the lanes
+** of vector registers, the fast loop itself running the rest; a kernel it
+** cannot handle is left as it was.  note gets a line saying which. */
+int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
+                  char *note, size_t notesz, gj_err *err);
 
 /* The native target (native.c): wrap adds @gj_entry around @gj_body, emit
 ** gives an object file (or the assembly). */

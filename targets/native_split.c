@@ -49,7 +49,7 @@ typedef struct split_ctx {
   LLVMModuleRef m;
   LLVMBuilderRef b;             /* before the placeholders */
   LLVMTypeRef i64, i1;
-  const cpu_split_site *s;
+  cpu_split_site *s;
   LLVMValueRef gid;             /* the fast loop's global x id */
   LLVMBasicBlockRef latch;
   LLVMBasicBlockRef *bbs;       /* the fast loop's blocks */
@@ -379,7 +379,7 @@ static void end_tests(split_ctx *x)
 
 static int split_run(split_ctx *x, gj_err *err)
 {
-  const cpu_split_site *s = x->s;
+  cpu_split_site *s = x->s;
   LLVMValueRef lo_fn = LLVMGetCalledValue(s->lo);
   LLVMValueRef hi_fn = LLVMGetCalledValue(s->hi);
   size_t i;
@@ -406,10 +406,44 @@ static int split_run(split_ctx *x, gj_err *err)
   LLVMInstructionEraseFromParent(s->lo);
   LLVMInstructionEraseFromParent(s->hi);
   LLVMInstructionEraseFromParent(s->mark);
+  s->lo = x->lo;      /* for the vectorizer (native_vec.c) */
+  s->hi = x->hi;
+  s->mark = NULL;
   LLVMDeleteFunction(lo_fn);
   LLVMDeleteFunction(hi_fn);
   LLVMDeleteFunction(LLVMGetNamedFunction(x->m, "gj.split.mark"));
   return 0;
+}
+
+/* The only use of the placeholder function `name`, or NULL. */
+static LLVMValueRef placeholder(LLVMModuleRef m, const char *name)
+{
+  LLVMValueRef f = LLVMGetNamedFunction(m, name);
+  LLVMUseRef u = f ? LLVMGetFirstUse(f) : NULL;
+  if (!u || LLVMGetNextUse(u)) return NULL;
+  return LLVMGetUser(u);
+}
+
+int cpu_split_find(LLVMModuleRef m, cpu_split_site *s)
+{
+  LLVMValueRef gid, lx;
+  memset(s, 0, sizeof(*s));
+  s->lo = placeholder(m, "gj.split.lo");
+  s->hi = placeholder(m, "gj.split.hi");
+  s->mark = placeholder(m, "gj.split.mark");
+  if (!s->lo || !s->hi || !s->mark) return 0;
+  s->base = LLVMGetOperand(s->lo, 0);
+  s->end = LLVMGetOperand(s->lo, 1);
+  /* wrap's shapes (w_xloops, w_xitem, w_loop_end): gid = base + lx, lx the
+  ** header's phi [lo, pre], [lx + 1, latch] */
+  gid = LLVMGetOperand(s->mark, 0);
+  lx = LLVMGetOperand(gid, 1);
+  if (!LLVMIsAPHINode(lx) || LLVMCountIncoming(lx) != 2) return 0;
+  s->head = LLVMGetInstructionParent(lx);
+  s->next = LLVMGetIncomingValue(lx, 1);
+  s->done = LLVMGetSuccessor(
+      LLVMGetBasicBlockTerminator(LLVMGetInstructionParent(s->next)), 1);
+  return 1;
 }
 
 int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)

@@ -292,12 +292,19 @@ local function make_argct(K, info, tl)
 end
 D.make_argct = make_argct
 
+-- The vectorize option; unset: on unless GPUJIT_VECTORIZE=0 (docs/api.md).
+local function vectorize_of(opts)
+  if opts.vectorize ~= nil then return opts.vectorize end
+  return os.getenv("GPUJIT_VECTORIZE") ~= "0"
+end
+
 local function compile_opts(K, tgt, one_based)
   local o = {
     bk = tgt.bk, device = tgt.dev, name = K.name,
     precision = K.opts.precision or "double",
     fastmath = K.opts.fastmath and true or false,
     boundscheck = K.opts.boundscheck and true or false,
+    vectorize = vectorize_of(K.opts),
     timeout = K.opts.timeout, print_buffer = K.opts.print_buffer,
     one_based = one_based, argnames = K.pnames,
   }
@@ -352,7 +359,7 @@ local function core_compile(K, tgt, tl, opts)
   local ok, info = pcall(env.core.compile, K.fn, tl, opts)
   ev.total_ms = now_ms() - t0
   if ok then
-    ev.phase, ev.cache, ev.stages = "done", info.cache, info.stages
+    ev.phase, ev.cache, ev.stages, ev.note = "done", info.cache, info.stages, info.note
     ev.ms = {}
     for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
   else

@@ -28,9 +28,9 @@ function M.line(ev)
       ev.kernel, ev.source, ev.line, concat(ev.types, ", "), ev.backend, ev.device,
       ev.total_ms, ev.error)
   end
-  return ("gpujit: compiled %s at %s:%d (%s) on %s:%d in %.1f ms [%s]; cache %s\n"):format(
+  return ("gpujit: compiled %s at %s:%d (%s) on %s:%d in %.1f ms [%s]; cache %s%s\n"):format(
     ev.kernel, ev.source, ev.line, concat(ev.types, ", "), ev.backend, ev.device,
-    ev.total_ms, concat(parts, ", "), ev.cache)
+    ev.total_ms, concat(parts, ", "), ev.cache, ev.note and "; " .. ev.note or "")
 end
 
 return M

@@ -179,6 +179,7 @@ local known_opts = {
   name = "string", backend = true, device = true, cache = "boolean", fastmath = "boolean",
   precision = "string", boundscheck = "boolean", async = "boolean",
   plugins = "table", job = true, timeout = true, print_buffer = "number",
+  vectorize = "boolean",
 }
 
 -- A timeout: seconds > 0 (finite, below 1e9), or false (none, whatever

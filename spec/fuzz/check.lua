@@ -18,7 +18,7 @@ C.FLOAT_REL = 2 ^ -18
 C.FLOAT_SCALE = 1000
 -- Cases compiled together by run_batch: a compile (LLVM, PoCL's build) has a
 -- fixed cost of tens of milliseconds that a batch pays once.
-C.BATCH = 8
+C.BATCH = tonumber(os.getenv("GPUJIT_FUZZ_BATCH") or "") or 8   -- docs/fuzzing.md
 
 -- The kernel function of a case (its source compiled by LuaJIT), or nil and
 -- the load error.

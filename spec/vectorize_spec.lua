@@ -1,0 +1,509 @@
+-- The cpu target's work-item vectorizer (targets/native_vec.c): each form
+-- it handles, run with vectorize on and off and against plain LuaJIT
+-- (bitwise), at sizes around the lane count W (W is 16 or 8 on AVX-512,
+-- 8 or 4 on AVX2: the sizes below cover both) and in 2-D launches with
+-- partial groups; each reason it leaves a kernel scalar, seen in the
+-- compile event's note (GPUJIT_VERBOSE's line); the option, the variable
+-- and the disk cache key.
+
+local H = require("spec.helpers")
+local ffi = require("ffi")
+local gpu = H.gpu
+
+local SIZES = { 0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000003 }
+
+-- The notes of the compiles fn makes, by kernel name.
+local function notes_of(fn)
+  local notes = {}
+  local off = gpu.on_compile(function(e)
+    if e.phase == "done" then notes[e.kernel] = e.note or "" end
+  end)
+  local ok, err = pcall(fn)
+  off()
+  if not ok then error(err, 0) end
+  return notes
+end
+
+local function darray(n, f)
+  local a = ffi.new("double[?]", math.max(n, 1))
+  for i = 0, n - 1 do a[i] = f(i) end
+  return a
+end
+
+-- Bitwise equality of n elements (a NaN equals a NaN of the same bits;
+-- -0 differs from 0).
+local function same_bits(what, got, want, n)
+  local sz = ffi.sizeof(got) / math.max(n, 1)
+  assert(sz == 4 or sz == 8, "same_bits: arrays of exactly n elements")
+  for i = 0, n - 1 do
+    if ffi.C.memcmp(got + i, want + i, sz) ~= 0 then
+      error(("%s: element %d: got %s, expected %s"):format(what, i, tostring(got[i]),
+        tostring(want[i])), 2)
+    end
+  end
+end
+pcall(ffi.cdef, "int memcmp(const void *a, const void *b, size_t n);")
+
+-- k compiled both ways: run(k) for each gives the outputs, compared
+-- bitwise with each other and with want.
+local function both(fn, name, body)
+  local kv = H.kernel("cpu", fn, { name = name .. "_vec", vectorize = true })
+  local ks = H.kernel("cpu", fn, { name = name .. "_scalar", vectorize = false })
+  return notes_of(function() body(kv, ks) end)
+end
+
+if not H.available("cpu") then
+  describe("the work-item vectorizer", function()
+    pending("needs the cpu backend")
+  end)
+  return
+end
+
+describe("the work-item vectorizer [cpu]", function()
+  it("a guarded kernel with an inner loop at sizes around the lane count", function()
+    local function horner(y, x, a, m, n)
+      local i = gpu.global_id(0)
+      if i < n then
+        local v, s = x[i], 0.0
+        for k = 1, m do s = s * v + k * a end
+        y[i] = s + y[i]
+      end
+    end
+    local notes = both(horner, "horner", function(kv, ks)
+      for _, n in ipairs(SIZES) do
+        local x = darray(n, function(i) return (i % 97) * 0.37 - 11 end)
+        local y1 = darray(n, function(i) return (i % 13) * 1.5 end)
+        local y2 = darray(n, function(i) return (i % 13) * 1.5 end)
+        local want = darray(n, function(i)
+          local v, s = x[i], 0.0
+          for k = 1, 3 do s = s * v + k * 2.5 end
+          return s + y1[i]
+        end)
+        if n > 0 then
+          kv:launch(n, y1, x, 2.5, 3, n)
+          ks:launch(n, y2, x, 2.5, 3, n)
+        end
+        same_bits("vec n=" .. n, y1, want, n)
+        same_bits("scalar n=" .. n, y2, want, n)
+      end
+    end)
+    assert.matches("^vectorized: %d+ lanes$", notes.horner_vec)
+    assert.equals("not vectorized: turned off", notes.horner_scalar)
+  end)
+
+  it("leaves a loop without inner loops or calls (saxpy) to LLVM's loop vectorizer", function()
+    local function axpy(y, x, a, n)
+      local i = gpu.global_id(0)
+      if i < n then y[i] = a * x[i] + y[i] end
+    end
+    local n = 1001
+    local x = darray(n, function(i) return (i % 97) * 0.37 - 11 end)
+    local y = darray(n, function(i) return (i % 13) * 1.5 end)
+    local want = darray(n, function(i) return 2.5 * x[i] + y[i] end)
+    local notes = both(axpy, "axpy", function(kv)
+      kv:launch(n, y, x, 2.5, n)
+      same_bits("axpy", y, want, n)
+    end)
+    assert.matches("left to LLVM's loop vectorizer", notes.axpy_vec, 1, true)
+  end)
+
+  it("an inner loop with a broadcast load (matmul), 2-D with partial groups", function()
+    local function mm(C, A, B, n, m, p)
+      local col, row = gpu.global_id(0), gpu.global_id(1)
+      if col < p and row < n then
+        local acc = 0.0
+        for k = 0, m - 1 do acc = acc + A[row * m + k] * B[k * p + col] end
+        C[row * p + col] = acc
+      end
+    end
+    local notes = both(mm, "mm", function(kv, ks)
+      for _, sh in ipairs({ { 1, 1, 1 }, { 3, 5, 7 }, { 5, 4, 17 }, { 9, 3, 33 }, { 4, 20, 100 } }) do
+        local n, m, p = sh[1], sh[2], sh[3]
+        local A = darray(n * m, function(i) return (i % 11) * 0.3 - 1.7 end)
+        local B = darray(m * p, function(i) return (i % 7) * 0.9 + 0.1 end)
+        local want = darray(n * p, function(i)
+          local r, c, acc = math.floor(i / p), i % p, 0.0
+          for k = 0, m - 1 do acc = acc + A[r * m + k] * B[k * p + c] end
+          return acc
+        end)
+        for _, cfg in ipairs({ { global = { p, n } }, { global = { p + 3, n + 1 }, group = { 10, 3 } } }) do
+          local C1, C2 = darray(n * p, function() return 0 end), darray(n * p, function() return 0 end)
+          kv:launch(cfg, C1, A, B, n, m, p)
+          ks:launch(cfg, C2, A, B, n, m, p)
+          same_bits("vec", C1, want, n * p)
+          same_bits("scalar", C2, want, n * p)
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.mm_vec)
+  end)
+
+  it("math functions per lane and sqrt as a vector: LuaJIT's bits", function()
+    local function f(o, x, n)
+      local i = gpu.global_id(0)
+      if i < n then
+        local v = x[i]
+        o[i] = math.sqrt(v * v + 1) + math.exp(-v) * math.sin(v) - math.floor(v / 3)
+          + math.abs(v) + math.log(v * v + 2) + math.atan2(v, 3)
+      end
+    end
+    local n = 1001
+    local x = darray(n, function(i) return (i - 500) * 0.0137 end)
+    local want = darray(n, function(i)
+      local v = x[i]
+      return math.sqrt(v * v + 1) + math.exp(-v) * math.sin(v) - math.floor(v / 3)
+        + math.abs(v) + math.log(v * v + 2) + math.atan2(v, 3)
+    end)
+    local notes = both(f, "mathf", function(kv, ks)
+      local o1, o2 = darray(n, function() return 0 end), darray(n, function() return 0 end)
+      kv:launch(n, o1, x, n)
+      ks:launch(n, o2, x, n)
+      same_bits("vec", o1, want, n)
+      same_bits("scalar", o2, want, n)
+    end)
+    assert.matches("^vectorized", notes.mathf_vec)
+  end)
+
+  it("gathers, scatters, integer arithmetic and a uniform store", function()
+    local function g(o, idx, a, flag, n, reps)
+      local i = gpu.global_id(0)
+      if i < n then
+        for r = 0, reps - 1 do
+          local j = idx[i]
+          o[n - 1 - i] = bit.bxor(a[j], i) + j * 3 - bit.lshift(i, 2) + r
+        end
+        flag[0] = 7
+      end
+    end
+    for _, n in ipairs({ 1, 9, 17, 1000 }) do
+      local idx = ffi.new("int32_t[?]", n)
+      local a = ffi.new("int64_t[?]", n)
+      for i = 0, n - 1 do idx[i] = (i * 7919) % n; a[i] = i * 1000003 - 77 end
+      local want = ffi.new("int64_t[?]", n)
+      for i = 0, n - 1 do
+        local j = idx[i]
+        want[n - 1 - i] = bit.bxor(a[j], i) + j * 3 - bit.lshift(i, 2) + 1
+      end
+      local notes = both(g, "gather" .. n, function(kv, ks)
+        for _, k in ipairs({ kv, ks }) do
+          local o, flag = ffi.new("int64_t[?]", n), ffi.new("int32_t[1]")
+          k:launch(n, o, idx, a, flag, n, 2)
+          same_bits("n=" .. n, o, want, n)
+          assert.equals(7, flag[0])
+        end
+      end)
+      assert.matches("^vectorized", notes["gather" .. n .. "_vec"])
+    end
+  end)
+
+  it("loops the lanes leave apart, under a mask (mandelbrot), 1-D and 2-D", function()
+    local function mandel(out, w, h, maxit)
+      local px, py = gpu.global_id(0), gpu.global_id(1)
+      if px < w and py < h then
+        local cr, ci = -2.0 + 3.0 * px / w, -1.5 + 3.0 * py / h
+        local zr, zi, it = 0.0, 0.0, 0
+        while it < maxit and zr * zr + zi * zi <= 4.0 do
+          local t = zr * zr - zi * zi + cr
+          zi = 2.0 * zr * zi + ci
+          zr = t
+          it = it + 1
+        end
+        out[py * w + px] = it + zr
+      end
+    end
+    local function sqrt_up(o, n)
+      local i = gpu.global_id(0)
+      if i < n then
+        local c = 0
+        while c * c < i do c = c + 1 end
+        o[i] = c
+      end
+    end
+    local notes = both(mandel, "mandel", function(kv, ks)
+      for _, sh in ipairs({ { 1, 1 }, { 17, 3 }, { 33, 9 }, { 100, 7 } }) do
+        local w, h = sh[1], sh[2]
+        local want = darray(w * h, function(k)
+          local px, py = k % w, math.floor(k / w)
+          local cr, ci = -2.0 + 3.0 * px / w, -1.5 + 3.0 * py / h
+          local zr, zi, it = 0.0, 0.0, 0
+          while it < 50 and zr * zr + zi * zi <= 4.0 do
+            local t = zr * zr - zi * zi + cr
+            zi = 2.0 * zr * zi + ci
+            zr = t
+            it = it + 1
+          end
+          return it + zr
+        end)
+        for _, cfg in ipairs({ { global = { w, h } }, { global = { w + 5, h }, group = { 9, 2 } } }) do
+          local o1, o2 = darray(w * h, function() return 0 end), darray(w * h, function() return 0 end)
+          kv:launch(cfg, o1, w, h, 50)
+          ks:launch(cfg, o2, w, h, 50)
+          same_bits("vec", o1, want, w * h)
+          same_bits("scalar", o2, want, w * h)
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.mandel_vec)
+    notes = both(sqrt_up, "sqrt_up", function(kv, ks)
+      for _, n in ipairs(SIZES) do
+        local want = darray(n, function(i) local c = 0; while c * c < i do c = c + 1 end; return c end)
+        for _, k in ipairs({ kv, ks }) do
+          local o = darray(n, function() return -1 end)
+          if n > 0 then k:launch(n, o, n) end
+          same_bits("n=" .. n, o, want, n)
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.sqrt_up_vec)
+  end)
+
+  it("ifs that vary: masked loads and stores, selects at the join", function()
+    local function f(o, idx, a, n, m)
+      local i = gpu.global_id(0)
+      if i < n then
+        local s = 0.0
+        for k = 1, m do
+          local j = idx[i]
+          if j >= 0 then
+            s = s + a[j] * k
+            o[i] = s
+          else
+            s = s - k
+          end
+        end
+        o[n + i] = s
+      end
+    end
+    local function ref(o, idx, a, n, m)
+      for i = 0, n - 1 do
+        local s = 0.0
+        for k = 1, m do
+          local j = idx[i]
+          if j >= 0 then
+            s = s + a[j] * k
+            o[i] = s
+          else
+            s = s - k
+          end
+        end
+        o[n + i] = s
+      end
+    end
+    local notes = both(f, "ifs", function(kv, ks)
+      for _, n in ipairs(SIZES) do
+        local idx, a = ffi.new("int64_t[?]", n + 1), darray(n, function(i) return i * 0.5 - 3 end)
+        -- a masked lane's load would fault: its index is far outside a
+        for i = 0, n - 1 do idx[i] = (i % 3 == 0) and -(2 ^ 40) or (i * 7) % n end
+        local want = darray(2 * n, function() return -1 end)
+        ref(want, idx, a, n, 3)
+        for _, k in ipairs({ kv, ks }) do
+          local o = darray(2 * n, function() return -1 end)
+          if n > 0 then k:launch(n, o, idx, a, n, 3) end
+          same_bits("n=" .. n, o, want, 2 * n)
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.ifs_vec)
+  end)
+
+  it("float kernels in single precision: vector code in the assembly, none when off", function()
+    local function mm(C, A, B, n)
+      local col, row = gpu.global_id(0), gpu.global_id(1)
+      if col < n and row < n then
+        local acc = 0.0
+        for k = 0, n - 1 do acc = acc + A[row * n + k] * B[k * n + col] end
+        C[row * n + col] = acc
+      end
+    end
+    local types = { "float[]", "float[]", "float[]", "int32_t" }
+    local on = gpu.kernel(mm, { backend = "cpu", precision = "single", cache = false, vectorize = true })
+    local off = gpu.kernel(mm, { backend = "cpu", precision = "single", cache = false, vectorize = false })
+    assert.matches("%%[xyz]mm%d+", on:inspect_asm(types))
+    assert.is_truthy(on:inspect_asm(types):match("mulps") or on:inspect_asm(types):match("vmulps"))
+    assert.is_nil(off:inspect_asm(types):match("mulps"))
+    local n = 37
+    local A, B = ffi.new("float[?]", n * n), ffi.new("float[?]", n * n)
+    for i = 0, n * n - 1 do A[i] = (i % 9) * 0.31; B[i] = (i % 5) * 1.7 - 2 end
+    local C1, C2 = ffi.new("float[?]", n * n), ffi.new("float[?]", n * n)
+    on:launch({ global = { n, n } }, C1, A, B, n)
+    off:launch({ global = { n, n } }, C2, A, B, n)
+    same_bits("single", C1, C2, n * n)
+  end)
+
+  describe("leaves scalar, with the reason in the note", function()
+    local cases = {
+      { "a store in a loop the lanes leave apart", "a store in a loop that varies", function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local c = 0
+          while c * c < i do o[i] = c; c = c + 1 end
+          o[i] = o[i] + c
+        end
+      end, function(i)
+        local c, v = 0, 0
+        while c * c < i do v = c; c = c + 1 end
+        return v + c
+      end },
+      { "nested ifs that vary", "of a shape not handled", function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s = 0
+          for k = 1, 3 do
+            if i % 3 == k - 1 then
+              if i % 5 == 1 then o[i] = k end
+              s = s + math.sin(k * i)
+            else
+              s = s - 1
+            end
+          end
+          o[i] = o[i] + s
+        end
+      end, function(i)
+        local s, v = 0, 0
+        for k = 1, 3 do
+          if i % 3 == k - 1 then
+            if i % 5 == 1 then v = k end
+            s = s + math.sin(k * i)
+          else
+            s = s - 1
+          end
+        end
+        return v + s
+      end },
+      { "a division in an if that varies", "a division in an if", function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s = 0
+          for k = 1, 2 do
+            if i % 2 == 0 then s = s + (1000 + k) % (i + 1) end
+          end
+          o[i] = s
+        end
+      end, function(i)
+        local s = 0
+        for k = 1, 2 do
+          if i % 2 == 0 then s = s + (1000 + k) % (i + 1) end
+        end
+        return s
+      end },
+      { "atomics", "atomics", function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then o[i] = i * 2; gpu.atomic_add(o, n, 1) end
+      end, function(i, n) return i == n and n or i * 2 end },
+      { "a private array", "private array", function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local t = gpu.local_array("double", 4)
+          for k = 0, 3 do t[k] = i + k end
+          o[i] = t[i % 4]
+        end
+      end, function(i) return i + i % 4 end },
+      { "barriers", "barriers", function(o, n)
+        local i = gpu.global_id(0)
+        local s = gpu.shared("double", 8)
+        s[gpu.local_id(0)] = i
+        gpu.barrier()
+        if i < n then o[i] = s[7 - gpu.local_id(0)] end
+      end, function(i) return i - i % 8 + 7 - i % 8 end, 8 },
+    }
+    for _, c in ipairs(cases) do
+      it(c[1], function()
+        local n = 40
+        local notes = both(c[3], "fb", function(kv, ks)
+          for _, k in ipairs({ kv, ks }) do
+            local o = ffi.new("double[?]", n + 1)
+            k:launch(c[5] and { global = n, group = c[5] } or n, o, n)
+            for i = 0, n - 1 do assert.equals(c[4](i, n), o[i]) end
+          end
+        end)
+        assert.matches("^not vectorized: .*" .. c[2], notes.fb_vec)
+      end)
+    end
+
+    it("print and bounds checks", function()
+      local function p(o, n)
+        local i = gpu.global_id(0)
+        if i < n then o[i] = i + 0.5 end
+      end
+      local n = 20
+      local notes = notes_of(function()
+        local k = H.kernel("cpu", p, { name = "bc", boundscheck = true, vectorize = true })
+        local o = ffi.new("double[?]", n)
+        k:launch(n, o, n)
+        for i = 0, n - 1 do assert.equals(i + 0.5, o[i]) end
+        assert.has_error(function() k:launch(n + 1, o, n + 1) end)
+      end)
+      assert.matches("^not vectorized", notes.bc)
+    end)
+  end)
+
+  it("GPUJIT_VECTORIZE=0 turns it off; the option wins over it", function()
+    local script = [[
+      local gpu = require("gpujit")
+      gpu.on_compile(function(e)
+        if e.phase == "done" then io.write(e.kernel, ":", e.note or "", "\n") end
+      end)
+      local f = function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then local s = 0; for k = 1, n do s = s + k * i end; o[i] = s end
+      end
+      local o = require("ffi").new("double[64]")
+      gpu.kernel(f, { backend = "cpu", cache = false, name = "a" }):launch(64, o, 64)
+      gpu.kernel(f, { backend = "cpu", cache = false, name = "b", vectorize = true }):launch(64, o, 64)
+    ]]
+    local function run(env)
+      local cmd = ("%s LUA_PATH=%q LUA_CPATH=%q luajit -e %q 2>&1"):format(env,
+        package.path, package.cpath, script)
+      local f = io.popen(cmd)
+      local out = f:read("*a")
+      f:close()
+      return out
+    end
+    local off = run("GPUJIT_VECTORIZE=0")
+    assert.matches("a:not vectorized: turned off", off, 1, true)
+    assert.matches("b:vectorized: %d+ lanes", off)
+    assert.matches("a:vectorized: %d+ lanes", run("GPUJIT_VECTORIZE=1"))
+  end)
+
+  it("the job carries the setting: gpu.job shows it, the job option and plugins change it", function()
+    local f = function(o, n)
+      local i = gpu.global_id(0)
+      if i < n then local s = 0; for k = 1, n do s = s + k * i end; o[i] = s end
+    end
+    local types = { "double[]", "int32_t" }
+    assert.is_true(gpu.job(gpu.kernel(f, { backend = "cpu" }), types).vectorize)
+    assert.is_false(gpu.job(gpu.kernel(f, { backend = "cpu", vectorize = false }), types).vectorize)
+    local notes = notes_of(function()
+      local o = ffi.new("double[20]")
+      H.kernel("cpu", f, { name = "viajob", job = { vectorize = false } }):launch(20, o, 20)
+      for i = 0, 19 do assert.equals(i * 210, o[i]) end
+    end)
+    assert.equals("not vectorized: turned off", notes.viajob)
+    assert.has_error(function()
+      H.kernel("cpu", f, { job = { vectorize = 1 } }):launch(1, ffi.new("double[1]"), 1)
+    end)
+  end)
+
+  it("a bad option is an error", function()
+    assert.has_error(function() gpu.kernel(function() end, { vectorize = 1 }) end,
+      "gpu.kernel: option 'vectorize' must be a boolean, got number")
+  end)
+
+  it("the setting is in the disk cache key", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local f = function(o, n) local i = gpu.global_id(0); if i < n then o[i] = i * 0.5 end end
+    local caches = {}
+    H.with_cache_dir(dir, function()
+      local off = gpu.on_compile(function(e) if e.phase == "done" then caches[#caches + 1] = e.cache end end)
+      local o = ffi.new("double[40]")
+      for _, v in ipairs({ true, false, true, false }) do
+        gpu.kernel(f, { backend = "cpu", vectorize = v }):launch(40, o, 40)
+        for i = 0, 39 do assert.equals(i * 0.5, o[i]) end
+      end
+      off()
+    end)
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.same({ "written", "written", "hit", "hit" }, caches)
+  end)
+end)
