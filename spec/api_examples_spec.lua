@@ -290,7 +290,10 @@ for _, bk in ipairs(H.backends) do
         end, { name = "allargs" })
         k:launch(4, out, 0.5, true, ffi.new("int16_t", -7), vla, fixed, ptr, tbl, dev)
         H.check("double", out, function(i)
-          return -(vla[i] + fixed[i] + host[i] + (i + 1) * 1000 + (5 + i) + 0.5 - 7)
+          -- the int16_t scalar is cdata: the sum becomes int64_t (LuaJIT's cdata
+          -- arithmetic, typing.md "C integers"), the .5 truncated
+          local v = vla[i] + fixed[i] + host[i] + (i + 1) * 1000 + (5 + i) + 0.5 + ffi.new("int16_t", -7)
+          return tonumber(-v)
         end, 4)
         H.check(nil, tbl, { 0, 1, 2, 3 }, 4, { base = 1 })
       end)

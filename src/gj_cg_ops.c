@@ -224,6 +224,113 @@ LLVMValueRef gj_cg_floor(gj_cg *g, LLVMValueRef x, gj_scalar s, int ceil)
   return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, ax, two, ""), step, x, "");
 }
 
+/* An operand of a 64-bit bit.* operation on kind s (int64_t or uint64_t),
+** as lj_cconv_ct_tv converts it: a C integer as C does, a number as a store
+** into an s element. */
+static LLVMValueRef to64(gj_cg *g, LLVMValueRef v, gj_ty t, gj_scalar s)
+{
+  if (t.k == GJ_T_NUM && t.cint) return gj_cg_to_scalar(g, v, t, s);
+  return gj_cg_to_elem(g, v, t, s);
+}
+
+/* lj_carith_powu64: x^k modulo 2^64, an internal function of the module
+** made on first use (square and multiply; the bits do not depend on the
+** order of the products). */
+static LLVMValueRef powu64_fn(gj_cg *g)
+{
+  static const char name[] = "gj.carith.powu64";
+  LLVMValueRef f = LLVMGetNamedFunction(g->M, name), x0, k0, one, zero, y, x, k;
+  LLVMTypeRef i64 = g->lt[LT_I64], ps[2] = { i64, i64 };
+  LLVMBasicBlockRef entry, loop, body, done;
+  LLVMBuilderRef B;
+  LLVMContextRef c = LLVMGetModuleContext(g->M);
+  if (f) return f;
+  f = LLVMAddFunction(g->M, name, LLVMFunctionType(i64, ps, 2, 0));
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  x0 = LLVMGetParam(f, 0);
+  k0 = LLVMGetParam(f, 1);
+  one = LLVMConstInt(i64, 1, 0);
+  zero = LLVMConstNull(i64);
+  entry = LLVMAppendBasicBlockInContext(c, f, "entry");
+  loop = LLVMAppendBasicBlockInContext(c, f, "loop");
+  body = LLVMAppendBasicBlockInContext(c, f, "body");
+  done = LLVMAppendBasicBlockInContext(c, f, "done");
+  B = LLVMCreateBuilderInContext(c);
+  LLVMPositionBuilderAtEnd(B, entry);
+  LLVMBuildBr(B, loop);
+  LLVMPositionBuilderAtEnd(B, loop);
+  y = LLVMBuildPhi(B, i64, "y");
+  x = LLVMBuildPhi(B, i64, "x");
+  k = LLVMBuildPhi(B, i64, "k");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, k, zero, ""), body, done);
+  LLVMPositionBuilderAtEnd(B, body);
+  {
+    LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, k, one, ""), zero, "");
+    LLVMValueRef y2 = LLVMBuildSelect(B, odd, LLVMBuildMul(B, y, x, ""), y, "");
+    LLVMValueRef x2 = LLVMBuildMul(B, x, x, "");
+    LLVMValueRef k2 = LLVMBuildLShr(B, k, one, "");
+    LLVMValueRef yin[2] = { one, y2 }, xin[2] = { x0, x2 }, kin[2] = { k0, k2 };
+    LLVMBasicBlockRef from[2] = { entry, body };
+    LLVMBuildBr(B, loop);
+    LLVMAddIncoming(y, yin, from, 2);
+    LLVMAddIncoming(x, xin, from, 2);
+    LLVMAddIncoming(k, kin, from, 2);
+  }
+  LLVMPositionBuilderAtEnd(B, done);
+  LLVMBuildRet(B, y);
+  LLVMDisposeBuilder(B);
+  return f;
+}
+
+/* / % ^ of C integers a and b of kind s (int64_t or uint64_t), as
+** lj_carith_divi64, divu64, modi64, modu64, powi64, powu64: a zero divisor
+** gives 2^63's bits, INT64_MIN / -1 gives INT64_MIN and INT64_MIN % -1 0;
+** a negative power is 1 for 1, +-1 for -1, INT64_MAX for 0, else 0. */
+static LLVMValueRef carith_divmodpow(gj_cg *g, int op, LLVMValueRef a,
+                                     LLVMValueRef b, gj_scalar s)
+{
+  LLVMBuilderRef B = g->B;
+  LLVMTypeRef t = g->lt[LT_I64];
+  LLVMValueRef zero = LLVMConstNull(t), one = LLVMConstInt(t, 1, 0);
+  LLVMValueRef min = LLVMConstInt(t, 1ull << 63, 0), bz, ovf, bs, r;
+  int sg = s == GJ_I64;
+  if (op == GJ_BC_POW) {
+    LLVMValueRef f = powu64_fn(g), args[2], neg, m1;
+    LLVMTypeRef ps[2] = { t, t };
+    if (!sg) {
+      args[0] = a;
+      args[1] = b;
+      return LLVMBuildCall2(B, LLVMFunctionType(t, ps, 2, 0), f, args, 2, "");
+    }
+    neg = LLVMBuildICmp(B, LLVMIntSLT, b, zero, "");
+    args[0] = a;
+    args[1] = LLVMBuildSelect(B, neg, zero, b, "");
+    r = LLVMBuildCall2(B, LLVMFunctionType(t, ps, 2, 0), f, args, 2, "");
+    m1 = LLVMConstAllOnes(t);
+    {
+      LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, b, one, ""), zero, "");
+      LLVMValueRef v = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, m1, ""),
+                                       LLVMBuildSelect(B, odd, m1, one, ""), zero, "");
+      v = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, one, ""), one, v, "");
+      v = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, zero, ""),
+                          LLVMConstInt(t, 0x7fffffffffffffffull, 0), v, "");
+      return LLVMBuildSelect(B, neg, v, r, "");
+    }
+  }
+  bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+  ovf = sg ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, a, min, ""),
+                          LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(t), ""), "")
+           : LLVMConstInt(g->lt[LT_I1], 0, 0);
+  bs = LLVMBuildSelect(B, LLVMBuildOr(B, bz, ovf, ""), one, b, "");
+  if (op == GJ_BC_DIVVV) {
+    r = sg ? LLVMBuildSDiv(B, a, bs, "") : LLVMBuildUDiv(B, a, bs, "");
+    return LLVMBuildSelect(B, LLVMBuildOr(B, bz, ovf, ""), min, r, "");
+  }
+  r = sg ? LLVMBuildSRem(B, a, bs, "") : LLVMBuildURem(B, a, bs, "");
+  r = LLVMBuildSelect(B, ovf, zero, r, "");
+  return LLVMBuildSelect(B, bz, min, r, "");
+}
+
 /* Lua's floored modulo. */
 static LLVMValueRef modulo(gj_cg *g, LLVMValueRef a, LLVMValueRef b,
                            gj_scalar s)
@@ -269,8 +376,16 @@ LLVMValueRef gj_cg_arith(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
   LLVMBuilderRef B = g->B;
   gj_scalar s = gj_ty_scalar(g->cs, res);
   int fl = gj_scalar_isfloat(s);
-  a = gj_cg_to_scalar(g, a, ta, s);
-  b = gj_cg_to_scalar(g, b, tb, s);
+  gj_scalar s64;
+  if (gj_typer_carith(ta, tb, &s64)) {   /* C integers (gj_typer_carith) */
+    a = to64(g, a, ta, s64);
+    b = to64(g, b, tb, s64);
+    if (op == GJ_BC_DIVVV || op == GJ_BC_MODVV || op == GJ_BC_POW)
+      return carith_divmodpow(g, op, a, b, s64);
+  } else {
+    a = gj_cg_to_scalar(g, a, ta, s);
+    b = gj_cg_to_scalar(g, b, tb, s);
+  }
   switch (op) {
   /* an integer result with a range (below 2^53) cannot wrap: nsw */
   case GJ_BC_ADDVV:
@@ -291,7 +406,7 @@ LLVMValueRef gj_cg_arith(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
 LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res)
 {
   gj_scalar s = gj_ty_scalar(g->cs, res);
-  a = gj_cg_to_scalar(g, a, ta, s);
+  a = res.k == GJ_T_NUM && res.cint ? to64(g, a, ta, s) : gj_cg_to_scalar(g, a, ta, s);
   return gj_scalar_isfloat(s) ? LLVMBuildFNeg(g->B, a, "")
          : res.rng ? LLVMBuildNSWNeg(g->B, a, "") : LLVMBuildNeg(g->B, a, "");
 }
@@ -309,15 +424,16 @@ LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
 {
   LLVMBuilderRef B = g->B;
   gj_ty j = gj_ty_arith(g->cs, ta, tb);
-  gj_scalar s;
+  gj_scalar s, s64;
   int eq = (op == GJ_BC_ISEQV || op == GJ_BC_ISEQN);
+  int c64 = gj_ty_isnumeric(ta) && gj_ty_isnumeric(tb) && gj_typer_carith(ta, tb, &s64);
   /* An lnum against an integer without a range (a weak int variable, an
   ** int64_t) joins as a double for arithmetic; a comparison of the two
   ** integers is exact as it is, and cheaper. */
   if (gj_scalar_isfloat(gj_ty_scalar(g->cs, j)) && int_valued(ta) && int_valued(tb) &&
       ((ta.k == GJ_T_NUM && ta.lnum) || (tb.k == GJ_T_NUM && tb.lnum)))
     j = gj_ty_num(GJ_I64);
-  s = gj_ty_scalar(g->cs, j);
+  s = c64 ? s64 : gj_ty_scalar(g->cs, j);
   int ne = (op == GJ_BC_ISNEV || op == GJ_BC_ISNEN);
   if (ta.k == GJ_T_BOOL || ta.k == GJ_T_ARR) {   /* ISEQ/ISNE only */
     if (ta.k == GJ_T_ARR) {
@@ -326,8 +442,8 @@ LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
     }
     return LLVMBuildICmp(B, eq ? LLVMIntEQ : LLVMIntNE, a, b, "");
   }
-  a = gj_cg_to_scalar(g, a, ta, s);
-  b = gj_cg_to_scalar(g, b, tb, s);
+  a = c64 ? to64(g, a, ta, s) : gj_cg_to_scalar(g, a, ta, s);
+  b = c64 ? to64(g, b, tb, s) : gj_cg_to_scalar(g, b, tb, s);
   if (gj_scalar_isfloat(s)) {
     /* ISGE and ISGT are the negations of < and <= (NaN makes them true). */
     LLVMRealPredicate p = eq ? LLVMRealOEQ : ne ? LLVMRealUNE
@@ -369,15 +485,6 @@ static LLVMValueRef tobit(gj_cg *g, LLVMValueRef v, gj_ty t)
   v = LLVMBuildFAdd(B, v, LLVMConstReal(g->lt[LT_F64], 6755399441055744.0), "");
   v = LLVMBuildBitCast(B, v, g->lt[LT_I64], "");
   return LLVMBuildTrunc(B, v, g->lt[LT_I32], "");
-}
-
-/* An operand of a 64-bit bit.* operation on kind s (int64_t or uint64_t),
-** as lj_cconv_ct_tv converts it: a C integer as C does, a number as a store
-** into an s element. */
-static LLVMValueRef to64(gj_cg *g, LLVMValueRef v, gj_ty t, gj_scalar s)
-{
-  if (t.k == GJ_T_NUM && t.cint) return gj_cg_to_scalar(g, v, t, s);
-  return gj_cg_to_elem(g, v, t, s);
 }
 
 /* An operand of bit.* of width w: LuaJIT's tobit (32), or to64 (64). */

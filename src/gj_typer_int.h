@@ -41,6 +41,17 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs,
 /* FORI: the type the loop counts in. */
 gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step);
 
+/* LuaJIT's cdata arithmetic (lj_carith.c): when a or b is a C integer
+** (gj_ty.cint: an integer scalar argument, an int64_t/uint64_t element,
+** what is computed from them), an arithmetic operation or comparison of
+** the two converts both to uint64_t if a C integer operand is one, else to
+** int64_t (a number as a store into such an element converts it: 1.5 is 1,
+** -3 into uint64_t is 2^63), and computes there, wrapping; / and % are C's
+** (truncating), with a zero divisor giving 2^63's bits, ^ is
+** lj_carith_powi64/powu64.  1 with that kind in *s, or 0 when neither is
+** a C integer. */
+int gj_typer_carith(gj_ty a, gj_ty b, gj_scalar *s);
+
 /* Result type of arithmetic op (GJ_BC_ADDVV .. GJ_BC_POW, as VV). */
 gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b);
 

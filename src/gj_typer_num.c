@@ -96,9 +96,38 @@ static gj_ty int_range(const gj_cs *cs, int op, gj_ty t, gj_ty a, gj_ty b)
   return t;
 }
 
+static int is_cint(gj_ty t)
+{
+  return t.k == GJ_T_NUM && t.cint && gj_scalar_isint((gj_scalar)t.s);
+}
+
+int gj_typer_carith(gj_ty a, gj_ty b, gj_scalar *s)
+{
+  if (!is_cint(a) && !is_cint(b)) return 0;
+  *s = (is_cint(a) && a.s == GJ_U64) || (is_cint(b) && b.s == GJ_U64) ? GJ_U64 : GJ_I64;
+  return 1;
+}
+
+/* A C integer operation (gj_typer_carith): + - * keep a range where both
+** operands have one and the result cannot wrap (then nsw); / % ^ have
+** none. */
+static gj_ty carith(const gj_cs *cs, int op, gj_scalar s, gj_ty a, gj_ty b)
+{
+  gj_ty t = gj_ty_num(s);
+  t.cint = 1;
+  if (op == GJ_BC_ADDVV || op == GJ_BC_SUBVV || op == GJ_BC_MULVV) {
+    t = int_range(cs, op, t, a, b);
+    if (t.rng && s == GJ_U64 && t.lo < 0) t.rng = 0;
+  }
+  return t;
+}
+
 gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b)
 {
-  gj_ty t = gj_ty_arith(cs, a, b);
+  gj_scalar s64;
+  gj_ty t;
+  if (gj_typer_carith(a, b, &s64)) return carith(cs, op, s64, a, b);
+  t = gj_ty_arith(cs, a, b);
   int folded = a.hasc && b.hasc;
   double c = 0;
   t.hasc = 0;
@@ -133,8 +162,20 @@ gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b)
 
 gj_ty gj_typer_unm(const gj_cs *cs, gj_ty b)
 {
-  gj_ty a = gj_ty_arith(cs, b, b);
+  gj_ty a;
   double lo, hi;
+  gj_scalar s64;
+  if (gj_typer_carith(b, b, &s64)) {   /* lj_carith: -(int64_t)x, in its kind */
+    a = gj_ty_num(s64);
+    a.cint = 1;
+    if (a.s == GJ_I64 && gj_ty_bounds(b, &lo, &hi) && lo > -GJ_EXACT && hi < GJ_EXACT) {
+      a.rng = 1;
+      a.lo = -hi;
+      a.hi = -lo;
+    }
+    return a;
+  }
+  a = gj_ty_arith(cs, b, b);
   if (b.hasc) {   /* folded as LuaJIT does: -0 stays a float */
     a = gj_ty_const(-b.u.c);
     if (b.k == GJ_T_WFLT) a.k = GJ_T_WFLT;

@@ -10,8 +10,9 @@
 --   i  an integer-valued Lua number (typed as an integer by gpujit), with a
 --      bound on its magnitude kept below 2^52, so that LuaJIT's doubles and
 --      gpujit's 64-bit integers agree exactly (typing.md: they differ above 2^53);
---   L  an int64_t cdata in LuaJIT (a load from an int64_t[] array): only
---      + - *, bit.* and comparisons with i or L (LuaJIT's cdata % and / differ);
+--   L  an int64_t cdata in LuaJIT (a load from an int64_t[] array): + - * / % ^,
+--      unary -, bit.* and comparisons with i, L or (precision = "double") d,
+--      LuaJIT's cdata arithmetic (typing.md, "C integers");
 --   d  a double (with precision = "double"): any operation, compared bitwise;
 --   f  a float computed in float by gpujit and in double by LuaJIT: only ever
 --      stored into the float array `of`, never branched on or converted,
@@ -295,10 +296,16 @@ function Gen:gen_L(depth)
     return node("bit." .. R.pick({ "band", "bor", "bxor" }) .. "(%1, %2)", "L", nil,
       { l, R.chance(0.5) and o or self:gen_i(1, BMAX) })
   end
-  local op = R.pick({ "+", "-", "*" })
+  local op = R.pick({ "+", "-", "*", "+", "-", "*", "/", "%", "^" })
   -- the negation of an int64_t, not of an integer that may be 0 (a -0 double
   -- for gpujit, int64_t arithmetic for LuaJIT)
   if R.chance(0.15) then return node("(-%1)", "L", nil, { a.k == "L" and a or b }) end
+  -- a double operand: converted to int64_t as LuaJIT's cdata arithmetic
+  -- converts it (1.5 -> 1, NaN and beyond 2^63 -> -2^63), either side
+  if not self.single and R.chance(0.25) then
+    local dd = R.chance(0.5) and self:const_float() or self:gen_d(1)
+    if a.k == "L" then b = dd else a = dd end
+  end
   return node("(%1 " .. op .. " %2)", "L", nil, { a, b })
 end
 
