@@ -193,6 +193,7 @@ LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
   LLVMTypeRef et = gj_cg_scalar_type(g, (gj_scalar)ta.s);
   LLVMValueRef p = LLVMBuildExtractValue(g->B, arr, 0, "");
   if ((gj_scalar)ta.s == GJ_BOOL) et = g->lt[LT_I8];
+  if (ta.sid) et = gj_cg_struct_type(g, gj_ty_struct(g->cs, ta));
   idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
   return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
 }
@@ -217,6 +218,28 @@ static void tag_loc(gj_cg *g, int i, gj_ty ta, LLVMValueRef v)
                   LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 3)));
 }
 
+/* A zeroed global the size of struct st (the largest asked for so far is
+** the one kept), for accesses whose bounds check failed. */
+static LLVMValueRef struct_scratch(gj_cg *g, const gj_struct *st)
+{
+  LLVMValueRef v = LLVMGetNamedGlobal(g->M, "gj.struct.scratch");
+  LLVMTypeRef t = LLVMArrayType(g->lt[LT_I8], st->size);
+  if (v && LLVMGetArrayLength(LLVMGlobalGetValueType(v)) >= st->size) return v;
+  if (v) LLVMSetValueName2(v, "gj.struct.scratch.old", 21);
+  {
+    LLVMValueRef nv = LLVMAddGlobalInAddressSpace(g->M, t, "gj.struct.scratch",
+                                                  g->job->as_global);
+    LLVMSetInitializer(nv, LLVMConstNull(t));
+    LLVMSetLinkage(nv, LLVMInternalLinkage);
+    LLVMSetAlignment(nv, 16);
+    if (v) {
+      LLVMReplaceAllUsesWith(v, nv);
+      LLVMDeleteGlobal(v);
+    }
+    return nv;
+  }
+}
+
 /* a[idx] (instruction i) into *out. */
 static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
                       LLVMValueRef idx, gj_ty ti, LLVMValueRef *out)
@@ -225,6 +248,16 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p, v;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.sid) {   /* a reference to the element */
+    v = gj_cg_check_end(g, &gd, p);
+    /* where a bounds check failed (it reports the fault), an element of
+    ** zeros, so that the accesses through the reference stay in memory */
+    if (gd.cont)
+      v = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, v, ""),
+                          struct_scratch(g, gj_ty_struct(g->cs, ta)), v, "");
+    *out = gj_cg_sref(g, v, ta.space);
+    return 0;
+  }
   if ((gj_scalar)ta.s == GJ_BOOL) {
     v = LLVMBuildLoad2(g->B, g->lt[LT_I8], p, "");
     tag_loc(g, i, ta, v);
@@ -244,6 +277,11 @@ static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.sid) {   /* p[j] = p[i]: a copy of the struct */
+    gj_cg_struct_copy(g, p, v, gj_ty_struct(g->cs, ta));
+    gj_cg_check_end(g, &gd, NULL);
+    return 0;
+  }
   v = gj_cg_to_elem(g, v, tv, (gj_scalar)ta.s);
   if ((gj_scalar)ta.s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
   tag_loc(g, i, ta, LLVMBuildStore(g->B, v, p));
@@ -522,8 +560,20 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     gj_cg_store(g, in->a, POST(in->a), va);
     return 0;
   }
+  case GJ_BC_TGETS: case GJ_BC_TSETS: {
+    gj_ty tb = PRE(in->b);
+    const gj_field *f;
+    if (tb.k != GJ_T_SREF) return 0;   /* a field of a known table */
+    f = gj_struct_field(cs->structs, tb.sid - 1, p->kstr[in->c]);
+    vb = gj_cg_load(g, in->b, tb);
+    if (in->op == GJ_BC_TSETS)
+      gj_cg_field_set(g, vb, tb, f, gj_cg_load(g, in->a, PRE(in->a)), PRE(in->a));
+    else
+      gj_cg_store(g, in->a, POST(in->a), gj_cg_field_get(g, vb, tb, f));
+    return 0;
+  }
   case GJ_BC_KSHORT: case GJ_BC_KNUM: case GJ_BC_KPRI: case GJ_BC_KNIL:
-  case GJ_BC_KSTR: case GJ_BC_UGET: case GJ_BC_GGET: case GJ_BC_TGETS:
+  case GJ_BC_KSTR: case GJ_BC_UGET: case GJ_BC_GGET:
   case GJ_BC_UCLO: case GJ_BC_LOOP:
     return 0;   /* constants and known values: nothing at run time */
   case GJ_BC_TGETB: case GJ_BC_TGETV: case GJ_BC_TGETR: {
@@ -745,6 +795,11 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   g.lt[LT_ARR_LOCAL] = LLVMStructTypeInContext(C, arr, 2, 0);
   LLVMSetTarget(g.M, job->triple);
   if (job->datalayout[0]) LLVMSetDataLayout(g.M, job->datalayout);
+  if (gj_cg_struct_check(&g)) {
+    LLVMDisposeBuilder(g.B);
+    LLVMDisposeModule(g.M);
+    return -1;
+  }
   *body = declare_fn(&g, kernel, "gj_body");
   rc = emit_fn(&g, kernel);
   LLVMDisposeBuilder(g.B);
@@ -765,6 +820,7 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
     gj_param *pp = &sig->params[j];
     pp->is_array = t.k == GJ_T_ARR;
     pp->elem = (uint8_t)(t.k == GJ_T_ARR ? t.s : gj_ty_scalar(cs, t));
+    if (gj_ty_struct(cs, t)) pp->esize = (uint16_t)gj_ty_struct(cs, t)->size;
     if (t.k == GJ_T_NUM && t.lnum) {   /* the class the launch tests */
       pp->lnum = (uint8_t)gj_lnum_of(t.lo, t.hi);
       sig->lnum = 1;

@@ -131,6 +131,23 @@ void gj_cg_barrier(gj_cg *g);
 /* print(...) (gj_cg_print.c): append a record to the launch's print area. */
 int gj_cg_print(gj_cg *g, int i, int nargs, LLVMValueRef *args, const gj_ty *at);
 
+/* Structs (gj_cg_struct.c).  check: the device's data layout holds the
+** layouts of cs->structs (an error naming struct and field otherwise).
+** sref: the reference value for the struct at ptr.  field_get: the value of
+** field f of the struct tref (a SREF) refers to: a scalar, or a reference
+** or an array value into it; field_set: store v (type tv) into scalar field
+** f.  copy: the struct st at src_ref into dst (memmove: the two may be the
+** same element). */
+int gj_cg_struct_check(gj_cg *g);
+LLVMValueRef gj_cg_sref(gj_cg *g, LLVMValueRef ptr, int space);
+LLVMTypeRef gj_cg_struct_type(gj_cg *g, const gj_struct *st);
+LLVMValueRef gj_cg_field_get(gj_cg *g, LLVMValueRef ref, gj_ty tref,
+                             const gj_field *f);
+void gj_cg_field_set(gj_cg *g, LLVMValueRef ref, gj_ty tref, const gj_field *f,
+                     LLVMValueRef v, gj_ty tv);
+void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
+                       const gj_struct *st);
+
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);

@@ -50,6 +50,8 @@ void gj_cs_free(gj_cs *cs)
   if (cs->src) cs->src->ops->close(cs->src);   /* and the kvs' handles */
   free(cs->kv);
   free(cs->fns);
+  if (cs->structs) gj_structs_free(cs->structs);
+  free(cs->structs);
   memset(cs, 0, sizeof(*cs));
 }
 
@@ -222,7 +224,7 @@ static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st, int back)
     }
     if (!gj_ty_eq(j, e[i]) || j.hasc != e[i].hasc ||
         (j.hasc && j.u.c != e[i].u.c) ||
-        (j.k == GJ_T_ARR && j.u.origin != e[i].u.origin)) {
+        ((j.k == GJ_T_ARR || j.k == GJ_T_SREF) && j.u.origin != e[i].u.origin)) {
       e[i] = j;
       changed = 1;
     }
@@ -317,7 +319,8 @@ static gj_fn *fn_new(gj_cs *cs, int kv, gj_proto *p, int nparams,
   for (i = 0; i < nparams; i++) {
     fn->params[i] = params[i];
     fn->params[i].hasc = 0;
-    if (params[i].k == GJ_T_ARR) fn->params[i].u.origin = 1ull << i;
+    if (params[i].k == GJ_T_ARR || params[i].k == GJ_T_SREF)
+      fn->params[i].u.origin = 1ull << i;
   }
   cs->fns[cs->nfns++] = fn;
   return fn;

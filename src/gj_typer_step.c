@@ -351,7 +351,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     for (j = 0; j < nout; j++) res[j] = callee->ret[j];
     fn->uses_barrier |= callee->uses_barrier;
     for (j = 0; j < nargs && j < callee->nparams; j++)
-      if (args[j].k == GJ_T_ARR) {
+      if (args[j].k == GJ_T_ARR || args[j].k == GJ_T_SREF) {
         if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
         if (callee->rmask & (1ull << j)) fn->rmask |= args[j].u.origin;
         if (callee->lmask & (1ull << j)) fn->lmask |= args[j].u.origin;
@@ -402,6 +402,43 @@ static int index_check(gj_cs *cs, gj_fn *fn, int i, gj_ty arr, gj_ty idx)
     return gj_typer_error(cs, fn, i, "attempt to index %s", b);
   }
   return gj_typer_num_operand(cs, fn, i, idx, "indexing an array");
+}
+
+/* --- Struct fields ------------------------------------------------------ */
+
+/* The field name of struct reference ref (instruction i), or an error
+** naming the struct and the field. */
+static int struct_field(gj_cs *cs, gj_fn *fn, int i, gj_ty ref,
+                        const char *name, const gj_field **out)
+{
+  const gj_struct *st = gj_ty_struct(cs, ref);
+  *out = name ? gj_struct_field(cs->structs, ref.sid - 1, name) : NULL;
+  if (*out) return 0;
+  return gj_typer_error(cs, fn, i, "no field '%s' in struct %s",
+                        name ? name : "?", st->name);
+}
+
+/* ref.name = v (TSETS on a struct reference). */
+static int store_field(gj_cs *cs, gj_fn *fn, int i, gj_ty ref,
+                       const char *name, gj_ty v)
+{
+  const gj_field *f;
+  if (struct_field(cs, fn, i, ref, name, &f)) return -1;
+  if (f->count || f->scalar >= GJ_SCALAR__MAX)
+    return gj_typer_error(cs, fn, i, "cannot assign to field '%s' of struct "
+                                     "%s: it is %s; assign its fields or "
+                                     "elements",
+                          name, gj_ty_struct(cs, ref)->name,
+                          f->count ? "a fixed array" : "a struct");
+  if (!gj_ty_isnumeric(v) && v.k != GJ_T_BOOL) {
+    char b[200];
+    gj_ty_str(cs, v, b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "cannot store %s into field '%s' of "
+                                     "struct %s", b, name,
+                          gj_ty_struct(cs, ref)->name);
+  }
+  fn->wmask |= ref.u.origin;
+  return 0;
 }
 
 /* --- One instruction --------------------------------------------------- */
@@ -564,6 +601,13 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (rd(cs, fn, i, st, in->b, &b)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && p->kstr[in->c])
       return resolve_field(cs, fn, i, b.aux, p->kstr[in->c], 0, &S(in->a));
+    if (b.k == GJ_T_SREF) {
+      const gj_field *f;
+      if (struct_field(cs, fn, i, b, p->kstr[in->c], &f)) return -1;
+      fn->rmask |= b.u.origin;
+      S(in->a) = gj_ty_field(b, f);
+      return 0;
+    }
     {
       char s[200];
       gj_ty_str(cs, b, s, sizeof(s));
@@ -596,15 +640,28 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
                                        "supported in kernels",
                             cs->kv[b.aux].name);
     if (index_check(cs, fn, i, b, c)) return -1;
-    if (!gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
-      char s[200];
+    if (b.sid ? !(a.k == GJ_T_SREF && a.sid == b.sid)
+              : !gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
+      char s[200], t[200];
       gj_ty_str(cs, a, s, sizeof(s));
-      return gj_typer_error(cs, fn, i, "cannot store %s into an array element",
-                            s);
+      gj_ty_str(cs, b, t, sizeof(t));
+      if (!b.sid)
+        return gj_typer_error(cs, fn, i, "cannot store %s into an array "
+                                         "element", s);
+      return gj_typer_error(cs, fn, i, "cannot store %s into an element of %s",
+                            s, t);
     }
+    if (a.k == GJ_T_SREF) fn->rmask |= a.u.origin;   /* a copy reads it */
     fn->wmask |= b.u.origin;
     return 0;
-  case GJ_BC_TSETS: case GJ_BC_TSETM:
+  case GJ_BC_TSETS:
+    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (b.k == GJ_T_SREF) {
+      if (rd(cs, fn, i, st, in->a, &a)) return -1;
+      return store_field(cs, fn, i, b, p->kstr[in->c], a);
+    }
+    /* fall through */
+  case GJ_BC_TSETM:
     return gj_typer_error(cs, fn, i, "assigning to table fields is not "
                                      "supported in kernels");
   case GJ_BC_CALL: case GJ_BC_CALLM: case GJ_BC_CALLT: case GJ_BC_CALLMT:

@@ -90,8 +90,10 @@ int gj_ty_eq(gj_ty a, gj_ty b)
     return a.s == b.s && a.lnum == b.lnum && a.cint == b.cint && a.rng == b.rng &&
            (!a.rng || (a.lo == b.lo && a.hi == b.hi));
   case GJ_T_ARR:
-    return a.s == b.s && a.space == b.space &&
+    return a.s == b.s && a.sid == b.sid && a.space == b.space &&
            (a.space != GJ_SPACE_GLOBAL || a.aux == b.aux);
+  case GJ_T_SREF:
+    return a.sid == b.sid && a.space == b.space;
   case GJ_T_KV: return a.aux == b.aux;
   case GJ_T_STR: return a.s == b.s && same_text(a, b);
   default: return 1;
@@ -100,9 +102,38 @@ int gj_ty_eq(gj_ty a, gj_ty b)
 
 gj_ty gj_ty_elem(gj_ty arr)
 {
-  gj_ty t = gj_ty_num((gj_scalar)arr.s);
+  gj_ty t;
+  if (arr.sid) {
+    memset(&t, 0, sizeof(t));
+    t.k = GJ_T_SREF;
+    t.sid = arr.sid;
+    t.space = arr.space;
+    t.u.origin = arr.u.origin;
+    return t;
+  }
+  t = gj_ty_num((gj_scalar)arr.s);
   t.cint = arr.s == GJ_I64 || arr.s == GJ_U64;   /* cdata in LuaJIT */
   return t;
+}
+
+const gj_struct *gj_ty_struct(const gj_cs *cs, gj_ty t)
+{
+  if ((t.k != GJ_T_ARR && t.k != GJ_T_SREF) || !t.sid || !cs || !cs->structs)
+    return NULL;
+  return &cs->structs->s[t.sid - 1];
+}
+
+gj_ty gj_ty_field(gj_ty ref, const gj_field *f)
+{
+  gj_ty t;
+  memset(&t, 0, sizeof(t));
+  t.k = GJ_T_ARR;
+  t.space = ref.space;
+  t.u.origin = ref.u.origin;
+  if (f->scalar < GJ_SCALAR__MAX) t.s = f->scalar;
+  else t.sid = (uint8_t)(f->sid + 1);
+  if (f->count) return t;       /* a fixed array: no tag, its length known */
+  return gj_ty_elem(t);         /* one value: as an element of such arrays */
 }
 
 static int width(gj_scalar s) { return gj_scalar_size(s); }
@@ -251,8 +282,12 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
   case GJ_T_BOOL:
     if (!(a.hasc && b.hasc && a.u.c == b.u.c)) a.hasc = 0;
     return a;
+  case GJ_T_SREF:
+    if (a.sid != b.sid || a.space != b.space) return conflict(a, b);
+    a.u.origin |= b.u.origin;
+    return a;
   case GJ_T_ARR:
-    if (a.s != b.s || a.space != b.space) return conflict(a, b);
+    if (a.s != b.s || a.sid != b.sid || a.space != b.space) return conflict(a, b);
     a.u.origin |= b.u.origin;
     if (a.space == GJ_SPACE_GLOBAL && a.aux != b.aux) {
       /* several arguments: the first index stays known if they agree */
@@ -301,6 +336,7 @@ static const char *kind_name(const gj_cs *cs, int k, int s, char *buf,
     return buf;
   case GJ_T_KV: return "a table or function";
   case GJ_T_STR: return "a string";
+  case GJ_T_SREF: return "a struct";
   default: (void)cs; return "a value of mixed types";
   }
 }
@@ -323,6 +359,12 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
   }
   if (t.k == GJ_T_NUM && t.lnum) {
     snprintf(buf, n, "a number (lua_int)");
+    return;
+  }
+  if (gj_ty_struct(cs, t)) {
+    const char *nm = gj_ty_struct(cs, t)->name;
+    if (t.k == GJ_T_ARR) snprintf(buf, n, "an array (%s[])", nm);
+    else snprintf(buf, n, "a struct %s", nm);
     return;
   }
   snprintf(buf, n, "%s", kind_name(cs, t.k, t.s, b1, sizeof(b1)));
