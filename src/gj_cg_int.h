@@ -136,8 +136,10 @@ int gj_cg_print(gj_cg *g, int i, int nargs, LLVMValueRef *args, const gj_ty *at)
 ** sref: the reference value for the struct at ptr.  field_get: the value of
 ** field f of the struct tref (a SREF) refers to: a scalar, or a reference
 ** or an array value into it; field_set: store v (type tv) into scalar field
-** f.  copy: the struct st at src_ref into dst (memmove: the two may be the
-** same element). */
+** f.  copy: the struct st at src_ref into dst (llvm.memcpy: two elements
+** of struct arrays are the same element or do not overlap, which memcpy
+** allows; memmove would need a temporary the SPIR-V translator puts
+** outside the entry block). */
 int gj_cg_struct_check(gj_cg *g);
 LLVMValueRef gj_cg_sref(gj_cg *g, LLVMValueRef ptr, int space);
 LLVMTypeRef gj_cg_struct_type(gj_cg *g, const gj_struct *st);

@@ -107,6 +107,6 @@ void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
                        const gj_struct *st)
 {
   LLVMValueRef src = LLVMBuildExtractValue(g->B, src_ref, 0, "");
-  LLVMBuildMemMove(g->B, dst, st->align, src, st->align,
+  LLVMBuildMemCpy(g->B, dst, st->align, src, st->align,
                    LLVMConstInt(g->lt[LT_I64], st->size, 0));
 }

@@ -1,0 +1,341 @@
+-- Arrays of FFI structs in kernels (issue 20; docs/typing.md, "Structs"):
+-- every construct run on each backend and by plain LuaJIT (the same Lua
+-- function called on the host, work item after work item), the arrays
+-- compared byte for byte (so -0, NaN bits and padding count); errors name
+-- the struct, the field, the file and the line.
+
+local H = require("spec.helpers")
+local ffi = require("ffi")
+local gpu = H.gpu
+
+ffi.cdef [[
+typedef struct { float x, y, vx, vy; } st_particle;
+typedef struct { double x, y, z; } st_vec3;
+typedef struct {
+  char c;          /* then 7 bytes of padding before d */
+  double d;
+  st_vec3 pos;
+  float f[3];      /* then 4 bytes of padding before q */
+  int64_t q;
+  uint8_t u;
+  bool b;
+  int32_t i;
+  st_vec3 pts[2];
+} st_mixed;
+typedef struct { uint8_t tag; int32_t n; uint64_t big; } st_ints;
+typedef union { float f; int32_t i; } st_union;
+typedef struct { float *p; } st_withptr;
+typedef struct { int a : 3; int b : 5; } st_bits;
+typedef struct __attribute__((packed)) { char c; double d; } st_packed;
+]]
+
+-- A kernel running body(i, ...) for i in [0, n), and the same on the host.
+local function each(body, nargs)
+  if nargs == 1 then
+    return function(n, a)
+      local i = gpu.global_id(0)
+      if i < n then body(i, a) end
+    end
+  end
+  return function(n, a, b)
+    local i = gpu.global_id(0)
+    if i < n then body(i, a, b) end
+  end
+end
+
+local function host_run(body, n, a, b)
+  for i = 0, n - 1 do body(i, a, b) end
+end
+
+local function new_like(ct, n, fill)
+  local a = ffi.new(ct .. "[?]", n)
+  for i = 0, n - 1 do fill(a[i], i) end
+  return a
+end
+
+-- Run body on backend bk and on the host from the same inputs; every
+-- argument array compared byte for byte.  opts.esize[j]: the element size
+-- of argument j, an FFI VLA (copied as one of the same length).
+local function check(bk, body, n, args, opts)
+  local mine, ref = {}, {}
+  -- plain copies: FFI VLAs of the same type and size
+  for j, a in ipairs(args) do
+    if type(a) == "cdata" then
+      local ct = ffi.typeof(a)
+      local sz = ffi.sizeof(a)
+      local esz = opts and opts.esize and opts.esize[j] or nil
+      local cnt = esz and sz / esz or nil
+      mine[j] = cnt and ffi.new(ct, cnt) or ffi.new(ct)
+      ref[j] = cnt and ffi.new(ct, cnt) or ffi.new(ct)
+      ffi.copy(mine[j], a, sz)
+      ffi.copy(ref[j], a, sz)
+    else
+      mine[j], ref[j] = a, a
+    end
+  end
+  local k = H.kernel(bk, each(body, #args), { name = opts and opts.name or "structs" })
+  k:launch(n, n, unpack(mine, 1, #args))
+  host_run(body, n, unpack(ref, 1, #args))
+  for j, a in ipairs(args) do
+    if type(a) == "cdata" then
+      local sz = ffi.sizeof(a)
+      local got, want = ffi.string(mine[j], sz), ffi.string(ref[j], sz)
+      if got ~= want then
+        local at = 0
+        while got:byte(at + 1) == want:byte(at + 1) do at = at + 1 end
+        error(("argument %d differs from plain LuaJIT's at byte %d (of %d) on %s"):format(
+          j, at, sz, bk), 2)
+      end
+    end
+  end
+  return mine, ref, k
+end
+
+local N = 37
+
+local function particles(n)
+  return new_like("st_particle", n, function(p, i)
+    p.x, p.y, p.vx, p.vy = i * 0.5, -i, (i % 5) - 2.25, i / 7
+  end)
+end
+
+local function mixed(n)
+  return new_like("st_mixed", n, function(e, i)
+    e.c = i % 100 - 50
+    e.d = i == 3 and -0.0 or i * 1.25 - 7
+    e.pos.x, e.pos.y, e.pos.z = i, -i * 0.5, 1 / (i + 1)
+    e.f[0], e.f[1], e.f[2] = i, i + 0.5, -i
+    e.q = i * 1000000007
+    e.u = (i * 37) % 256
+    e.b = i % 3 == 0
+    e.i = -i * 3
+    e.pts[0].x, e.pts[1].y = i * 2, i * 3
+  end)
+end
+
+describe("structs: the layout is LuaJIT's", function()
+  it("reads sizes, offsets and alignment through ffi.typeinfo and names the type by its C name", function()
+    local e = assert(gpu.types.struct("st_mixed"))
+    assert.are.equal("st_mixed", e.name)
+    assert.are.equal(ffi.sizeof("st_mixed"), e.size)
+    assert.are.equal(ffi.alignof("st_mixed"), e.align)
+    local seen = {}
+    for _, f in ipairs(e.fields) do
+      assert.are.equal(ffi.offsetof("st_mixed", f.name), f.offset, f.name)
+      seen[f.name] = f
+    end
+    assert.are.equal(8, seen.d.offset)           -- a char, then padding to the double
+    assert.are.equal("int8_t", seen.c.type)
+    assert.are.equal(3, seen.f.count)
+    assert.are.equal("st_vec3", seen.pos.type.name)
+    assert.are.equal(2, seen.pts.count)
+    assert.are.equal("st_mixed[]", gpu.types.normalize("st_mixed[?]"))
+    assert.are.equal("st_mixed[]", gpu.types.normalize("st_mixed *"))
+    assert.are.equal("st_mixed[]", gpu.types.of_value(ffi.new("st_mixed[2]")))
+    -- the core reads the layout text, field names and offsets included
+    assert.is_truthy(gpu.types.core_name("st_mixed[]"):find("d:8:double", 1, true))
+  end)
+end)
+
+for _, bk in ipairs(H.backends) do
+  describe("structs [" .. bk .. "]", function()
+    it("p[i].x reads and writes; local q = p[i] is a reference (float fields)", function()
+      check(bk, function(i, p, dt)
+        local q = p[i]
+        q.x = q.x + q.vx * dt
+        p[i].y = p[i].y + p[i].vy * dt
+        q.vx = -q.vx
+      end, N, { particles(N), 0.1 }, { esize = { ffi.sizeof("st_particle") } })
+    end)
+
+    it("every field type: char then double (padding), int32, int64, uint8, bool, float, double", function()
+      check(bk, function(i, m, out)
+        local e = m[i]
+        e.c = e.c - 3                    -- int8 wraps in the store as LuaJIT's does
+        e.d = e.d * 2 + e.c
+        e.q = e.q * 3 + e.i              -- int64: cdata arithmetic
+        e.u = e.u + 200                  -- uint8: modulo 256 in the store
+        e.b = not e.b
+        e.i = e.i - e.u
+        e.f[1] = e.f[1] / 3              -- float: rounded in the store
+        out[i] = e.d + e.u + e.i + (e.b and 1 or 0) + e.f[1]
+      end, N, { mixed(N), ffi.new("double[?]", N) },
+        { esize = { ffi.sizeof("st_mixed"), 8 } })
+    end)
+
+    it("nested structs and fixed arrays in structs: p[i].pos.x, p[i].f[k], p[i].pts[1].y", function()
+      check(bk, function(i, m)
+        local e = m[i]
+        e.pos.x = e.pos.x + e.pos.y * e.pos.z
+        local pos = e.pos                -- a reference into the element
+        pos.z = -pos.z
+        for k = 0, 2 do e.f[k] = e.f[k] * k + i end
+        e.pts[1].y = e.pts[0].x + m[i].pts[1].y
+        local pt = e.pts[0]
+        pt.z = pt.x - 0.5
+      end, N, { mixed(N) }, { esize = { ffi.sizeof("st_mixed") } })
+    end)
+
+    it("integer-only structs: uint8, int32, uint64 fields", function()
+      local a = new_like("st_ints", N, function(e, i)
+        e.tag, e.n, e.big = i * 7, i * -1000003, 0xfffffffffffffff0ULL + i
+      end)
+      check(bk, function(i, s)
+        local e = s[i]
+        e.tag = e.tag * 9 + 1
+        e.n = e.n * 3 + 1
+        e.big = e.big + e.tag
+      end, N, { a }, { esize = { ffi.sizeof("st_ints") } })
+    end)
+
+    it("p[j] = p[i] copies the element; references go to and come back from device functions", function()
+      local function bump(q, d) q.vx = q.vx + d; return q end
+      local function pick(p, i) return p[i] end
+      check(bk, function(i, p, out)
+        out[i] = p[N - 1 - i]            -- a copy of the whole struct
+        local q = bump(pick(out, i), 1)
+        q.vy = q.vy * 2
+        out[i].x = (p[i] == p[i]) and 1 or 0    -- the same reference
+        out[i].y = (p[i] == out[i]) and 1 or 0
+      end, N, { particles(N), ffi.new("st_particle[?]", N) },
+        { esize = { ffi.sizeof("st_particle"), ffi.sizeof("st_particle") } })
+    end)
+
+    it("fixed-size FFI arrays of structs, and eager signatures name the struct", function()
+      local a = ffi.new("st_particle[8]")
+      for i = 0, 7 do a[i].x = i end
+      local k = H.kernel(bk, function(p) local i = gpu.global_id(0); p[i].y = p[i].x * 3 end, nil,
+        { "st_particle[]" })
+      k:launch(8, a)
+      for i = 0, 7 do assert.are.equal(3 * i, a[i].y) end
+      assert.are.same({ { "st_particle[]" } }, k:signatures())
+      local k2 = H.kernel(bk, function(p, n) if gpu.global_id(0) < n then p[0].x = n end end)
+      k2:launch(1, a, 5)
+      assert.are.equal("st_particle[]", k2:signatures()[1][1])
+      assert.are.equal(5, a[0].x)
+    end)
+
+    if bk == "cpu" or bk == "sim" then
+      it("an FFI pointer to structs (where the device shares host memory)", function()
+        local a = particles(N)
+        local ptr = ffi.cast("st_particle *", a)
+        local k = H.kernel(bk, function(p, n)
+          local i = gpu.global_id(0)
+          if i < n then p[i].x = p[i].x + 1 end
+        end)
+        k:launch(N, ptr, N)
+        for i = 0, N - 1 do assert.are.equal(i * 0.5 + 1, a[i].x) end
+      end)
+    end
+  end)
+end
+
+describe("structs: errors", function()
+  local file = H.this_file()
+  local bk = H.compilers[1] or "cpu"
+  local function compile_err(fn, sig)
+    return H.error_of(function() H.kernel(bk, fn, { name = "bad" }):precompile(sig) end)
+  end
+
+  it("a missing field names the struct and the field with file:line", function()
+    local msg = compile_err(function(p)
+      p[0].z = 1 --@nofield
+    end, { "st_particle[]" })
+    H.check_compile_error(msg, file, H.line_of("--@nofield"), "bad", { "no field 'z' in struct st_particle" })
+    msg = compile_err(function(p, o)
+      o[0] = p[0].pos.w --@nofield2
+    end, { "st_mixed[]", "double[]" })
+    H.check_compile_error(msg, file, H.line_of("--@nofield2"), "bad", { "no field 'w' in struct st_vec3" })
+  end)
+
+  it("assigning a whole struct or array field, or a number to an element, is an error", function()
+    local msg = compile_err(function(p)
+      p[0].pos = 1 --@wholefield
+    end, { "st_mixed[]" })
+    H.check_compile_error(msg, file, H.line_of("--@wholefield"), "bad",
+      { "cannot assign to field 'pos' of struct st_mixed: it is a struct" })
+    msg = compile_err(function(p)
+      p[0] = 1 --@numelem
+    end, { "st_particle[]" })
+    H.check_compile_error(msg, file, H.line_of("--@numelem"), "bad",
+      { "cannot store a number (integer literal) into an element of an array (st_particle[])" })
+    msg = compile_err(function(p, m)
+      p[0] = m[0] --@otherstruct
+    end, { "st_particle[]", "st_mixed[]" })
+    H.check_compile_error(msg, file, H.line_of("--@otherstruct"), "bad",
+      { "cannot store a struct st_mixed into an element of an array (st_particle[])" })
+    msg = compile_err(function(p, o)
+      o[0] = p[0] + 1 --@arith
+    end, { "st_particle[]", "double[]" })
+    H.check_compile_error(msg, file, H.line_of("--@arith"), "bad", { "arithmetic on a struct st_particle" })
+  end)
+
+  it("unions, pointer and bit fields, struct values and packed layouts are refused clearly", function()
+    local k = H.kernel(bk, function(p) end, { name = "k" })
+    local function arg_err(v) return H.error_of(k.launch, k, 1, v) end
+    assert.matches("unions are not supported in kernels", arg_err(ffi.new("st_union[2]")), 1, true)
+    assert.matches("field 'p' of st_withptr has a type kernels do not support",
+      arg_err(ffi.new("st_withptr[2]")), 1, true)
+    assert.matches("is a bit field", arg_err(ffi.new("st_bits[2]")), 1, true)
+    assert.matches("a struct value is not a kernel argument", arg_err(ffi.new("st_particle")), 1, true)
+    local msg = H.error_of(function()
+      H.kernel(bk, function(p, o) o[0] = p[0].d end, { name = "pk" }):precompile({ "st_packed[]", "double[]" })
+    end)
+    assert.matches("struct st_packed: field 'd' (double) at byte offset 1 is 1-byte aligned", msg, 1, true)
+  end)
+end)
+
+describe("structs: the disk cache", function()
+  local bk = H.compilers[1] or "cpu"
+  it("two structs of one name but other layouts or field names, in two processes, share no entry", function()
+    local dir = H.tmpdir()
+    local function run(decl)
+      local ok, out = H.run_isolated(bk, [[
+        ffi.cdef("typedef struct { ]] .. decl .. [[ } same_name;")
+        local k = gpu.kernel(function(p) p[0].x = 7 end)
+        local a = ffi.new("same_name[1]")
+        k:launch(1, a)
+        io.write("x=", a[0].x, " bytes0=", ffi.cast("float *", a)[0], "\n")
+      ]], { GPUJIT_CACHE_DIR = dir })
+      assert.is_true(ok, out)
+      return out
+    end
+    assert.matches("x=7 bytes0=7", run("float x, y;"), 1, true)
+    assert.matches("x=7 bytes0=0", run("float y, x;"), 1, true)   -- x at offset 4 here
+    assert.matches("x=7 bytes0=7", run("float x, z;"), 1, true)   -- same code, other field names
+    -- one entry each: the layout text (offsets and field names) is in the key
+    assert.are.equal(3, #H.ls(dir .. "/*.gjc"))
+    assert.matches("x=7 bytes0=0", run("float y, x;"), 1, true)    -- a hit, still right
+    assert.are.equal(3, #H.ls(dir .. "/*.gjc"))
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+end)
+
+describe("structs: PTX", function()
+  it("assembles with ptxas (field loads, stores and copies)", function()
+    local ptxas
+    for _, p in ipairs({ "/usr/local/cuda/bin/ptxas", (os.getenv("CUDA_HOME") or "") .. "/bin/ptxas" }) do
+      local f = io.open(p)
+      if f then f:close(); ptxas = ptxas or p end
+    end
+    if not ptxas then return pending("ptxas not found") end
+    local k = gpu.kernel(function(m, out)
+      local i = gpu.global_id(0)
+      local e = m[i]
+      e.q = e.q + e.i
+      e.pos.x = e.f[1] + e.d + e.u + (e.b and 1 or 0)
+      out[i] = m[0]
+    end, { name = "ptxstructs", cache = false })
+    local s = k:inspect_asm({ "st_mixed[]", "st_mixed[]" }, "cuda")
+    assert.is_truthy(s:find("ld.global.f64", 1, true), s)
+    local path = os.tmpname()
+    local fh = assert(io.open(path, "w"))
+    fh:write(s)
+    fh:close()
+    local p = assert(io.popen("'" .. ptxas .. "' -arch=sm_80 '" .. path .. "' -o /dev/null 2>&1; echo rc=$?"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(path)
+    assert.is_truthy(out:find("rc=0", 1, true), out)
+  end)
+end)
