@@ -215,6 +215,55 @@ for _, bk in ipairs(H.backends) do
       assert.are.equal(5, a[0].x)
     end)
 
+    it("gpu.array, gpu.zeros and gpu.to_device of structs, by C name or ctype; e:to_host()", function()
+      H.with_backend(bk, function()
+        local d = gpu.zeros("st_particle", N)
+        assert.are.equal("st_particle", d.ctype)
+        local src = particles(N)
+        local e = gpu.to_device(src)
+        local f = gpu.array(ffi.typeof("st_particle"), N)
+        local k = H.kernel(bk, function(out, a, b, n)
+          local i = gpu.global_id(0)
+          if i < n then
+            out[i] = a[i]
+            out[i].vx = a[i].x + a[i].y
+            b[i] = out[i]             -- b: a gpu.array only written
+          end
+        end)
+        k:launch(N, d, e, f, N)
+        assert.are.same({ { "st_particle[]", "st_particle[]", "st_particle[]", "lua_pos20" } },
+          k:signatures())
+        local hd, hf = d:to_host(), ffi.new("st_particle[?]", N)
+        f:to_host(hf)
+        for i = 0, N - 1 do
+          local want = ffi.new("st_particle", src[i])
+          want.vx = src[i].x + src[i].y
+          local sz = ffi.sizeof("st_particle")
+          assert.are.equal(ffi.string(want, sz), ffi.string(hd + i, sz))
+          assert.are.equal(ffi.string(want, sz), ffi.string(hf + i, sz))
+        end
+        assert.matches("a Lua table cannot fill an array of st_particle",
+          H.error_of(gpu.to_device, { 1, 2 }, "st_particle"), 1, true)
+        assert.matches("element type must be a scalar type name such as \"float\" or an FFI struct type",
+          H.error_of(gpu.array, "struct nope", 3), 1, true)
+      end)
+    end)
+
+    it("boundscheck: an index past an array of structs is an error naming the argument", function()
+      local k = H.kernel(bk, function(p, n)
+        local i = gpu.global_id(0)
+        p[i + n].x = 1 --@oob
+      end, { name = "oob", boundscheck = true })
+      local a = particles(4)
+      local msg = H.error_of(k.launch, k, 4, a, 2)
+      if bk ~= "sim" then
+        assert.matches("out of bounds for argument 1 'p' (length 4", msg, 1, true)
+      end
+      assert.matches(H.this_file() .. ":" .. H.line_of("--@oob"), msg, 1, true)
+      k:launch(2, a, 2)
+      assert.are.equal(1, a[3].x)
+    end)
+
     if bk == "cpu" or bk == "sim" then
       it("an FFI pointer to structs (where the device shares host memory)", function()
         local a = particles(N)

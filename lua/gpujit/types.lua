@@ -359,7 +359,22 @@ function M.struct(ct)
   local sid = tonumber(ct)
   local ti = ffi.typeinfo(sid)
   if ti == nil or ct_kind(ti) ~= CT_STRUCT then return nil end
-  return struct_entry(sid)
+  local e, why = struct_entry(sid)
+  if e and not e.ct then e.ct = ct end
+  return e, why
+end
+
+-- The ctype of struct entry e (for FFI arrays of it on the host).
+function M.struct_ctype(e)
+  if not e.ct then
+    local ok, ct = pcall(ffi.typeof, e.name)
+    if not (ok and tonumber(ct) == e.ctid) then
+      error("gpujit: no ctype at hand for " .. e.name .. "; pass the struct's ctype "
+        .. "(ffi.typeof) instead of its name", 3)
+    end
+    e.ct = ct
+  end
+  return e.ct
 end
 
 -- The name the core compiles a canonical type name under: an array of
@@ -524,6 +539,8 @@ function M.vla(ctype)
     local s = M.scalar(ctype)
     if s then
       ct = ffi.typeof(s .. "[?]")
+    elseif M.structs[ctype] then
+      ct = ffi.typeof("$[?]", M.struct_ctype(M.structs[ctype]))
     else
       ct = ffi.typeof("$[?]", ffi.typeof(ctype))
     end
