@@ -259,6 +259,7 @@ end
 -- lua_State; the layout text, which holds every offset and field name, is
 -- what the core and the disk cache key see.
 local CTF_BOOL, CTF_FP, CTF_UNSIGNED = 0x08000000, 0x04000000, 0x00800000
+local CTF_REF = 0x00800000   -- on a CT_PTR: a reference (what p[i] of a struct array is)
 local CT_NUM = 0
 M.structs = {}
 local struct_memo = {}   -- struct ctype id -> entry, or false and a reason
@@ -394,6 +395,7 @@ function M.struct_reason(ctid, text)
   if k == CT_ARRAY or k == CT_PTR then sid = ct_child(ti) end
   local sti = ffi.typeinfo(sid)
   if sti == nil or ct_kind(sti) ~= CT_STRUCT then return nil end
+  if k == CT_PTR and bit.band(ti.info, CTF_REF) ~= 0 then k = CT_STRUCT end  -- p[i]: a value
   local _, why = struct_entry(sid)
   if k == CT_ARRAY or k == CT_PTR then
     return why and ("an FFI " .. (k == CT_PTR and "pointer to " or "array of ") .. text .. ": " .. why)
@@ -409,6 +411,7 @@ local function struct_array_info(ctid, ct, text)
   local ti = ffi.typeinfo(ctid)
   local k = ti and ct_kind(ti)
   if k ~= CT_ARRAY and k ~= CT_PTR then return nil end
+  if k == CT_PTR and bit.band(ti.info, CTF_REF) ~= 0 then return nil end   -- a reference
   local sid = ct_child(ti)
   local sti = ffi.typeinfo(sid)
   if not sti or ct_kind(sti) ~= CT_STRUCT then return nil end
