@@ -335,6 +335,15 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
   gj_ty f = PRE(in->a);
   gj_call_shape(cs, in, &fs->pre, &fslot, &arg0, &nargs, &nres);
   load_range(g, fs, arg0, nargs, args, at);
+  if (f.k == GJ_T_STR && f.sid) {   /* particle(x, y, ...) */
+    memset(&rt[0], 0, sizeof(rt[0]));
+    rt[0].k = GJ_T_SREF;
+    rt[0].sid = f.sid;
+    rt[0].space = GJ_SPACE_LOCAL;
+    res[0] = gj_cg_struct_new(g, rt[0], nargs, args, at);
+    *nout = 1;
+    return 0;
+  }
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
     int intr = cs->kv[f.aux].intr;
     if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;

@@ -149,6 +149,10 @@ void gj_cg_field_set(gj_cg *g, LLVMValueRef ref, gj_ty tref, const gj_field *f,
                      LLVMValueRef v, gj_ty tv);
 void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
                        const gj_struct *st);
+/* A new struct of type t (a SREF in local space), zeroed, its first nargs
+** fields set from args (types at): LuaJIT's ctype(...). */
+LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
+                              const LLVMValueRef *args, const gj_ty *at);
 
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,

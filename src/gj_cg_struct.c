@@ -110,3 +110,31 @@ void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
   LLVMBuildMemCpy(g->B, dst, st->align, src, st->align,
                    LLVMConstInt(g->lt[LT_I64], st->size, 0));
 }
+
+LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
+                              const LLVMValueRef *args, const gj_ty *at)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, t);
+  LLVMValueRef p, ref;
+  int j;
+  if (g->resumable) {
+    /* it may outlive a barrier: in the work item's frame */
+    p = gj_cg_frame_alloc(g, st->size, st->align < 16 ? 16 : st->align);
+  } else {
+    /* one object per call site, in the entry block (so SROA can keep its
+    ** fields in registers); a call in a loop makes it anew each time */
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->C);
+    LLVMValueRef first = LLVMGetFirstInstruction(g->allocas);
+    if (first) LLVMPositionBuilderBefore(b, first);
+    else LLVMPositionBuilderAtEnd(b, g->allocas);
+    p = LLVMBuildAlloca(b, gj_cg_struct_type(g, st), st->name);
+    LLVMSetAlignment(p, st->align < 16 ? 16 : st->align);
+    LLVMDisposeBuilder(b);
+  }
+  LLVMBuildMemSet(g->B, p, LLVMConstInt(g->lt[LT_I8], 0, 0),
+                  LLVMConstInt(g->lt[LT_I64], st->size, 0), st->align);
+  ref = gj_cg_sref(g, p, t.space);
+  for (j = 0; j < nargs; j++)
+    gj_cg_field_set(g, ref, t, &st->fields[j], args[j], at[j]);
+  return ref;
+}

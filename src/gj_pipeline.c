@@ -40,16 +40,16 @@
 static int struct_param(gj_cs *cs, const gj_compile_opts *o, int j,
                         gj_ty *t, gj_err *err)
 {
-  const char *q = o->types[j];
-  char msg[200];
-  int sid;
-  if (!cs->structs && !(cs->structs = calloc(1, sizeof(gj_structs))))
-    return gj_err_set(err, "out of memory");
-  msg[0] = '\0';
-  if (gj_struct_parse(cs->structs, &q, &sid, msg, sizeof(msg)) ||
-      strcmp(q, "[]") != 0)
-    return gj_err_set(err, "kernel %s: argument %d: %s", o->name, j + 1,
-                      msg[0] ? msg : "bad struct array type");
+  size_t n = strlen(o->types[j]);
+  char *text = n > 2 && strcmp(o->types[j] + n - 2, "[]") == 0 ? malloc(n - 1) : NULL;
+  int sid, rc;
+  if (!text) return gj_err_set(err, "kernel %s: argument %d: bad struct array type",
+                               o->name, j + 1);
+  memcpy(text, o->types[j], n - 2);
+  text[n - 2] = '\0';
+  rc = gj_cs_struct(cs, text, &sid);
+  free(text);
+  if (rc) return gj_err_prefix(err, "kernel %s: argument %d: ", o->name, j + 1);
   memset(t, 0, sizeof(*t));
   t->k = GJ_T_ARR;
   t->s = GJ_U8;

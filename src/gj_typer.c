@@ -37,6 +37,19 @@ static void proto_free(gj_cs *cs, gj_proto *p)
   free(p);
 }
 
+int gj_cs_struct(gj_cs *cs, const char *text, int *sid)
+{
+  const char *q = text;
+  char msg[200];
+  if (!cs->structs && !(cs->structs = calloc(1, sizeof(gj_structs))))
+    return gj_err_set(cs->err, "out of memory");
+  msg[0] = '\0';
+  if (gj_struct_parse(cs->structs, &q, sid, msg, sizeof(msg)))
+    return gj_err_set(cs->err, "%s", msg[0] ? msg : "bad struct layout text");
+  if (*q) return gj_err_set(cs->err, "bad struct layout text");
+  return 0;
+}
+
 void gj_cs_free(gj_cs *cs)
 {
   int i;

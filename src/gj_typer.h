@@ -169,6 +169,10 @@ void gj_cs_init(gj_cs *cs, gj_kvsrc *src, const gj_bcmap *map, int single,
                 const char *kname, gj_err *err);
 void gj_cs_free(gj_cs *cs);
 
+/* The struct of layout text (gj_type.h, a whole struct and nothing after
+** it) in cs->structs: its index into *sid.  0, or -1 with cs->err set. */
+int gj_cs_struct(gj_cs *cs, const char *text, int *sid);
+
 /* Type the kernel, src->kernel, with param types. */
 int gj_typer_kernel(gj_cs *cs, int nparams, const gj_ty *params, gj_fn **out);
 

@@ -167,6 +167,15 @@ static int resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
     *out = ty_str(info.str);
     out->u.origin = 0;
     if (out->s != GJ_SCALAR__MAX) break;
+    if (info.layout) {   /* a struct's ctype: its constructor */
+      int sid;
+      if (gj_cs_struct(cs, info.layout, &sid)) {
+        src->ops->release(src, h);
+        return gj_typer_error(cs, fn, i, "'%s': %s", name, cs->err->msg);
+      }
+      out->sid = (uint8_t)(sid + 1);
+      break;
+    }
     src->ops->release(src, h);
     return gj_typer_error(cs, fn, i, "'%s' is an FFI ctype that is not a "
                                      "number type", name);
@@ -255,6 +264,11 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
     if (v[j].k == GJ_T_ARR && v[j].space != GJ_SPACE_GLOBAL)
       return gj_typer_error(cs, fn, i, "a shared or local array cannot be "
                                        "returned");
+    if (v[j].k == GJ_T_SREF && v[j].space != GJ_SPACE_GLOBAL)
+      return gj_typer_error(cs, fn, i, "a struct made in a kernel cannot be "
+                                       "returned from a device function yet "
+                                       "(store it into an array argument, or "
+                                       "pass the function a reference to fill)");
   }
   if (fn->nret < 0) {
     fn->nret = n;
@@ -312,13 +326,45 @@ static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
                         "subset", name);
 }
 
+/* The arguments of a struct constructor (LuaJIT's initializers): numbers
+** or booleans, one per field in order, each field a number; the fields
+** left over are zeros. */
+static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
+                       const gj_ty *args)
+{
+  const gj_struct *st = &cs->structs->s[f.sid - 1];
+  int j;
+  if (nargs > st->nfields)
+    return gj_typer_error(cs, fn, i, "%d initializers for struct %s, which "
+                                     "has %d fields", nargs, st->name,
+                          st->nfields);
+  for (j = 0; j < nargs; j++) {
+    const gj_field *fd = &st->fields[j];
+    if (fd->count || fd->scalar >= GJ_SCALAR__MAX)
+      return gj_typer_error(cs, fn, i, "struct %s(...) in a kernel: "
+                                       "initializer %d is for field '%s', "
+                                       "%s, which kernels do not initialize "
+                                       "yet (set its elements or fields)",
+                            st->name, j + 1, fd->name,
+                            fd->count ? "a fixed array" : "a struct");
+    if (!gj_ty_isnumeric(args[j]) && args[j].k != GJ_T_BOOL) {
+      char b[200];
+      gj_ty_str(cs, args[j], b, sizeof(b));
+      return gj_typer_error(cs, fn, i, "struct %s(...): initializer %d (for "
+                                       "field '%s') is %s", st->name, j + 1,
+                            fd->name, b);
+    }
+  }
+  return 0;
+}
+
 static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
 {
   const gj_ins *in = &fn->proto->ins[i];
   gj_ty args[GJ_MAXPARAMS], res[GJ_MAXRET], f;
   int fslot, arg0, nargs, nres, nout = 0, j;
   gj_call_shape(cs, in, st, &fslot, &arg0, &nargs, &nres);
-  if (rd(cs, fn, i, st, fslot, &f)) return -1;
+  if (rd_any(cs, fn, i, st, fslot, &f)) return -1;   /* a struct's ctype */
   if (nargs > GJ_MAXPARAMS)
     return gj_typer_error(cs, fn, i, "too many arguments in a call");
   for (j = 0; j < nargs; j++)
@@ -326,6 +372,15 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
   if (f.k == GJ_T_NIL)
     return gj_typer_error(cs, fn, i, "attempt to call a nil value (an "
                                      "undefined function?)");
+  if (f.k == GJ_T_STR && f.sid) {   /* particle(x, y, ...): a new struct */
+    if (struct_ctor(cs, fn, i, f, nargs, args)) return -1;
+    memset(&res[0], 0, sizeof(res[0]));
+    res[0].k = GJ_T_SREF;
+    res[0].sid = f.sid;
+    res[0].space = GJ_SPACE_LOCAL;
+    nout = 1;
+    goto results;
+  }
   if (f.k != GJ_T_KV || cs->kv[f.aux].kind == GJ_KV_TABLE) {
     char b[200];
     gj_ty_str(cs, f, b, sizeof(b));
@@ -357,6 +412,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
         if (callee->lmask & (1ull << j)) fn->lmask |= args[j].u.origin;
       }
   }
+results:
   if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT)
     return record_return(cs, fn, i, nout, res);
   st->mr_base = -1;
