@@ -1,8 +1,10 @@
--- Arrays of FFI structs in kernels (issue 20; docs/typing.md, "Structs"):
--- every construct run on each backend and by plain LuaJIT (the same Lua
--- function called on the host, work item after work item), the arrays
--- compared byte for byte (so -0, NaN bits and padding count); errors name
--- the struct, the field, the file and the line.
+-- Structs in kernels (issue 20; docs/typing.md, "Structs"): arrays of FFI
+-- structs and struct values made with the ctype.  Every construct run on
+-- each backend and by plain LuaJIT (the same Lua function called on the
+-- host, work item after work item), the arrays compared byte for byte,
+-- field by field (so -0 and NaN bits count; padding, which LuaJIT leaves
+-- undefined in a struct it constructs, does not); errors name the struct,
+-- the field, the file and the line.
 
 local H = require("spec.helpers")
 local ffi = require("ffi")
@@ -53,8 +55,34 @@ local function new_like(ct, n, fill)
   return a
 end
 
+-- The bytes of the fields of struct entry e at p (padding left out: a
+-- struct LuaJIT constructs, copied whole, copies padding it never wrote).
+local function struct_bytes(p, e, out)
+  for _, f in ipairs(e.fields) do
+    for k = 0, (f.count or 1) - 1 do
+      if type(f.type) == "table" then
+        struct_bytes(p + f.offset + k * f.type.size, f.type, out)
+      else
+        local sz = gpu.types.size[f.type]
+        out[#out + 1] = ffi.string(p + f.offset + k * sz, sz)
+      end
+    end
+  end
+end
+
+-- An argument's contents for comparison: every byte of a scalar array,
+-- the fields of every element of a struct array.
+local function field_bytes(a, sz, orig)
+  local info = gpu.types.ctype_info(orig)
+  local e = info and gpu.types.structs[info.elem]
+  if not e then return ffi.string(a, sz) end
+  local out, base = {}, ffi.cast("const uint8_t *", a)
+  for i = 0, sz / e.size - 1 do struct_bytes(base + i * e.size, e, out) end
+  return table.concat(out)
+end
+
 -- Run body on backend bk and on the host from the same inputs; every
--- argument array compared byte for byte.  opts.esize[j]: the element size
+-- argument array compared byte for byte (struct padding left out).  opts.esize[j]: the element size
 -- of argument j, an FFI VLA (copied as one of the same length).
 local function check(bk, body, n, args, opts)
   local mine, ref = {}, {}
@@ -79,12 +107,12 @@ local function check(bk, body, n, args, opts)
   for j, a in ipairs(args) do
     if type(a) == "cdata" then
       local sz = ffi.sizeof(a)
-      local got, want = ffi.string(mine[j], sz), ffi.string(ref[j], sz)
+      local got, want = field_bytes(mine[j], sz, a), field_bytes(ref[j], sz, a)
       if got ~= want then
         local at = 0
         while got:byte(at + 1) == want:byte(at + 1) do at = at + 1 end
-        error(("argument %d differs from plain LuaJIT's at byte %d (of %d) on %s"):format(
-          j, at, sz, bk), 2)
+        error(("argument %d differs from plain LuaJIT's at byte %d (of %d, padding left out) on %s")
+          :format(j, at, #got, bk), 2)
       end
     end
   end
@@ -264,6 +292,36 @@ for _, bk in ipairs(H.backends) do
       assert.are.equal(1, a[3].x)
     end)
 
+    it("struct values: the ctype as an upvalue constructs (LuaJIT's initializers, the rest zero)", function()
+      local vec3, ints, mixed_t = ffi.typeof("st_vec3"), ffi.typeof("st_ints"), ffi.typeof("st_mixed")
+      local function scale(q, s) q.x = q.x * s; q.y = q.y * s; q.z = q.z * s end
+      local function dot(a, b) return a.x * b.x + a.y * b.y + a.z * b.z end
+      check(bk, function(i, out, m)
+        local a = vec3(i, i * 2, -0.0)
+        local b = vec3(1)                 -- y, z: zero
+        scale(a, 0.5)                     -- a reference: the function writes a
+        b.y = dot(a, b)
+        out[3 * i] = a                    -- copies
+        out[3 * i + 1] = b
+        local w = a                       -- the same object, as in LuaJIT
+        w.z = b.y - 1
+        out[3 * i + 2] = a
+        local e = mixed_t(i - 5, i / 3)   -- c (int8_t), d; the rest zero
+        e.pos.x = out[3 * i].y
+        e.f[2] = e.c
+        e.q = e.q + i
+        m[i] = e
+      end, N, { ffi.new("st_vec3[?]", 3 * N), mixed(N) },
+        { esize = { ffi.sizeof("st_vec3"), ffi.sizeof("st_mixed") } })
+      check(bk, function(i, s)
+        local e = ints(i * 300, i - 7)    -- uint8 wraps, as the FFI stores it
+        e.big = e.big + 1
+        s[i].n = e.n + e.tag
+        if i % 2 == 0 then s[i] = e end
+      end, N, { new_like("st_ints", N, function(e, i) e.tag, e.n, e.big = i, -i, i end) },
+        { esize = { ffi.sizeof("st_ints") } })
+    end)
+
     if bk == "cpu" or bk == "sim" then
       it("an FFI pointer to structs (where the device shares host memory)", function()
         local a = particles(N)
@@ -319,6 +377,38 @@ describe("structs: errors", function()
     H.check_compile_error(msg, file, H.line_of("--@arith"), "bad", { "arithmetic on a struct st_particle" })
   end)
 
+  it("struct constructors: too many initializers, a struct field's, a bad value; returning one", function()
+    local vec3, mixed_t = ffi.typeof("st_vec3"), ffi.typeof("st_mixed")
+    local msg = compile_err(function(o)
+      o[0] = vec3(1, 2, 3, 4) --@toomany
+    end, { "st_vec3[]" })
+    H.check_compile_error(msg, file, H.line_of("--@toomany"), "bad",
+      { "4 initializers for struct st_vec3, which has 3 fields" })
+    msg = compile_err(function(o)
+      o[0] = mixed_t(1, 2, 3) --@nested
+    end, { "st_mixed[]" })
+    H.check_compile_error(msg, file, H.line_of("--@nested"), "bad",
+      { "initializer 3 is for field 'pos', a struct" })
+    msg = compile_err(function(o, a)
+      o[0] = vec3(a) --@badinit
+    end, { "st_vec3[]", "double[]" })
+    H.check_compile_error(msg, file, H.line_of("--@badinit"), "bad",
+      { "initializer 1 (for field 'x') is an array (double[])" })
+    msg = compile_err(function(s, i)
+      local e = vec3(1)
+      if i > 0 then e = s[i] end
+      e.x = 2 --@mixed
+    end, { "st_vec3[]", "int32_t" })
+    H.check_compile_error(msg, file, H.line_of("--@mixed"), "bad",
+      { "a value here may be a struct made in the kernel or a struct in an array argument" })
+    local function make(x) return vec3(x) end --@ret
+    msg = compile_err(function(o)
+      o[0] = make(1)
+    end, { "st_vec3[]" })
+    H.check_compile_error(msg, file, H.line_of("--@ret"), "bad",
+      { "a struct made in a kernel cannot be returned from a device function yet" })
+  end)
+
   it("unions, pointer and bit fields, struct values and packed layouts are refused clearly", function()
     local k = H.kernel(bk, function(p) end, { name = "k" })
     local function arg_err(v) return H.error_of(k.launch, k, 1, v) end
@@ -361,7 +451,8 @@ describe("structs: the disk cache", function()
 end)
 
 describe("structs: PTX", function()
-  it("assembles with ptxas (field loads, stores and copies)", function()
+  local MIXED = ffi.typeof("st_mixed")
+  it("assembles with ptxas (field loads, stores, copies, a struct made in the kernel)", function()
     local ptxas
     for _, p in ipairs({ "/usr/local/cuda/bin/ptxas", (os.getenv("CUDA_HOME") or "") .. "/bin/ptxas" }) do
       local f = io.open(p)
@@ -374,6 +465,9 @@ describe("structs: PTX", function()
       e.q = e.q + e.i
       e.pos.x = e.f[1] + e.d + e.u + (e.b and 1 or 0)
       out[i] = m[0]
+      local v = MIXED(i, 0.5)
+      v.pts[1].y = e.q
+      out[i + 1] = v
     end, { name = "ptxstructs", cache = false })
     local s = k:inspect_asm({ "st_mixed[]", "st_mixed[]" }, "cuda")
     assert.is_truthy(s:find("ld.global.f64", 1, true), s)

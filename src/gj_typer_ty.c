@@ -187,7 +187,8 @@ static int weak_fits(gj_scalar s, gj_ty w)
 
 static uint32_t code(gj_ty t)
 {
-  return (uint32_t)t.k | ((uint32_t)t.s << 4);
+  /* a struct reference: its space (where the struct lives) for messages */
+  return (uint32_t)t.k | ((uint32_t)(t.k == GJ_T_SREF ? t.space : t.s) << 4);
 }
 
 static gj_ty conflict(gj_ty a, gj_ty b)
@@ -336,7 +337,9 @@ static const char *kind_name(const gj_cs *cs, int k, int s, char *buf,
     return buf;
   case GJ_T_KV: return "a table or function";
   case GJ_T_STR: return "a string";
-  case GJ_T_SREF: return "a struct";
+  case GJ_T_SREF:
+    return s == GJ_SPACE_LOCAL ? "a struct made in the kernel"
+                               : "a struct in an array argument";
   default: (void)cs; return "a value of mixed types";
   }
 }
