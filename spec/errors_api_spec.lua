@@ -67,7 +67,8 @@ for _, bk in ipairs(H.backends) do
       end, { name = "k_args" })
     end)
 
-    it("an FFI array of a typedef'd struct is a struct array: storing a number into an element names the struct", function()
+    it("an FFI array of a typedef'd struct is a struct array: a store of a number names the struct",
+      function()
       local ps = ffi.new("gj_spec_particle[?]", 4)
       local msg = H.error_of(function() k:launch(4, ps, 4) end)
       assert.is_truthy(msg:find("cannot store a number (int64_t) into an element of an array "
@@ -75,7 +76,7 @@ for _, bk in ipairs(H.backends) do
       assert.is_falsy(msg:find("struct %d"), msg)
     end)
 
-    it("a fixed array of a named struct, and a pointer to one, are struct arrays named 'struct tag'", function()
+    it("a fixed array of a named struct, and a pointer to one, are arrays of 'struct tag'", function()
       local bodies = ffi.new("struct gj_spec_body[3]")
       local msg = H.error_of(function() k:launch(3, bodies, 3) end)
       assert.is_truthy(msg:find("an array (struct gj_spec_body[])", 1, true), msg)

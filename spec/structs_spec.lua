@@ -410,7 +410,7 @@ describe("structs: errors", function()
   end)
 
   it("unions, pointer and bit fields, struct values and packed layouts are refused clearly", function()
-    local k = H.kernel(bk, function(p) end, { name = "k" })
+    local k = H.kernel(bk, function(_) end, { name = "k" })
     local function arg_err(v) return H.error_of(k.launch, k, 1, v) end
     assert.matches("unions are not supported in kernels", arg_err(ffi.new("st_union[2]")), 1, true)
     assert.matches("field 'p' of st_withptr has a type kernels do not support",
@@ -418,7 +418,8 @@ describe("structs: errors", function()
     assert.matches("is a bit field", arg_err(ffi.new("st_bits[2]")), 1, true)
     assert.matches("a struct value is not a kernel argument", arg_err(ffi.new("st_particle")), 1, true)
     local msg = H.error_of(function()
-      H.kernel(bk, function(p, o) o[0] = p[0].d end, { name = "pk" }):precompile({ "st_packed[]", "double[]" })
+      H.kernel(bk, function(p, o) o[0] = p[0].d end, { name = "pk" })
+        :precompile({ "st_packed[]", "double[]" })
     end)
     assert.matches("struct st_packed: field 'd' (double) at byte offset 1 is 1-byte aligned", msg, 1, true)
   end)
