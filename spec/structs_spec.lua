@@ -322,6 +322,27 @@ for _, bk in ipairs(H.backends) do
         { esize = { ffi.sizeof("st_ints") } })
     end)
 
+    it("struct values returned from device functions: a new one by value, a passed one as itself", function()
+      local vec3 = ffi.typeof("st_vec3")
+      local function make(x, y) local v = vec3(x, y); v.z = x * y; return v end
+      local function cross(a, b)
+        return vec3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x)
+      end
+      local function bump(v) v.x = v.x + 1; return v end    -- the caller's own object
+      local function two(i) return make(i, 1), make(1, i) end
+      check(bk, function(i, out)
+        local a = make(i, 2)
+        local b, c = two(i)
+        local d = cross(a, b)
+        local e = bump(d)
+        e.y = -e.y                         -- e is d: both change, as in LuaJIT
+        out[4 * i] = d
+        out[4 * i + 1] = c
+        out[4 * i + 2] = bump(make(i, -i))
+        out[4 * i + 3] = cross(make(1, 0), out[4 * i + 1])
+      end, N, { ffi.new("st_vec3[?]", 4 * N) }, { esize = { ffi.sizeof("st_vec3") } })
+    end)
+
     if bk == "cpu" or bk == "sim" then
       it("an FFI pointer to structs (where the device shares host memory)", function()
         local a = particles(N)
@@ -401,12 +422,14 @@ describe("structs: errors", function()
     end, { "st_vec3[]", "int32_t" })
     H.check_compile_error(msg, file, H.line_of("--@mixed"), "bad",
       { "a value here may be a struct made in the kernel or a struct in an array argument" })
-    local function make(x) return vec3(x) end --@ret
-    msg = compile_err(function(o)
-      o[0] = make(1)
-    end, { "st_vec3[]" })
+    local function either(v, c)
+      if c > 0 then return v else return vec3(c) end --@ret
+    end
+    msg = compile_err(function(o, c)
+      o[0] = either(vec3(1), c)
+    end, { "st_vec3[]", "int32_t" })
     H.check_compile_error(msg, file, H.line_of("--@ret"), "bad",
-      { "a struct made in a kernel cannot be returned from a device function yet" })
+      { "device function 'either' returns a struct that may be made here or passed in" })
   end)
 
   it("unions, pointer and bit fields, struct values and packed layouts are refused clearly", function()

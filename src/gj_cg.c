@@ -53,12 +53,26 @@ void gj_cg_store(gj_cg *g, int slot, gj_ty t, LLVMValueRef v)
 
 /* --- Function types ------------------------------------------------------ */
 
+/* A result's LLVM type: a struct made in the function is returned by
+** value (its bytes), everything else as its slot holds it. */
+static LLVMTypeRef ret_llvm(gj_cg *g, gj_ty t)
+{
+  if (gj_ty_byvalue(t)) return gj_cg_struct_type(g, gj_ty_struct(g->cs, t));
+  return gj_cg_type(g, t);
+}
+
+static LLVMValueRef ret_value(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to)
+{
+  if (gj_ty_byvalue(to)) return gj_cg_struct_out(g, v, to);
+  return gj_cg_convert(g, v, from, to);
+}
+
 static LLVMTypeRef ret_type(gj_cg *g, gj_fn *fn)
 {
   LLVMTypeRef el[GJ_MAXRET];
   int j, n = 0;
   for (j = 0; j < fn->nret; j++)
-    if (gj_cg_type(g, fn->ret[j])) el[n++] = gj_cg_type(g, fn->ret[j]);
+    if (ret_llvm(g, fn->ret[j])) el[n++] = ret_llvm(g, fn->ret[j]);
   if (n == 0) return LLVMVoidTypeInContext(g->C);
   if (fn->nret == 1) return el[0];
   return LLVMStructTypeInContext(g->C, el, (unsigned)n, 0);
@@ -311,13 +325,13 @@ static void emit_return(gj_cg *g, gj_fn *fn, int n, LLVMValueRef *v,
     return;
   }
   if (fn->nret == 1) {
-    LLVMBuildRet(g->B, gj_cg_convert(g, v[0], t[0], fn->ret[0]));
+    LLVMBuildRet(g->B, ret_value(g, v[0], t[0], fn->ret[0]));
     return;
   }
   agg = LLVMGetUndef(rt);
   for (j = 0; j < n && j < fn->nret; j++) {
-    if (!gj_cg_type(g, fn->ret[j])) continue;
-    agg = LLVMBuildInsertValue(g->B, agg, gj_cg_convert(g, v[j], t[j], fn->ret[j]),
+    if (!ret_llvm(g, fn->ret[j])) continue;
+    agg = LLVMBuildInsertValue(g->B, agg, ret_value(g, v[j], t[j], fn->ret[j]),
                                (unsigned)k++, "");
   }
   LLVMBuildRet(g->B, agg);
@@ -385,13 +399,17 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
       r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
     gj_cg_cancel_here(g);   /* stopped inside the callee: stop here too */
     *nout = callee->nret;
-    for (j = 0; j < callee->nret; j++) rt[j] = callee->ret[j];
     if (callee->nret == 1) {
-      res[0] = gj_cg_type(g, rt[0]) ? r : NULL;
+      res[0] = ret_llvm(g, callee->ret[0]) ? r : NULL;
     } else {
       unsigned k = 0;
       for (j = 0; j < callee->nret; j++)
-        res[j] = gj_cg_type(g, rt[j]) ? LLVMBuildExtractValue(g->B, r, k++, "") : NULL;
+        res[j] = ret_llvm(g, callee->ret[j]) ? LLVMBuildExtractValue(g->B, r, k++, "") : NULL;
+    }
+    for (j = 0; j < callee->nret; j++) {
+      rt[j] = gj_ty_returned(callee->ret[j], nargs, at);
+      if (gj_ty_byvalue(callee->ret[j]))   /* a new object of this function's */
+        res[j] = gj_cg_struct_in(g, res[j], rt[j]);
     }
     (void)nres;
     return 0;

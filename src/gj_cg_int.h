@@ -149,6 +149,11 @@ void gj_cg_field_set(gj_cg *g, LLVMValueRef ref, gj_ty tref, const gj_field *f,
                      LLVMValueRef v, gj_ty tv);
 void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
                        const gj_struct *st);
+/* A struct made in a device function crosses its return by value:
+** struct_out gives the bytes of the struct ref refers to (type t), and
+** struct_in a new object (type t, in this function) holding bytes v. */
+LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t);
+LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t);
 /* A new struct of type t (a SREF in local space), zeroed, its first nargs
 ** fields set from args (types at): LuaJIT's ctype(...). */
 LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,

@@ -111,12 +111,10 @@ void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
                    LLVMConstInt(g->lt[LT_I64], st->size, 0));
 }
 
-LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
-                              const LLVMValueRef *args, const gj_ty *at)
+/* Private memory for one struct st: one object per call site. */
+static LLVMValueRef struct_alloc(gj_cg *g, const gj_struct *st)
 {
-  const gj_struct *st = gj_ty_struct(g->cs, t);
-  LLVMValueRef p, ref;
-  int j;
+  LLVMValueRef p;
   if (g->resumable) {
     /* it may outlive a barrier: in the work item's frame */
     p = gj_cg_frame_alloc(g, st->size, st->align < 16 ? 16 : st->align);
@@ -131,10 +129,36 @@ LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
     LLVMSetAlignment(p, st->align < 16 ? 16 : st->align);
     LLVMDisposeBuilder(b);
   }
+  return p;
+}
+
+LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
+                              const LLVMValueRef *args, const gj_ty *at)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, t);
+  LLVMValueRef p = struct_alloc(g, st), ref;
+  int j;
   LLVMBuildMemSet(g->B, p, LLVMConstInt(g->lt[LT_I8], 0, 0),
                   LLVMConstInt(g->lt[LT_I64], st->size, 0), st->align);
   ref = gj_cg_sref(g, p, t.space);
   for (j = 0; j < nargs; j++)
     gj_cg_field_set(g, ref, t, &st->fields[j], args[j], at[j]);
   return ref;
+}
+
+LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, t);
+  LLVMValueRef v = LLVMBuildLoad2(g->B, gj_cg_struct_type(g, st),
+                                  LLVMBuildExtractValue(g->B, ref, 0, ""), "");
+  LLVMSetAlignment(v, st->align);
+  return v;
+}
+
+LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, t);
+  LLVMValueRef p = struct_alloc(g, st);
+  LLVMSetAlignment(LLVMBuildStore(g->B, v, p), st->align);
+  return gj_cg_sref(g, p, t.space);
 }

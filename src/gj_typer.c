@@ -237,7 +237,8 @@ static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st, int back)
     }
     if (!gj_ty_eq(j, e[i]) || j.hasc != e[i].hasc ||
         (j.hasc && j.u.c != e[i].u.c) ||
-        ((j.k == GJ_T_ARR || j.k == GJ_T_SREF) && j.u.origin != e[i].u.origin)) {
+        ((j.k == GJ_T_ARR || j.k == GJ_T_SREF) && j.u.origin != e[i].u.origin) ||
+        (j.k == GJ_T_SREF && j.aux != e[i].aux)) {
       e[i] = j;
       changed = 1;
     }
@@ -334,6 +335,7 @@ static gj_fn *fn_new(gj_cs *cs, int kv, gj_proto *p, int nparams,
     fn->params[i].hasc = 0;
     if (params[i].k == GJ_T_ARR || params[i].k == GJ_T_SREF)
       fn->params[i].u.origin = 1ull << i;
+    if (params[i].k == GJ_T_SREF) fn->params[i].aux = 0;   /* not made here */
   }
   cs->fns[cs->nfns++] = fn;
   return fn;

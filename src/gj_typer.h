@@ -33,7 +33,12 @@ typedef enum gj_tk {
   GJ_T_SREF        /* a reference to a struct in memory (an element of an
                    ** array of structs, or a struct field of one): sid,
                    ** space and u.origin as for the array it is in; held
-                   ** as an array value { ptr, i64 } */
+                   ** as an array value { ptr, i64 }.  In GJ_SPACE_LOCAL
+                   ** (a struct made with its ctype): aux 1 when it may
+                   ** have been made in this function (a device function
+                   ** returns it by value, its caller gets a new object),
+                   ** u.origin the parameters it may be (returned as they
+                   ** are: the caller's own objects) */
 } gj_tk;
 
 enum { GJ_SPACE_GLOBAL = 0, GJ_SPACE_SHARED = 1, GJ_SPACE_LOCAL = 2 };
@@ -209,6 +214,14 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n);
 /* Array elements: type of a loaded element (a SREF for an array of
 ** structs). */
 gj_ty gj_ty_elem(gj_ty arr);
+/* The type at the caller of a value of type t a callee returns, called
+** with args: a struct made in the callee is a new object of the caller's
+** (GJ_T_SREF, aux); one the callee got as parameter j is what the caller
+** passed as argument j.  Other types are t. */
+gj_ty gj_ty_returned(gj_ty t, int nargs, const gj_ty *args);
+/* Does a function return t by value (a struct made in it)? */
+#define gj_ty_byvalue(t) \
+  ((t).k == GJ_T_SREF && (t).space == GJ_SPACE_LOCAL && (t).aux)
 /* The struct of a SREF or of an array of structs, or NULL. */
 const gj_struct *gj_ty_struct(const gj_cs *cs, gj_ty t);
 /* The type of field f of a struct reached through ref (a SREF): a number or

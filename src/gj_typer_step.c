@@ -247,6 +247,18 @@ void gj_call_shape(const gj_cs *cs, const gj_ins *in, const gj_tstate *st,
   }
 }
 
+/* A struct a device function returns is either made in it (returned by
+** value) or one it was passed (returned as itself), not maybe either. */
+static int mixed_struct(gj_cs *cs, gj_fn *fn, int i, gj_ty t)
+{
+  if (!(t.k == GJ_T_SREF && t.space != GJ_SPACE_GLOBAL && t.aux && t.u.origin))
+    return 0;
+  return gj_typer_error(cs, fn, i, "device function '%s' returns a struct "
+                                   "that may be made here or passed in: "
+                                   "return one or the other",
+                        fn->proto->name);
+}
+
 static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
 {
   int j;
@@ -264,11 +276,7 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
     if (v[j].k == GJ_T_ARR && v[j].space != GJ_SPACE_GLOBAL)
       return gj_typer_error(cs, fn, i, "a shared or local array cannot be "
                                        "returned");
-    if (v[j].k == GJ_T_SREF && v[j].space != GJ_SPACE_GLOBAL)
-      return gj_typer_error(cs, fn, i, "a struct made in a kernel cannot be "
-                                       "returned from a device function yet "
-                                       "(store it into an array argument, or "
-                                       "pass the function a reference to fill)");
+    if (mixed_struct(cs, fn, i, v[j])) return -1;
   }
   if (fn->nret < 0) {
     fn->nret = n;
@@ -287,6 +295,7 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
       gj_ty_str(cs, t, b, sizeof(b));
       return gj_typer_error(cs, fn, i, "return value %d may be %s", j + 1, b);
     }
+    if (mixed_struct(cs, fn, i, t)) return -1;
     fn->ret[j] = t;
   }
   return 0;
@@ -378,6 +387,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     res[0].k = GJ_T_SREF;
     res[0].sid = f.sid;
     res[0].space = GJ_SPACE_LOCAL;
+    res[0].aux = 1;       /* made in this function */
     nout = 1;
     goto results;
   }
@@ -403,7 +413,7 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
                             cs->kv[f.aux].name);
     if (rc) return -1;
     nout = callee->nret;
-    for (j = 0; j < nout; j++) res[j] = callee->ret[j];
+    for (j = 0; j < nout; j++) res[j] = gj_ty_returned(callee->ret[j], nargs, args);
     fn->uses_barrier |= callee->uses_barrier;
     for (j = 0; j < nargs && j < callee->nparams; j++)
       if (args[j].k == GJ_T_ARR || args[j].k == GJ_T_SREF) {

@@ -109,6 +109,9 @@ gj_ty gj_ty_elem(gj_ty arr)
     t.sid = arr.sid;
     t.space = arr.space;
     t.u.origin = arr.u.origin;
+    /* an element of a fixed array in a struct made with its ctype: taken
+    ** as made here (returned by value) */
+    t.aux = arr.space == GJ_SPACE_LOCAL;
     return t;
   }
   t = gj_ty_num((gj_scalar)arr.s);
@@ -123,6 +126,24 @@ const gj_struct *gj_ty_struct(const gj_cs *cs, gj_ty t)
   return &cs->structs->s[t.sid - 1];
 }
 
+gj_ty gj_ty_returned(gj_ty t, int nargs, const gj_ty *args)
+{
+  gj_ty r = t;
+  int j;
+  if (t.k != GJ_T_SREF || t.space != GJ_SPACE_LOCAL) return t;
+  if (t.aux) {   /* by value: a new object */
+    r.u.origin = 0;
+    return r;
+  }
+  r.u.origin = 0;
+  for (j = 0; j < nargs && j < 64; j++)
+    if (((t.u.origin >> j) & 1) && args[j].k == GJ_T_SREF) {
+      r.u.origin |= args[j].u.origin;
+      r.aux |= args[j].aux;
+    }
+  return r;
+}
+
 gj_ty gj_ty_field(gj_ty ref, const gj_field *f)
 {
   gj_ty t;
@@ -132,8 +153,13 @@ gj_ty gj_ty_field(gj_ty ref, const gj_field *f)
   t.u.origin = ref.u.origin;
   if (f->scalar < GJ_SCALAR__MAX) t.s = f->scalar;
   else t.sid = (uint8_t)(f->sid + 1);
-  if (f->count) return t;       /* a fixed array: no tag, its length known */
-  return gj_ty_elem(t);         /* one value: as an element of such arrays */
+  if (f->count) {               /* a fixed array: no tag, its length known */
+    if (t.space != GJ_SPACE_GLOBAL) t.aux = (int32_t)f->count;
+    return t;
+  }
+  t = gj_ty_elem(t);            /* one value: as an element of such arrays */
+  if (t.k == GJ_T_SREF && t.space == GJ_SPACE_LOCAL) t.aux = ref.aux;
+  return t;
 }
 
 static int width(gj_scalar s) { return gj_scalar_size(s); }
@@ -286,6 +312,7 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
   case GJ_T_SREF:
     if (a.sid != b.sid || a.space != b.space) return conflict(a, b);
     a.u.origin |= b.u.origin;
+    a.aux |= b.aux;
     return a;
   case GJ_T_ARR:
     if (a.s != b.s || a.sid != b.sid || a.space != b.space) return conflict(a, b);
