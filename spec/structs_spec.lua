@@ -29,6 +29,7 @@ typedef union { float f; int32_t i; } st_union;
 typedef struct { float *p; } st_withptr;
 typedef struct { int a : 3; int b : 5; } st_bits;
 typedef struct __attribute__((packed)) { char c; double d; } st_packed;
+typedef struct { int32_t total; int32_t counts[4]; double sum; } st_hist;
 ]]
 
 -- A kernel running body(i, ...) for i in [0, n), and the same on the host.
@@ -343,6 +344,29 @@ for _, bk in ipairs(H.backends) do
       end, N, { ffi.new("st_vec3[?]", 4 * N) }, { esize = { ffi.sizeof("st_vec3") } })
     end)
 
+    it("atomics on a fixed array field (a histogram in a struct)", function()
+      local h = ffi.new("st_hist[2]")
+      local k = H.kernel(bk, function(h, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local b = h[i % 2]
+          gpu.atomic_add(b.counts, i % 4, 1)
+          gpu.atomic_add(h[0].counts, 0, 2)
+        end
+      end)
+      k:launch(N, h, N)
+      local want = { [0] = { 0, 0, 0, 0 }, { 0, 0, 0, 0 } }
+      for i = 0, N - 1 do
+        local c = want[i % 2]
+        c[i % 4 + 1] = c[i % 4 + 1] + 1
+      end
+      want[0][1] = want[0][1] + 2 * N
+      for e = 0, 1 do
+        for j = 0, 3 do assert.are.equal(want[e][j + 1], h[e].counts[j], e .. "/" .. j) end
+        assert.are.equal(0, h[e].total)
+      end
+    end)
+
     if bk == "cpu" or bk == "sim" then
       it("an FFI pointer to structs (where the device shares host memory)", function()
         local a = particles(N)
@@ -440,6 +464,8 @@ describe("structs: errors", function()
       arg_err(ffi.new("st_withptr[2]")), 1, true)
     assert.matches("is a bit field", arg_err(ffi.new("st_bits[2]")), 1, true)
     assert.matches("a struct value is not a kernel argument", arg_err(ffi.new("st_particle")), 1, true)
+    assert.matches("gpu.atomic_add on an array of struct st_hist: atomics work on arrays of numbers",
+      compile_err(function(h) gpu.atomic_add(h, 0, 1) end, { "st_hist[]" }), 1, true)
     local msg = H.error_of(function()
       H.kernel(bk, function(p, o) o[0] = p[0].d end, { name = "pk" })
         :precompile({ "st_packed[]", "double[]" })
