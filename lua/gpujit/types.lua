@@ -130,7 +130,9 @@ function M.normalize(name)
   local e = M.scalar(s)
   if not e then
     if M.lnum[s] then return s end
-    return nil, "unknown type '" .. name .. "'"
+    local st, why = M.struct(s)    -- a struct, passed by reference
+    if st then return st.name end
+    return nil, why or ("unknown type '" .. name .. "'")
   end
   return e
 end
@@ -381,8 +383,9 @@ end
 -- The name the core compiles a canonical type name under: an array of
 -- structs is its layout text with "[]"; every other name is itself.
 function M.core_name(tname)
-  local e = M.structs[tname:match("^(.-)%[%]$") or ""]
-  return e and e.spec .. "[]" or tname
+  local base = tname:match("^(.-)%[%]$")
+  local e = M.structs[base or tname]
+  return e and e.spec .. (base and "[]" or "") or tname
 end
 
 -- The reason an FFI struct (or an array of, or a pointer to, structs) cannot
@@ -395,23 +398,27 @@ function M.struct_reason(ctid, text)
   if k == CT_ARRAY or k == CT_PTR then sid = ct_child(ti) end
   local sti = ffi.typeinfo(sid)
   if sti == nil or ct_kind(sti) ~= CT_STRUCT then return nil end
-  if k == CT_PTR and bit.band(ti.info, CTF_REF) ~= 0 then k = CT_STRUCT end  -- p[i]: a value
   local _, why = struct_entry(sid)
-  if k == CT_ARRAY or k == CT_PTR then
-    return why and ("an FFI " .. (k == CT_PTR and "pointer to " or "array of ") .. text .. ": " .. why)
-  end
-  return "an FFI " .. struct_label(sid, sti) .. " ('" .. text .. "'): a struct value is not "
-    .. "a kernel argument; pass an array of structs (ffi.new(\"" .. struct_label(sid, sti)
-    .. "[?]\", n)) or its fields as numbers"
+  return why and ("an FFI " .. (k == CT_PTR and "pointer to " or k == CT_ARRAY and "array of " or "")
+    .. text .. ": " .. why)
 end
 
 -- Info for an FFI array of, or pointer to, structs, or nil.
+-- A struct cdata (a value, or a reference such as p[i]) is passed as
+-- LuaJIT passes it to a function: by reference, its type the struct's name
+-- ("particle"); to the launcher it is an FFI array of one element (copied
+-- in and back, if written, where the device does not share host memory).
 local function struct_array_info(ctid, ct, text)
   if not ffi.typeinfo then return nil end
   local ti = ffi.typeinfo(ctid)
   local k = ti and ct_kind(ti)
+  if k == CT_STRUCT or (k == CT_PTR and bit.band(ti.info, CTF_REF) ~= 0) then
+    local e = struct_entry(k == CT_STRUCT and ctid or ct_child(ti))
+    if not e then return nil end
+    return { ctid = ctid, kind = "farray", type = e.name, elem = e.name, esize = e.size,
+             struct = e, len = 1, text = text, byref = true }
+  end
   if k ~= CT_ARRAY and k ~= CT_PTR then return nil end
-  if k == CT_PTR and bit.band(ti.info, CTF_REF) ~= 0 then return nil end   -- a reference
   local sid = ct_child(ti)
   local sti = ffi.typeinfo(sid)
   if not sti or ct_kind(sti) ~= CT_STRUCT then return nil end

@@ -41,7 +41,7 @@ function C.args(case, bk)
   local d = case.data
   local a = { case.N, d.s }
   for _, sp in ipairs(GG.layout(case)) do
-    local vals = d[sp.name] or {}   -- a reproducer older than the array: none
+    local vals = d[sp.name]
     local arr
     if sp.box == "struct" then   -- four values per element, in field order
       arr = ffi.new(sp.ct .. "[?]", math.max(math.floor(#vals / 4), 1))
@@ -60,7 +60,7 @@ function C.args(case, bk)
 end
 
 -- The number of arguments of a case's kernel.
-local function nparams(case) return #GG.params_of(case) end
+local function nparams(case) return 2 + #GG.layout(case) end
 
 local function kopts(case)
   return { name = case.name or "fuzz", precision = case.precision, cache = false }
