@@ -88,7 +88,8 @@ static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
   if (fn->kv >= 0 && gj_cg_is_resumable(g, fn)) ps[n++] = g->ptr_wi;  /* frame */
   for (j = 0; j < fn->nparams; j++) {
     gj_ty t = fn->params[j];
-    if (fn->kv < 0 && t.k == GJ_T_ARR) {  /* kernel: (ptr, i64) per array */
+    /* kernel: (ptr, i64) per array, and per struct passed by reference */
+    if (fn->kv < 0 && (t.k == GJ_T_ARR || t.k == GJ_T_SREF)) {
       ps[n++] = g->ptr_global;
       ps[n++] = g->lt[LT_I64];
     } else if (gj_cg_type(g, t)) {
@@ -733,7 +734,7 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
   for (j = 0; j < fn->nparams; j++) {
     gj_ty t = fn->params[j];
     LLVMValueRef v;
-    if (fn->kv < 0 && t.k == GJ_T_ARR) {
+    if (fn->kv < 0 && (t.k == GJ_T_ARR || t.k == GJ_T_SREF)) {
       v = LLVMGetUndef(g->lt[LT_ARR]);
       v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 0, "");
       v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 1, "");
@@ -845,8 +846,9 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   for (j = 0; j < kernel->nparams; j++) {
     gj_ty t = kernel->params[j];
     gj_param *pp = &sig->params[j];
-    pp->is_array = t.k == GJ_T_ARR;
-    pp->elem = (uint8_t)(t.k == GJ_T_ARR ? t.s : gj_ty_scalar(cs, t));
+    /* a struct argument is passed as an array of one (gj_pipeline.c) */
+    pp->is_array = t.k == GJ_T_ARR || t.k == GJ_T_SREF;
+    pp->elem = (uint8_t)(pp->is_array ? (t.sid ? GJ_U8 : t.s) : gj_ty_scalar(cs, t));
     if (gj_ty_struct(cs, t)) pp->esize = (uint16_t)gj_ty_struct(cs, t)->size;
     if (t.k == GJ_T_NUM && t.lnum) {   /* the class the launch tests */
       pp->lnum = (uint8_t)gj_lnum_of(t.lo, t.hi);

@@ -39,10 +39,10 @@ int gj_cg_struct_check(gj_cg *g)
                                                      : gj_cg_scalar_type(g, s));
       have = layout_align(st->align, f->offset, (uint32_t)gj_scalar_size(s));
       if (want > have)
-        rc = gj_err_set(g->cs->err, "kernel %s: struct %s: field '%s' (%s) "
+        rc = gj_err_set(g->cs->err, "kernel %s: %s%s: field '%s' (%s) "
                         "at byte offset %u is %u-byte aligned, and device "
                         "code for %s needs %u (a packed struct?)",
-                        g->cs->kname, st->name, f->name, gj_scalar_name(s),
+                        g->cs->kname, gj_struct_word(st->name), st->name, f->name, gj_scalar_name(s),
                         (unsigned)f->offset, have, g->job->triple, want);
     }
   }

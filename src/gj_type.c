@@ -282,3 +282,9 @@ const gj_field *gj_struct_field(const gj_structs *tab, int sid,
     if (strcmp(st->fields[i].name, name) == 0) return &st->fields[i];
   return NULL;
 }
+
+const char *gj_struct_word(const char *name)
+{
+  return strncmp(name, "struct ", 7) == 0 || strncmp(name, "union ", 6) == 0 ? ""
+                                                                            : "struct ";
+}

@@ -140,6 +140,9 @@ typedef struct gj_structs {
 } gj_structs;
 
 void gj_structs_free(gj_structs *tab);   /* the texts, not tab */
+/* For messages that write "struct NAME": "struct " before a name that does
+** not already start with "struct " or "union " (a tag's C name), else "". */
+const char *gj_struct_word(const char *name);
 /* Parse the layout text at *p (a struct, above) into tab, advancing *p
 ** past it; its sid (index in tab) into *sid.  0, or -1 with a message in
 ** msg.  The layout is checked for consistency (every field inside the

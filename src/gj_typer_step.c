@@ -344,23 +344,24 @@ static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
   const gj_struct *st = &cs->structs->s[f.sid - 1];
   int j;
   if (nargs > st->nfields)
-    return gj_typer_error(cs, fn, i, "%d initializers for struct %s, which "
-                                     "has %d fields", nargs, st->name,
+    return gj_typer_error(cs, fn, i, "%d initializers for %s%s, which "
+                                     "has %d fields", nargs, gj_struct_word(st->name), st->name,
                           st->nfields);
   for (j = 0; j < nargs; j++) {
     const gj_field *fd = &st->fields[j];
     if (fd->count || fd->scalar >= GJ_SCALAR__MAX)
-      return gj_typer_error(cs, fn, i, "struct %s(...) in a kernel: "
+      return gj_typer_error(cs, fn, i, "%s%s(...) in a kernel: "
                                        "initializer %d is for field '%s', "
                                        "%s, which kernels do not initialize "
                                        "yet (set its elements or fields)",
-                            st->name, j + 1, fd->name,
+                            gj_struct_word(st->name), st->name, j + 1, fd->name,
                             fd->count ? "a fixed array" : "a struct");
     if (!gj_ty_isnumeric(args[j]) && args[j].k != GJ_T_BOOL) {
       char b[200];
       gj_ty_str(cs, args[j], b, sizeof(b));
-      return gj_typer_error(cs, fn, i, "struct %s(...): initializer %d (for "
-                                       "field '%s') is %s", st->name, j + 1,
+      return gj_typer_error(cs, fn, i, "%s%s(...): initializer %d (for "
+                                       "field '%s') is %s", gj_struct_word(st->name),
+                            st->name, j + 1,
                             fd->name, b);
     }
   }
@@ -480,8 +481,8 @@ static int struct_field(gj_cs *cs, gj_fn *fn, int i, gj_ty ref,
   const gj_struct *st = gj_ty_struct(cs, ref);
   *out = name ? gj_struct_field(cs->structs, ref.sid - 1, name) : NULL;
   if (*out) return 0;
-  return gj_typer_error(cs, fn, i, "no field '%s' in struct %s",
-                        name ? name : "?", st->name);
+  return gj_typer_error(cs, fn, i, "no field '%s' in %s%s",
+                        name ? name : "?", gj_struct_word(st->name), st->name);
 }
 
 /* ref.name = v (TSETS on a struct reference). */
@@ -489,19 +490,18 @@ static int store_field(gj_cs *cs, gj_fn *fn, int i, gj_ty ref,
                        const char *name, gj_ty v)
 {
   const gj_field *f;
+  const char *sn = gj_ty_struct(cs, ref)->name;
   if (struct_field(cs, fn, i, ref, name, &f)) return -1;
   if (f->count || f->scalar >= GJ_SCALAR__MAX)
-    return gj_typer_error(cs, fn, i, "cannot assign to field '%s' of struct "
-                                     "%s: it is %s; assign its fields or "
-                                     "elements",
-                          name, gj_ty_struct(cs, ref)->name,
+    return gj_typer_error(cs, fn, i, "cannot assign to field '%s' of %s%s: "
+                                     "it is %s; assign its fields or "
+                                     "elements", name, gj_struct_word(sn), sn,
                           f->count ? "a fixed array" : "a struct");
   if (!gj_ty_isnumeric(v) && v.k != GJ_T_BOOL) {
     char b[200];
     gj_ty_str(cs, v, b, sizeof(b));
     return gj_typer_error(cs, fn, i, "cannot store %s into field '%s' of "
-                                     "struct %s", b, name,
-                          gj_ty_struct(cs, ref)->name);
+                                     "%s%s", b, name, gj_struct_word(sn), sn);
   }
   fn->wmask |= ref.u.origin;
   return 0;

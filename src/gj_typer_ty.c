@@ -394,7 +394,7 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
   if (gj_ty_struct(cs, t)) {
     const char *nm = gj_ty_struct(cs, t)->name;
     if (t.k == GJ_T_ARR) snprintf(buf, n, "an array (%s[])", nm);
-    else snprintf(buf, n, "a struct %s", nm);
+    else snprintf(buf, n, "a %s%s", gj_struct_word(nm), nm);
     return;
   }
   snprintf(buf, n, "%s", kind_name(cs, t.k, t.s, b1, sizeof(b1)));
