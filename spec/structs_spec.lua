@@ -528,16 +528,19 @@ end)
 
 describe("structs: PTX", function()
   local MIXED = ffi.typeof("st_mixed")
-  it("assembles with ptxas (field loads, stores, copies, a struct made in the kernel)", function()
+  it("assembles with ptxas (field loads, stores, copies, a struct made in the kernel, a struct argument)",
+    function()
     local ptxas
     for _, p in ipairs({ "/usr/local/cuda/bin/ptxas", (os.getenv("CUDA_HOME") or "") .. "/bin/ptxas" }) do
       local f = io.open(p)
       if f then f:close(); ptxas = ptxas or p end
     end
     if not ptxas then return pending("ptxas not found") end
-    local k = gpu.kernel(function(m, out)
+    local k = gpu.kernel(function(m, out, prm)
       local i = gpu.global_id(0)
       local e = m[i]
+      e.d = e.d * prm.x
+      prm.y = i
       e.q = e.q + e.i
       e.pos.x = e.f[1] + e.d + e.u + (e.b and 1 or 0)
       out[i] = m[0]
@@ -545,7 +548,7 @@ describe("structs: PTX", function()
       v.pts[1].y = e.q
       out[i + 1] = v
     end, { name = "ptxstructs", cache = false })
-    local s = k:inspect_asm({ "st_mixed[]", "st_mixed[]" }, "cuda")
+    local s = k:inspect_asm({ "st_mixed[]", "st_mixed[]", "st_vec3" }, "cuda")
     assert.is_truthy(s:find("ld.global.f64", 1, true), s)
     local path = os.tmpname()
     local fh = assert(io.open(path, "w"))
