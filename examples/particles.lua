@@ -19,7 +19,7 @@ local N = tonumber(ex.arg(arg, 2, 100000))
 local STEPS = tonumber(ex.arg(arg, 3, 100))
 local DT, G, RESTITUTION = 1 / 60, 9.81, 0.8
 
-ffi.cdef("typedef struct { double x, y, z, vx, vy, vz; } particle;")
+ffi.cdef("typedef struct { double x, y, z, vx, vy, vz; } particle3d;")
 
 -- One step of particle i; 1 when it bounced.  Shared by the kernel and the
 -- plain-Lua check.
@@ -42,13 +42,13 @@ local advance = gpu.kernel(function(p, bounces, n, dt, g, restitution)
   if i < n and step(p, i, dt, g, restitution) == 1 then gpu.atomic_add(bounces, 0, 1) end
 end, { name = "particles" })
 
-local p = ffi.new("particle[?]", N)
+local p = ffi.new("particle3d[?]", N)
 for i = 0, N - 1 do
   local q = p[i]
   q.x, q.y, q.z = (i % 100) * 0.01, 0.5 + (i % 37) * 0.05, math.floor(i / 100) * 0.01
   q.vx, q.vy, q.vz = ((i * 7) % 11 - 5) * 0.1, ((i * 3) % 13) * 0.2, 0
 end
-local ref = ffi.new("particle[?]", N)
+local ref = ffi.new("particle3d[?]", N)
 ffi.copy(ref, p, ffi.sizeof(p))
 local bounces = ffi.new("int32_t[1]")
 

@@ -50,14 +50,15 @@ local function ctype_of(elem)
   local ct = R.ct[key]
   if ct == nil then
     local decl
-    if st then
+    local cname = st and types.struct_cname(st) or elem
+    if not cname then   -- a struct with no C name: a template (see types.vla)
       decl = ffi.typeof("struct { $ *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; }",
         types.struct_ctype(st))
     else
-      decl = "gj_array_" .. elem
+      decl = "gj_array_" .. (st and "s" .. st.ctid or elem)
       ffi.cdef(string.format(
         "typedef struct %s { %s *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; } %s;",
-        decl, elem, decl))
+        decl, cname, decl))
     end
     ct = ffi.metatype(decl, {
       __index = function(e, k) return R.impl.index(e, k, elem) end,
@@ -227,8 +228,7 @@ local function alloc(elem, n, tgt, fname, level)
     end
   end
   local e = ctype_of(elem)()
-  e.ptr = ffi.cast(types.structs[elem] and ffi.typeof("$ *", types.struct_ctype(types.structs[elem]))
-    or elem .. " *", p)
+  e.ptr = ffi.cast(types.ptr(elem), p)
   e.n = n
   e.ctx = env.ctx
   e.bk = tgt.sim and SIM_BK or tgt.bk

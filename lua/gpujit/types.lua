@@ -367,6 +367,16 @@ function M.struct(ct)
   return e, why
 end
 
+-- The C name that gives struct entry e's own ctype (its typedef or its
+-- tag), or nil for one that has none ("struct 97").
+function M.struct_cname(e)
+  if e.cname == nil then
+    local ok, ct = pcall(ffi.typeof, e.name)
+    e.cname = ok and tonumber(ct) == e.ctid and e.name or false
+  end
+  return e.cname or nil
+end
+
 -- The ctype of struct entry e (for FFI arrays of it on the host).
 function M.struct_ctype(e)
   if not e.ct then
@@ -541,23 +551,48 @@ end
 
 -- A ctype for `T[?]` given a type name or a ctype (used by arrays and sim).
 local vla_cache = {}
+--
+-- Types are made from C text where there is one ("float[?]", "particle[?]"):
+-- LuaJIT 2.1.0-beta3's templates (ffi.typeof("$[?]", ct)) gave, in the full
+-- suite under busted, the type of an earlier template call for a later ct
+-- (a `float` shared array came back as an array of a struct a spec had
+-- used); types.lua's header notes the same for "$[1]".  A template is left
+-- only for what has no C name: a struct with neither typedef nor tag.
+local function c_text(ctype)
+  if type(ctype) ~= "string" then
+    local st = M.struct(ctype)
+    if st then return M.struct_cname(st) end
+    return M.scalar(tostring(ctype):match("^ctype<(.*)>$") or "")
+  end
+  if M.scalar(ctype) then return M.scalar(ctype) end
+  if M.structs[ctype] then return M.struct_cname(M.structs[ctype]) end
+  return ctype
+end
+
 function M.vla(ctype)
   local key = ctype
   local ct = vla_cache[key]
   if ct then return ct end
-  if type(ctype) == "string" then
-    local s = M.scalar(ctype)
-    if s then
-      ct = ffi.typeof(s .. "[?]")
-    elseif M.structs[ctype] then
-      ct = ffi.typeof("$[?]", M.struct_ctype(M.structs[ctype]))
-    else
-      ct = ffi.typeof("$[?]", ffi.typeof(ctype))
-    end
+  local text = c_text(ctype)
+  if text then
+    ct = ffi.typeof(text .. "[?]")
+  elseif type(ctype) == "string" then
+    ct = ffi.typeof("$[?]", M.struct_ctype(M.structs[ctype]))
   else
     ct = ffi.typeof("$[?]", ctype)
   end
   vla_cache[key] = ct
+  return ct
+end
+
+-- A ctype for `T *` given a scalar or struct name (gpu.array's pointers).
+local ptr_cache = {}
+function M.ptr(elem)
+  local ct = ptr_cache[elem]
+  if ct then return ct end
+  local text = c_text(elem)
+  ct = text and ffi.typeof(text .. " *") or ffi.typeof("$ *", M.struct_ctype(M.structs[elem]))
+  ptr_cache[elem] = ct
   return ct
 end
 
