@@ -30,10 +30,10 @@ for _, bk in ipairs(H.backends) do
     describe("arrays of FFI structs", function()
       it("the particle step of API.md: p[i] is a reference, fields read and written", function()
         pcall(ffi.cdef, "typedef struct { float x, y, vx, vy; } particle;")
-        local n = 1000
-        local ps = ffi.new("particle[?]", n)
-        for i = 0, n - 1 do ps[i].x, ps[i].y, ps[i].vx, ps[i].vy = i, -i, i % 7 - 3, 0.5 end
-        local ref = ffi.new("particle[?]", n)
+        local count = 1000
+        local ps = ffi.new("particle[?]", count)
+        for i = 0, count - 1 do ps[i].x, ps[i].y, ps[i].vx, ps[i].vy = i, -i, i % 7 - 3, 0.5 end
+        local ref = ffi.new("particle[?]", count)
         ffi.copy(ref, ps, ffi.sizeof(ps))
         local step = H.kernel(bk, function(p, n, dt)
           local i = gpu.global_id(0)
@@ -42,8 +42,8 @@ for _, bk in ipairs(H.backends) do
             q.x, q.y = q.x + q.vx * dt, q.y + q.vy * dt
           end
         end, { name = "step" })
-        step:launch(n, ps, n, 1 / 60)
-        for i = 0, n - 1 do
+        step:launch(count, ps, count, 1 / 60)
+        for i = 0, count - 1 do
           local q = ref[i]
           q.x, q.y = q.x + q.vx * (1 / 60), q.y + q.vy * (1 / 60)
         end
