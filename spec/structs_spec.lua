@@ -291,6 +291,21 @@ for _, bk in ipairs(H.backends) do
       assert.matches(H.this_file() .. ":" .. H.line_of("--@oob"), msg, 1, true)
       k:launch(2, a, 2)
       assert.are.equal(1, a[3].x)
+      -- a fixed array of structs in a struct made in the kernel: checked too
+      local MIXED = ffi.typeof("st_mixed")
+      local k2 = H.kernel(bk, function(o, j)
+        local v = MIXED(1)
+        v.pts[j].x = 5 --@oob2
+        o[0] = v.pts[1].x
+      end, { name = "oob2", boundscheck = true })
+      local o = ffi.new("double[1]")
+      k2:launch(1, o, 1)
+      assert.are.equal(5, o[0])
+      if bk ~= "sim" then   -- (sim runs LuaJIT's FFI, which checks no field array)
+        msg = H.error_of(k2.launch, k2, 1, o, 2)
+        assert.matches(H.this_file() .. ":" .. H.line_of("--@oob2"), msg, 1, true)
+        assert.matches("index 2 is out of bounds", msg, 1, true)
+      end
     end)
 
     it("struct values: the ctype as an upvalue constructs (LuaJIT's initializers, the rest zero)", function()

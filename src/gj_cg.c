@@ -233,28 +233,6 @@ static void tag_loc(gj_cg *g, int i, gj_ty ta, LLVMValueRef v)
                   LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 3)));
 }
 
-/* A zeroed global the size of struct st (the largest asked for so far is
-** the one kept), for accesses whose bounds check failed. */
-static LLVMValueRef struct_scratch(gj_cg *g, const gj_struct *st)
-{
-  LLVMValueRef v = LLVMGetNamedGlobal(g->M, "gj.struct.scratch");
-  LLVMTypeRef t = LLVMArrayType(g->lt[LT_I8], st->size);
-  if (v && LLVMGetArrayLength(LLVMGlobalGetValueType(v)) >= st->size) return v;
-  if (v) LLVMSetValueName2(v, "gj.struct.scratch.old", 21);
-  {
-    LLVMValueRef nv = LLVMAddGlobalInAddressSpace(g->M, t, "gj.struct.scratch",
-                                                  g->job->as_global);
-    LLVMSetInitializer(nv, LLVMConstNull(t));
-    LLVMSetLinkage(nv, LLVMInternalLinkage);
-    LLVMSetAlignment(nv, 16);
-    if (v) {
-      LLVMReplaceAllUsesWith(v, nv);
-      LLVMDeleteGlobal(v);
-    }
-    return nv;
-  }
-}
-
 /* a[idx] (instruction i) into *out. */
 static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
                       LLVMValueRef idx, gj_ty ti, LLVMValueRef *out)
@@ -264,13 +242,7 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   if (ta.sid) {   /* a reference to the element */
-    v = gj_cg_check_end(g, &gd, p);
-    /* where a bounds check failed (it reports the fault), an element of
-    ** zeros, so that the accesses through the reference stay in memory */
-    if (gd.cont)
-      v = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, v, ""),
-                          struct_scratch(g, gj_ty_struct(g->cs, ta)), v, "");
-    *out = gj_cg_sref(g, v, ta.space);
+    *out = gj_cg_struct_elem(g, arr, ta, gj_cg_check_end(g, &gd, p), gd.cont != NULL);
     return 0;
   }
   if ((gj_scalar)ta.s == GJ_BOOL) {

@@ -141,6 +141,10 @@ int gj_cg_print(gj_cg *g, int i, int nargs, LLVMValueRef *args, const gj_ty *at)
 ** allows; memmove would need a temporary the SPIR-V translator puts
 ** outside the entry block). */
 int gj_cg_struct_check(gj_cg *g);
+/* The reference to element p of array of structs arr (type ta), p from a
+** bounds-checked access when checked (null where the check failed). */
+LLVMValueRef gj_cg_struct_elem(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                               LLVMValueRef p, int checked);
 LLVMValueRef gj_cg_sref(gj_cg *g, LLVMValueRef ptr, int space);
 LLVMTypeRef gj_cg_struct_type(gj_cg *g, const gj_struct *st);
 LLVMValueRef gj_cg_field_get(gj_cg *g, LLVMValueRef ref, gj_ty tref,

@@ -50,6 +50,41 @@ int gj_cg_struct_check(gj_cg *g)
   return rc;
 }
 
+/* A zeroed global the size of struct st (the largest asked for so far is
+** the one kept), for accesses whose bounds check failed. */
+static LLVMValueRef struct_scratch(gj_cg *g, const gj_struct *st)
+{
+  LLVMValueRef v = LLVMGetNamedGlobal(g->M, "gj.struct.scratch"), nv;
+  LLVMTypeRef t = LLVMArrayType(g->lt[LT_I8], st->size);
+  if (v && LLVMGetArrayLength(LLVMGlobalGetValueType(v)) >= st->size) return v;
+  if (v) LLVMSetValueName2(v, "gj.struct.scratch.old", 21);
+  nv = LLVMAddGlobalInAddressSpace(g->M, t, "gj.struct.scratch", g->job->as_global);
+  LLVMSetInitializer(nv, LLVMConstNull(t));
+  LLVMSetLinkage(nv, LLVMInternalLinkage);
+  LLVMSetAlignment(nv, 16);
+  if (v) {
+    LLVMReplaceAllUsesWith(v, nv);
+    LLVMDeleteGlobal(v);
+  }
+  return nv;
+}
+
+LLVMValueRef gj_cg_struct_elem(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                               LLVMValueRef p, int checked)
+{
+  if (checked) {
+    /* where the check failed (it reports the fault) p is null: an element
+    ** of zeros instead, so that accesses through the reference stay in
+    ** memory -- in global memory a scratch one, elsewhere (a fixed array
+    ** in a struct, never empty) the array's first */
+    LLVMValueRef alt = ta.space == GJ_SPACE_GLOBAL
+                           ? struct_scratch(g, gj_ty_struct(g->cs, ta))
+                           : LLVMBuildExtractValue(g->B, arr, 0, "");
+    p = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, p, ""), alt, p, "");
+  }
+  return gj_cg_sref(g, p, ta.space);
+}
+
 LLVMValueRef gj_cg_sref(gj_cg *g, LLVMValueRef ptr, int space)
 {
   LLVMValueRef v = LLVMGetUndef(g->lt[LT_ARR + space]);
