@@ -27,6 +27,31 @@ for _, bk in ipairs(H.backends) do
   describe("API.md on " .. bk, function()
     before_each(function() H.need(bk) end)
 
+    describe("arrays of FFI structs", function()
+      it("the particle step of API.md: p[i] is a reference, fields read and written", function()
+        pcall(ffi.cdef, "typedef struct { float x, y, vx, vy; } particle;")
+        local count = 1000
+        local ps = ffi.new("particle[?]", count)
+        for i = 0, count - 1 do ps[i].x, ps[i].y, ps[i].vx, ps[i].vy = i, -i, i % 7 - 3, 0.5 end
+        local ref = ffi.new("particle[?]", count)
+        ffi.copy(ref, ps, ffi.sizeof(ps))
+        local step = H.kernel(bk, function(p, n, dt)
+          local i = gpu.global_id(0)
+          if i < n then
+            local q = p[i]                       -- a reference into the array
+            q.x, q.y = q.x + q.vx * dt, q.y + q.vy * dt
+          end
+        end, { name = "step" })
+        step:launch(count, ps, count, 1 / 60)
+        for i = 0, count - 1 do
+          local q = ref[i]
+          q.x, q.y = q.x + q.vx * (1 / 60), q.y + q.vy * (1 / 60)
+        end
+        assert.are.equal(ffi.string(ref, ffi.sizeof(ref)), ffi.string(ps, ffi.sizeof(ps)))
+        assert.are.equal("particle[]", step:signatures()[1][1])
+      end)
+    end)
+
     describe("kernels and launches", function()
       it("saxpy:launch(n, 2.0, x, y, n)", function()
         local n = 10007

@@ -493,11 +493,24 @@ end
 -- Deep-copy launch arguments so that two runs do not share memory.  FFI
 -- arrays are copied with their size; Lua tables element by element; other
 -- values are passed as they are.
+-- The ctype info of an FFI array of structs (gpu.types), or nil.
+local function struct_array(v)
+  if type(v) ~= "cdata" or not H.gpu.types then return nil end
+  local info = H.gpu.types.ctype_info(v)
+  return info and info.struct and info.kind == "farray" and info or nil
+end
+
 local function clone_arg(v)
   if type(v) == "table" then
     local t = {}
     for k, x in pairs(v) do t[k] = x end
     return t
+  end
+  local si = struct_array(v)
+  if si then   -- an array of structs: the same ctype, the same bytes
+    local c = si.len and ffi.new(ffi.typeof(v)) or ffi.new(ffi.typeof(v), ffi.sizeof(v) / si.esize)
+    ffi.copy(c, v, ffi.sizeof(v))
+    return c
   end
   local ct = H.elem_ct(v)
   if ct then
@@ -530,6 +543,15 @@ function H.compare_args(label, got_args, ref_args, ulps, dulps)
       local n = math.max(#g, #r)
       H.check(nil, g, function(i) return r[i + 1] end, n,
         { base = 1, ulps = dulps or 0, what = label .. ", argument #" .. j .. " (table)" })
+    elseif struct_array(g) then   -- arrays of structs: byte for byte
+      local esz, sz = struct_array(g).esize, ffi.sizeof(g)
+      local gs, rs = ffi.string(g, sz), ffi.string(r, sz)
+      if gs ~= rs then
+        local at = 0
+        while gs:byte(at + 1) == rs:byte(at + 1) do at = at + 1 end
+        error(("%s, argument #%d (an array of %s): element %d differs (byte %d of it)"):format(
+          label, j, struct_array(g).elem, math.floor(at / esz), at % esz), 2)
+      end
     elseif type(g) == "cdata" then
       local ct = H.elem_ct(g)
       if ct then

@@ -53,12 +53,26 @@ void gj_cg_store(gj_cg *g, int slot, gj_ty t, LLVMValueRef v)
 
 /* --- Function types ------------------------------------------------------ */
 
+/* A result's LLVM type: a struct made in the function is returned by
+** value (its bytes), everything else as its slot holds it. */
+static LLVMTypeRef ret_llvm(gj_cg *g, gj_ty t)
+{
+  if (gj_ty_byvalue(t)) return gj_cg_struct_type(g, gj_ty_struct(g->cs, t));
+  return gj_cg_type(g, t);
+}
+
+static LLVMValueRef ret_value(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to)
+{
+  if (gj_ty_byvalue(to)) return gj_cg_struct_out(g, v, to);
+  return gj_cg_convert(g, v, from, to);
+}
+
 static LLVMTypeRef ret_type(gj_cg *g, gj_fn *fn)
 {
   LLVMTypeRef el[GJ_MAXRET];
   int j, n = 0;
   for (j = 0; j < fn->nret; j++)
-    if (gj_cg_type(g, fn->ret[j])) el[n++] = gj_cg_type(g, fn->ret[j]);
+    if (ret_llvm(g, fn->ret[j])) el[n++] = ret_llvm(g, fn->ret[j]);
   if (n == 0) return LLVMVoidTypeInContext(g->C);
   if (fn->nret == 1) return el[0];
   return LLVMStructTypeInContext(g->C, el, (unsigned)n, 0);
@@ -74,7 +88,8 @@ static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
   if (fn->kv >= 0 && gj_cg_is_resumable(g, fn)) ps[n++] = g->ptr_wi;  /* frame */
   for (j = 0; j < fn->nparams; j++) {
     gj_ty t = fn->params[j];
-    if (fn->kv < 0 && t.k == GJ_T_ARR) {  /* kernel: (ptr, i64) per array */
+    /* kernel: (ptr, i64) per array, and per struct passed by reference */
+    if (fn->kv < 0 && (t.k == GJ_T_ARR || t.k == GJ_T_SREF)) {
       ps[n++] = g->ptr_global;
       ps[n++] = g->lt[LT_I64];
     } else if (gj_cg_type(g, t)) {
@@ -193,6 +208,7 @@ LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
   LLVMTypeRef et = gj_cg_scalar_type(g, (gj_scalar)ta.s);
   LLVMValueRef p = LLVMBuildExtractValue(g->B, arr, 0, "");
   if ((gj_scalar)ta.s == GJ_BOOL) et = g->lt[LT_I8];
+  if (ta.sid) et = gj_cg_struct_type(g, gj_ty_struct(g->cs, ta));
   idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
   return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
 }
@@ -225,6 +241,10 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p, v;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.sid) {   /* a reference to the element */
+    *out = gj_cg_struct_elem(g, arr, ta, gj_cg_check_end(g, &gd, p), gd.cont != NULL);
+    return 0;
+  }
   if ((gj_scalar)ta.s == GJ_BOOL) {
     v = LLVMBuildLoad2(g->B, g->lt[LT_I8], p, "");
     tag_loc(g, i, ta, v);
@@ -244,6 +264,11 @@ static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.sid) {   /* p[j] = p[i]: a copy of the struct */
+    gj_cg_struct_copy(g, p, v, gj_ty_struct(g->cs, ta));
+    gj_cg_check_end(g, &gd, NULL);
+    return 0;
+  }
   v = gj_cg_to_elem(g, v, tv, (gj_scalar)ta.s);
   if ((gj_scalar)ta.s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
   tag_loc(g, i, ta, LLVMBuildStore(g->B, v, p));
@@ -273,13 +298,13 @@ static void emit_return(gj_cg *g, gj_fn *fn, int n, LLVMValueRef *v,
     return;
   }
   if (fn->nret == 1) {
-    LLVMBuildRet(g->B, gj_cg_convert(g, v[0], t[0], fn->ret[0]));
+    LLVMBuildRet(g->B, ret_value(g, v[0], t[0], fn->ret[0]));
     return;
   }
   agg = LLVMGetUndef(rt);
   for (j = 0; j < n && j < fn->nret; j++) {
-    if (!gj_cg_type(g, fn->ret[j])) continue;
-    agg = LLVMBuildInsertValue(g->B, agg, gj_cg_convert(g, v[j], t[j], fn->ret[j]),
+    if (!ret_llvm(g, fn->ret[j])) continue;
+    agg = LLVMBuildInsertValue(g->B, agg, ret_value(g, v[j], t[j], fn->ret[j]),
                                (unsigned)k++, "");
   }
   LLVMBuildRet(g->B, agg);
@@ -297,6 +322,15 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
   gj_ty f = PRE(in->a);
   gj_call_shape(cs, in, &fs->pre, &fslot, &arg0, &nargs, &nres);
   load_range(g, fs, arg0, nargs, args, at);
+  if (f.k == GJ_T_STR && f.sid) {   /* particle(x, y, ...) */
+    memset(&rt[0], 0, sizeof(rt[0]));
+    rt[0].k = GJ_T_SREF;
+    rt[0].sid = f.sid;
+    rt[0].space = GJ_SPACE_LOCAL;
+    res[0] = gj_cg_struct_new(g, rt[0], nargs, args, at);
+    *nout = 1;
+    return 0;
+  }
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
     int intr = cs->kv[f.aux].intr;
     if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;
@@ -338,13 +372,17 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
       r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
     gj_cg_cancel_here(g);   /* stopped inside the callee: stop here too */
     *nout = callee->nret;
-    for (j = 0; j < callee->nret; j++) rt[j] = callee->ret[j];
     if (callee->nret == 1) {
-      res[0] = gj_cg_type(g, rt[0]) ? r : NULL;
+      res[0] = ret_llvm(g, callee->ret[0]) ? r : NULL;
     } else {
       unsigned k = 0;
       for (j = 0; j < callee->nret; j++)
-        res[j] = gj_cg_type(g, rt[j]) ? LLVMBuildExtractValue(g->B, r, k++, "") : NULL;
+        res[j] = ret_llvm(g, callee->ret[j]) ? LLVMBuildExtractValue(g->B, r, k++, "") : NULL;
+    }
+    for (j = 0; j < callee->nret; j++) {
+      rt[j] = gj_ty_returned(callee->ret[j], nargs, at);
+      if (gj_ty_byvalue(callee->ret[j]))   /* a new object of this function's */
+        res[j] = gj_cg_struct_in(g, res[j], rt[j]);
     }
     (void)nres;
     return 0;
@@ -522,8 +560,20 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     gj_cg_store(g, in->a, POST(in->a), va);
     return 0;
   }
+  case GJ_BC_TGETS: case GJ_BC_TSETS: {
+    gj_ty tb = PRE(in->b);
+    const gj_field *f;
+    if (tb.k != GJ_T_SREF) return 0;   /* a field of a known table */
+    f = gj_struct_field(cs->structs, tb.sid - 1, p->kstr[in->c]);
+    vb = gj_cg_load(g, in->b, tb);
+    if (in->op == GJ_BC_TSETS)
+      gj_cg_field_set(g, vb, tb, f, gj_cg_load(g, in->a, PRE(in->a)), PRE(in->a));
+    else
+      gj_cg_store(g, in->a, POST(in->a), gj_cg_field_get(g, vb, tb, f));
+    return 0;
+  }
   case GJ_BC_KSHORT: case GJ_BC_KNUM: case GJ_BC_KPRI: case GJ_BC_KNIL:
-  case GJ_BC_KSTR: case GJ_BC_UGET: case GJ_BC_GGET: case GJ_BC_TGETS:
+  case GJ_BC_KSTR: case GJ_BC_UGET: case GJ_BC_GGET:
   case GJ_BC_UCLO: case GJ_BC_LOOP:
     return 0;   /* constants and known values: nothing at run time */
   case GJ_BC_TGETB: case GJ_BC_TGETV: case GJ_BC_TGETR: {
@@ -656,7 +706,7 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
   for (j = 0; j < fn->nparams; j++) {
     gj_ty t = fn->params[j];
     LLVMValueRef v;
-    if (fn->kv < 0 && t.k == GJ_T_ARR) {
+    if (fn->kv < 0 && (t.k == GJ_T_ARR || t.k == GJ_T_SREF)) {
       v = LLVMGetUndef(g->lt[LT_ARR]);
       v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 0, "");
       v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 1, "");
@@ -745,6 +795,11 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   g.lt[LT_ARR_LOCAL] = LLVMStructTypeInContext(C, arr, 2, 0);
   LLVMSetTarget(g.M, job->triple);
   if (job->datalayout[0]) LLVMSetDataLayout(g.M, job->datalayout);
+  if (gj_cg_struct_check(&g)) {
+    LLVMDisposeBuilder(g.B);
+    LLVMDisposeModule(g.M);
+    return -1;
+  }
   *body = declare_fn(&g, kernel, "gj_body");
   rc = emit_fn(&g, kernel);
   LLVMDisposeBuilder(g.B);
@@ -763,8 +818,10 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   for (j = 0; j < kernel->nparams; j++) {
     gj_ty t = kernel->params[j];
     gj_param *pp = &sig->params[j];
-    pp->is_array = t.k == GJ_T_ARR;
-    pp->elem = (uint8_t)(t.k == GJ_T_ARR ? t.s : gj_ty_scalar(cs, t));
+    /* a struct argument is passed as an array of one (gj_pipeline.c) */
+    pp->is_array = t.k == GJ_T_ARR || t.k == GJ_T_SREF;
+    pp->elem = (uint8_t)(pp->is_array ? (t.sid ? GJ_U8 : t.s) : gj_ty_scalar(cs, t));
+    if (gj_ty_struct(cs, t)) pp->esize = (uint16_t)gj_ty_struct(cs, t)->size;
     if (t.k == GJ_T_NUM && t.lnum) {   /* the class the launch tests */
       pp->lnum = (uint8_t)gj_lnum_of(t.lo, t.hi);
       sig->lnum = 1;

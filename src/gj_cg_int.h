@@ -131,6 +131,38 @@ void gj_cg_barrier(gj_cg *g);
 /* print(...) (gj_cg_print.c): append a record to the launch's print area. */
 int gj_cg_print(gj_cg *g, int i, int nargs, LLVMValueRef *args, const gj_ty *at);
 
+/* Structs (gj_cg_struct.c).  check: the device's data layout holds the
+** layouts of cs->structs (an error naming struct and field otherwise).
+** sref: the reference value for the struct at ptr.  field_get: the value of
+** field f of the struct tref (a SREF) refers to: a scalar, or a reference
+** or an array value into it; field_set: store v (type tv) into scalar field
+** f.  copy: the struct st at src_ref into dst (llvm.memcpy: two elements
+** of struct arrays are the same element or do not overlap, which memcpy
+** allows; memmove would need a temporary the SPIR-V translator puts
+** outside the entry block). */
+int gj_cg_struct_check(gj_cg *g);
+/* The reference to element p of array of structs arr (type ta), p from a
+** bounds-checked access when checked (null where the check failed). */
+LLVMValueRef gj_cg_struct_elem(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                               LLVMValueRef p, int checked);
+LLVMValueRef gj_cg_sref(gj_cg *g, LLVMValueRef ptr, int space);
+LLVMTypeRef gj_cg_struct_type(gj_cg *g, const gj_struct *st);
+LLVMValueRef gj_cg_field_get(gj_cg *g, LLVMValueRef ref, gj_ty tref,
+                             const gj_field *f);
+void gj_cg_field_set(gj_cg *g, LLVMValueRef ref, gj_ty tref, const gj_field *f,
+                     LLVMValueRef v, gj_ty tv);
+void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
+                       const gj_struct *st);
+/* A struct made in a device function crosses its return by value:
+** struct_out gives the bytes of the struct ref refers to (type t), and
+** struct_in a new object (type t, in this function) holding bytes v. */
+LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t);
+LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t);
+/* A new struct of type t (a SREF in local space), zeroed, its first nargs
+** fields set from args (types at): LuaJIT's ctype(...). */
+LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
+                              const LLVMValueRef *args, const gj_ty *at);
+
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);

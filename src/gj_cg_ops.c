@@ -17,7 +17,7 @@ int gj_cg_lt(const gj_cs *cs, gj_ty t)
     LT_F32, LT_F64
   };
   gj_scalar s;
-  if (t.k == GJ_T_ARR) return LT_ARR + t.space;
+  if (t.k == GJ_T_ARR || t.k == GJ_T_SREF) return LT_ARR + t.space;
   s = gj_ty_scalar(cs, t);
   return s == GJ_SCALAR__MAX ? -1 : of_scalar[s];
 }
@@ -166,7 +166,9 @@ LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts)
 
 LLVMValueRef gj_cg_convert(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to)
 {
-  if (to.k == GJ_T_ARR || from.k == GJ_T_ARR) return v;
+  if (to.k == GJ_T_ARR || from.k == GJ_T_ARR || to.k == GJ_T_SREF ||
+      from.k == GJ_T_SREF)
+    return v;
   return gj_cg_to_scalar(g, v, from, gj_ty_scalar(g->cs, to));
 }
 
@@ -435,8 +437,9 @@ LLVMValueRef gj_cg_compare(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
     j = gj_ty_num(GJ_I64);
   s = c64 ? s64 : gj_ty_scalar(g->cs, j);
   int ne = (op == GJ_BC_ISNEV || op == GJ_BC_ISNEN);
-  if (ta.k == GJ_T_BOOL || ta.k == GJ_T_ARR) {   /* ISEQ/ISNE only */
-    if (ta.k == GJ_T_ARR) {
+  if (ta.k == GJ_T_BOOL || ta.k == GJ_T_ARR || ta.k == GJ_T_SREF) {
+    /* ISEQ/ISNE only; arrays and references by address */
+    if (ta.k != GJ_T_BOOL) {
       a = LLVMBuildExtractValue(B, a, 0, "");
       b = LLVMBuildExtractValue(B, b, 0, "");
     }

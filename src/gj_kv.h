@@ -65,6 +65,9 @@ typedef struct gj_kvinfo {
   const char *intr;  /* FUNCTION: the intrinsic's name (gj_intr_lookup)
                      ** when it is one of gpujit's, else NULL */
   int cfunc;         /* FUNCTION: written in C (it has no bytecode) */
+  const char *layout;  /* CTYPE of a struct the kernels can hold: its
+                       ** layout text (gj_type.h, "Struct types"), as the
+                       ** Lua face writes it; else NULL */
 } gj_kvinfo;
 
 typedef struct gj_kvsrc gj_kvsrc;

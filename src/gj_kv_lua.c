@@ -180,6 +180,38 @@ static const char *intr_name(kvlua *k)
   return r;
 }
 
+/* The layout text of the struct ctype below the top (the tostring result
+** is on the top), from the Lua face's type table (gpujit.types.struct, when
+** that module is loaded), or NULL. */
+static const char *struct_layout(kvlua *k)
+{
+  lua_State *L = k->L;
+  const char *r = NULL;
+  lua_getglobal(L, "package");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "loaded");
+    if (lua_istable(L, -1)) {
+      lua_getfield(L, -1, "gpujit.types");
+      if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "struct");
+        if (lua_isfunction(L, -1)) {
+          lua_pushvalue(L, -6);   /* the ctype */
+          if (lua_pcall(L, 1, 1, 0) == 0 && lua_istable(L, -1)) {
+            lua_getfield(L, -1, "spec");
+            if (lua_isstring(L, -1)) r = keep(k, -1);
+            lua_pop(L, 1);
+          }
+        }
+        lua_pop(L, 1);   /* the result, the error message or the non-function */
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return r;
+}
+
 /* The cdata on the top: an FFI ctype (tostring gives "ctype<NAME>") or
 ** another cdata. */
 static void classify_cdata(kvlua *k, gj_kvinfo *info)
@@ -201,6 +233,7 @@ static void classify_cdata(kvlua *k, gj_kvinfo *info)
     info->cls = GJ_KVC_CTYPE;
     info->str = keep(k, -1);
     lua_pop(L, 1);
+    info->layout = struct_layout(k);
   }
   lua_pop(L, 1);
 }

@@ -242,7 +242,9 @@ static void push_sig(lua_State *L, const gj_sig *sig)
   for (j = 0; j < sig->nparams; j++) {
     const gj_param *p = &sig->params[j];
     lua_createtable(L, 0, 7);
-    if (p->lnum) {
+    if (p->esize) {   /* an array of structs: the Lua face names it */
+      lua_pushnil(L);
+    } else if (p->lnum) {
       lua_pushstring(L, gj_lnum_classes[p->lnum].name);
     } else {
       lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
@@ -252,8 +254,11 @@ static void push_sig(lua_State *L, const gj_sig *sig)
       }
     }
     lua_setfield(L, -2, "type");
-    lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
+    if (p->esize) lua_pushnil(L);
+    else lua_pushstring(L, gj_scalar_name((gj_scalar)p->elem));
     lua_setfield(L, -2, "elem");
+    lua_pushinteger(L, p->esize);
+    lua_setfield(L, -2, "esize");
     lua_pushboolean(L, p->is_array);
     lua_setfield(L, -2, "is_array");
     lua_pushboolean(L, p->read);

@@ -35,8 +35,36 @@
 #include "gj_typer.h"
 #include "gj_watch.h"
 
+/* A struct: the layout text "{...}" (gj_type.h) into cs's struct table;
+** with "[]" after it, an array of them.  A struct alone is passed as
+** LuaJIT passes a struct cdata to a function, by reference: to the launch
+** and the backends it is an array of one element, in the kernel a
+** reference (GJ_T_SREF) to it. */
+static int struct_param(gj_cs *cs, const gj_compile_opts *o, int j,
+                        gj_ty *t, gj_err *err)
+{
+  size_t n = strlen(o->types[j]);
+  int arr = n > 2 && strcmp(o->types[j] + n - 2, "[]") == 0;
+  char *text = malloc(n + 1);
+  int sid, rc;
+  if (!text) return gj_err_set(err, "out of memory");
+  memcpy(text, o->types[j], n - (arr ? 2 : 0));
+  text[n - (arr ? 2 : 0)] = '\0';
+  rc = gj_cs_struct(cs, text, &sid);
+  free(text);
+  if (rc) return gj_err_prefix(err, "kernel %s: argument %d: ", o->name, j + 1);
+  memset(t, 0, sizeof(*t));
+  t->k = arr ? GJ_T_ARR : GJ_T_SREF;
+  t->s = GJ_U8;
+  t->sid = (uint8_t)(sid + 1);
+  t->space = GJ_SPACE_GLOBAL;
+  if (arr && o->boundscheck) t->aux = GJ_ARR_TAG(j, (int)((o->one_based >> j) & 1));
+  return 0;
+}
+
 /* Type names of the signature -> parameter types. */
-static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
+static int param_types(gj_cs *cs, const gj_compile_opts *o, gj_ty *params,
+                       gj_err *err)
 {
   int j;
   for (j = 0; j < o->nparams; j++) {
@@ -44,6 +72,10 @@ static int param_types(const gj_compile_opts *o, gj_ty *params, gj_err *err)
     size_t n = strlen(o->types[j]);
     int arr = n > 2 && strcmp(o->types[j] + n - 2, "[]") == 0;
     gj_scalar s;
+    if (o->types[j][0] == '{') {
+      if (struct_param(cs, o, j, &params[j], err)) return -1;
+      continue;
+    }
     snprintf(nm, sizeof(nm), "%.*s", (int)(arr ? n - 2 : n), o->types[j]);
     if (!arr && gj_lnum_parse(nm) != GJ_LNUM_NONE) {
       const gj_lnum_class *c = &gj_lnum_classes[gj_lnum_parse(nm)];
@@ -349,7 +381,9 @@ int gj_pipeline_job(gj_ctx *ctx, const gj_compile_opts *o, gj_job *job,
 static void type_name(gj_cs *cs, gj_ty t, char *buf, size_t n)
 {
   gj_scalar s = t.k == GJ_T_ARR ? (gj_scalar)t.s : gj_ty_scalar(cs, t);
-  if (t.k == GJ_T_NUM && t.lnum)   /* a parameter's class, else any lnum */
+  if (gj_ty_struct(cs, t))   /* "particle[]", or "particle" for a reference */
+    snprintf(buf, n, "%s%s", gj_ty_struct(cs, t)->name, t.k == GJ_T_ARR ? "[]" : "");
+  else if (t.k == GJ_T_NUM && t.lnum)   /* a parameter's class, else any lnum */
     snprintf(buf, n, "%s", gj_lnum_of(t.lo, t.hi) ? gj_lnum_classes[gj_lnum_of(t.lo, t.hi)].name
                                                    : "lua_int");
   else if (s < GJ_SCALAR__MAX)
@@ -478,7 +512,7 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   /* 1. the compile job */
   if (stage_job(ctx, o, ps, &kd, &job, err)) goto done;
   kd.job = &job;
-  if (param_types(o, params, err)) goto done;
+  if (param_types(&cs, o, params, err)) goto done;
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */

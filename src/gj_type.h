@@ -40,7 +40,8 @@ typedef enum gj_scalar {
 **   NULL; no spelling appears twice in the whole table.  int is 32 bits and
 **   long 64, as on every LP64 host LuaJIT runs on (gj_type.c checks it);
 **   "char" is int8_t whatever the host's char signedness.
-** A struct type would be one more entry (with its own kind flag). */
+** Struct types are entries of their own (gj_struct, below): LuaJIT's layout
+** of an FFI struct, made per compile from the text the Lua face writes. */
 #define GJ_TF_BOOL   0x01u
 #define GJ_TF_INT    0x02u
 #define GJ_TF_FLOAT  0x04u
@@ -100,6 +101,61 @@ gj_lnum gj_lnum_parse(const char *name);
 /* The class whose range is exactly [lo, hi], or GJ_LNUM_NONE. */
 gj_lnum gj_lnum_of(double lo, double hi);
 
+/* Struct types (docs/typing.md, "Structs").  The Lua face reads an FFI
+** struct's layout through ffi.typeinfo/ffi.offsetof (lua/gpujit/types.lua)
+** and names the type to the core by its layout text:
+**   struct := '{' NAME ';' SIZE ';' ALIGN ';' field (',' field)* '}'
+**   field  := FIELD ':' OFFSET ':' (SCALAR | struct) ['[' COUNT ']']
+** e.g. "{particle;16;4;x:0:float,y:4:float,pos:8:float[2]}"; an array of
+** them is the text followed by "[]".  NAME is the C name ("particle",
+** "struct vec"), SCALAR a canonical name of gj_types; the layout is
+** LuaJIT's (offsets, size, alignment), taken as it is.  A compile's
+** structs live in a gj_structs table; the same text gives the same entry,
+** so a struct's index (its sid) identifies its type within the compile. */
+#define GJ_MAXSTRUCTS 32
+#define GJ_MAXFIELDS 256    /* in all the structs of one table */
+
+typedef struct gj_field {
+  const char *name;    /* into the table's text */
+  uint32_t offset;     /* bytes from the start of the struct */
+  uint32_t count;      /* 0: one value; n: a fixed array of n */
+  uint8_t scalar;      /* gj_scalar; GJ_SCALAR__MAX: a struct, sid */
+  uint8_t sid;
+  uint8_t pad_[2];
+} gj_field;
+
+typedef struct gj_struct {
+  const char *name;    /* the C name, into the table's text */
+  const char *text;    /* its layout text (the key of the entry) */
+  uint32_t size, align;
+  int nfields;
+  const gj_field *fields;
+} gj_struct;
+
+typedef struct gj_structs {
+  int n, nfields;
+  gj_struct s[GJ_MAXSTRUCTS];
+  gj_field f[GJ_MAXFIELDS];
+  char *texts[GJ_MAXSTRUCTS];   /* owned copies of the names and texts */
+} gj_structs;
+
+void gj_structs_free(gj_structs *tab);   /* the texts, not tab */
+/* For messages that write "struct NAME": "struct " before a name that does
+** not already start with "struct " or "union " (a tag's C name), else "". */
+const char *gj_struct_word(const char *name);
+/* Parse the layout text at *p (a struct, above) into tab, advancing *p
+** past it; its sid (index in tab) into *sid.  0, or -1 with a message in
+** msg.  The layout is checked for consistency (every field inside the
+** struct's size, size a multiple of align, align a power of two); whether
+** a device can hold it is the pipeline's check (gj_structs_check). */
+int gj_struct_parse(gj_structs *tab, const char **p, int *sid, char *msg,
+                    size_t msgsize);
+/* The field named name of struct sid, or NULL. */
+const gj_field *gj_struct_field(const gj_structs *tab, int sid,
+                                const char *name);
+/* Bytes of one element of field f (a scalar or a struct). */
+uint32_t gj_field_size(const gj_structs *tab, const gj_field *f);
+
 #define GJ_MAXPARAMS 64
 
 /* One kernel parameter as the launch sees it.  In the argument block a
@@ -115,7 +171,8 @@ typedef struct gj_param {
   uint8_t len_used;    /* arrays: the kernel reads its length (#a) */
   uint8_t lnum;        /* scalars: the gj_lnum class of a Lua number held
                        ** as an integer (elem is then int64_t) */
-  uint8_t pad_[2];
+  uint16_t esize;      /* arrays of structs: bytes of an element (elem is
+                       ** then uint8_t: to a backend, bytes); else 0 */
   uint32_t offset;     /* byte offset in the argument block */
   uint32_t size;       /* bytes in the argument block */
 } gj_param;

@@ -37,6 +37,19 @@ static void proto_free(gj_cs *cs, gj_proto *p)
   free(p);
 }
 
+int gj_cs_struct(gj_cs *cs, const char *text, int *sid)
+{
+  const char *q = text;
+  char msg[200];
+  if (!cs->structs && !(cs->structs = calloc(1, sizeof(gj_structs))))
+    return gj_err_set(cs->err, "out of memory");
+  msg[0] = '\0';
+  if (gj_struct_parse(cs->structs, &q, sid, msg, sizeof(msg)))
+    return gj_err_set(cs->err, "%s", msg[0] ? msg : "bad struct layout text");
+  if (*q) return gj_err_set(cs->err, "bad struct layout text");
+  return 0;
+}
+
 void gj_cs_free(gj_cs *cs)
 {
   int i;
@@ -50,6 +63,8 @@ void gj_cs_free(gj_cs *cs)
   if (cs->src) cs->src->ops->close(cs->src);   /* and the kvs' handles */
   free(cs->kv);
   free(cs->fns);
+  if (cs->structs) gj_structs_free(cs->structs);
+  free(cs->structs);
   memset(cs, 0, sizeof(*cs));
 }
 
@@ -222,7 +237,8 @@ static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st, int back)
     }
     if (!gj_ty_eq(j, e[i]) || j.hasc != e[i].hasc ||
         (j.hasc && j.u.c != e[i].u.c) ||
-        (j.k == GJ_T_ARR && j.u.origin != e[i].u.origin)) {
+        ((j.k == GJ_T_ARR || j.k == GJ_T_SREF) && j.u.origin != e[i].u.origin) ||
+        (j.k == GJ_T_SREF && j.aux != e[i].aux)) {
       e[i] = j;
       changed = 1;
     }
@@ -317,7 +333,9 @@ static gj_fn *fn_new(gj_cs *cs, int kv, gj_proto *p, int nparams,
   for (i = 0; i < nparams; i++) {
     fn->params[i] = params[i];
     fn->params[i].hasc = 0;
-    if (params[i].k == GJ_T_ARR) fn->params[i].u.origin = 1ull << i;
+    if (params[i].k == GJ_T_ARR || params[i].k == GJ_T_SREF)
+      fn->params[i].u.origin = 1ull << i;
+    if (params[i].k == GJ_T_SREF) fn->params[i].aux = 0;   /* not made here */
   }
   cs->fns[cs->nfns++] = fn;
   return fn;

@@ -29,7 +29,16 @@ typedef enum gj_tk {
   GJ_T_STR,        /* a string constant, usable only as the type name of
                    ** gpu.shared/gpu.local_array; s: the scalar it names
                    ** (GJ_SCALAR__MAX: not a scalar type name) */
-  GJ_T_CONFLICT    /* incompatible types merged; aux: the two type codes */
+  GJ_T_CONFLICT,   /* incompatible types merged; aux: the two type codes */
+  GJ_T_SREF        /* a reference to a struct in memory (an element of an
+                   ** array of structs, or a struct field of one): sid,
+                   ** space and u.origin as for the array it is in; held
+                   ** as an array value { ptr, i64 }.  In GJ_SPACE_LOCAL
+                   ** (a struct made with its ctype): aux 1 when it may
+                   ** have been made in this function (a device function
+                   ** returns it by value, its caller gets a new object),
+                   ** u.origin the parameters it may be (returned as they
+                   ** are: the caller's own objects) */
 } gj_tk;
 
 enum { GJ_SPACE_GLOBAL = 0, GJ_SPACE_SHARED = 1, GJ_SPACE_LOCAL = 2 };
@@ -72,6 +81,9 @@ typedef struct gj_ty {
   uint8_t rng;
   uint8_t lnum;
   uint8_t cint;
+  uint8_t sid;     /* ARR: its elements are structs, SREF: the struct, of
+                   ** type cs->structs->s[sid - 1]; 0: none (an ARR of
+                   ** scalars s) */
   double lo, hi;
 } gj_ty;
 
@@ -135,6 +147,7 @@ typedef struct gj_cs {
   gj_kv *kv;
   int nfns, maxfns;
   gj_fn **fns;           /* fns[0] is the kernel */
+  gj_structs *structs;   /* the struct types of the signature (NULL: none) */
 } gj_cs;
 
 /* Multiple results of the last call with C == 0 (MULTRES), tracked with the
@@ -160,6 +173,10 @@ typedef struct gj_edges {
 void gj_cs_init(gj_cs *cs, gj_kvsrc *src, const gj_bcmap *map, int single,
                 const char *kname, gj_err *err);
 void gj_cs_free(gj_cs *cs);
+
+/* The struct of layout text (gj_type.h, a whole struct and nothing after
+** it) in cs->structs: its index into *sid.  0, or -1 with cs->err set. */
+int gj_cs_struct(gj_cs *cs, const char *text, int *sid);
 
 /* Type the kernel, src->kernel, with param types. */
 int gj_typer_kernel(gj_cs *cs, int nparams, const gj_ty *params, gj_fn **out);
@@ -194,8 +211,23 @@ int gj_ty_bounds(gj_ty t, double *lo, double *hi);
 ** magnitude).  Below, "the double" of an lnum means this default float. */
 gj_ty gj_ty_lnum(const gj_cs *cs, double lo, double hi);
 void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n);
-/* Array elements: type of a loaded element. */
+/* Array elements: type of a loaded element (a SREF for an array of
+** structs). */
 gj_ty gj_ty_elem(gj_ty arr);
+/* The type at the caller of a value of type t a callee returns, called
+** with args: a struct made in the callee is a new object of the caller's
+** (GJ_T_SREF, aux); one the callee got as parameter j is what the caller
+** passed as argument j.  Other types are t. */
+gj_ty gj_ty_returned(gj_ty t, int nargs, const gj_ty *args);
+/* Does a function return t by value (a struct made in it)? */
+#define gj_ty_byvalue(t) \
+  ((t).k == GJ_T_SREF && (t).space == GJ_SPACE_LOCAL && (t).aux)
+/* The struct of a SREF or of an array of structs, or NULL. */
+const gj_struct *gj_ty_struct(const gj_cs *cs, gj_ty t);
+/* The type of field f of a struct reached through ref (a SREF): a number or
+** boolean for a scalar field, a SREF for a struct, an ARR for a fixed
+** array (space and origin of ref; no bounds-check tag). */
+gj_ty gj_ty_field(gj_ty ref, const gj_field *f);
 
 /* "file.lua:LINE: <msg> (in kernel NAME)"; returns -1. */
 int gj_typer_error(gj_cs *cs, gj_fn *fn, int i, const char *fmt, ...)

@@ -160,6 +160,12 @@ static int type_atomic(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
     if (gj_typer_num_operand(cs, fn, i, args[j], j == 1 ? "an atomic's index"
                                                 : "an atomic's value"))
       return -1;
+  if (args[0].sid)
+    return gj_typer_error(cs, fn, i, "gpu.%s on an array of %s%s: atomics "
+                                     "work on arrays of numbers (a field "
+                                     "array, p[i].counts, is one)", nm,
+                          gj_struct_word(gj_ty_struct(cs, args[0])->name),
+                          gj_ty_struct(cs, args[0])->name);
   e = (gj_scalar)args[0].s;
   if (!(e == GJ_I32 || e == GJ_U32 || e == GJ_I64 || e == GJ_U64 ||
         (gj_scalar_isfloat(e) &&

@@ -167,6 +167,15 @@ static int resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
     *out = ty_str(info.str);
     out->u.origin = 0;
     if (out->s != GJ_SCALAR__MAX) break;
+    if (info.layout) {   /* a struct's ctype: its constructor */
+      int sid;
+      if (gj_cs_struct(cs, info.layout, &sid)) {
+        src->ops->release(src, h);
+        return gj_typer_error(cs, fn, i, "'%s': %s", name, cs->err->msg);
+      }
+      out->sid = (uint8_t)(sid + 1);
+      break;
+    }
     src->ops->release(src, h);
     return gj_typer_error(cs, fn, i, "'%s' is an FFI ctype that is not a "
                                      "number type", name);
@@ -238,6 +247,18 @@ void gj_call_shape(const gj_cs *cs, const gj_ins *in, const gj_tstate *st,
   }
 }
 
+/* A struct a device function returns is either made in it (returned by
+** value) or one it was passed (returned as itself), not maybe either. */
+static int mixed_struct(gj_cs *cs, gj_fn *fn, int i, gj_ty t)
+{
+  if (!(t.k == GJ_T_SREF && t.space != GJ_SPACE_GLOBAL && t.aux && t.u.origin))
+    return 0;
+  return gj_typer_error(cs, fn, i, "device function '%s' returns a struct "
+                                   "that may be made here or passed in: "
+                                   "return one or the other",
+                        fn->proto->name);
+}
+
 static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
 {
   int j;
@@ -255,6 +276,7 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
     if (v[j].k == GJ_T_ARR && v[j].space != GJ_SPACE_GLOBAL)
       return gj_typer_error(cs, fn, i, "a shared or local array cannot be "
                                        "returned");
+    if (mixed_struct(cs, fn, i, v[j])) return -1;
   }
   if (fn->nret < 0) {
     fn->nret = n;
@@ -273,6 +295,7 @@ static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
       gj_ty_str(cs, t, b, sizeof(b));
       return gj_typer_error(cs, fn, i, "return value %d may be %s", j + 1, b);
     }
+    if (mixed_struct(cs, fn, i, t)) return -1;
     fn->ret[j] = t;
   }
   return 0;
@@ -312,13 +335,46 @@ static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
                         "subset", name);
 }
 
+/* The arguments of a struct constructor (LuaJIT's initializers): numbers
+** or booleans, one per field in order, each field a number; the fields
+** left over are zeros. */
+static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
+                       const gj_ty *args)
+{
+  const gj_struct *st = &cs->structs->s[f.sid - 1];
+  int j;
+  if (nargs > st->nfields)
+    return gj_typer_error(cs, fn, i, "%d initializers for %s%s, which "
+                                     "has %d fields", nargs, gj_struct_word(st->name), st->name,
+                          st->nfields);
+  for (j = 0; j < nargs; j++) {
+    const gj_field *fd = &st->fields[j];
+    if (fd->count || fd->scalar >= GJ_SCALAR__MAX)
+      return gj_typer_error(cs, fn, i, "%s%s(...) in a kernel: "
+                                       "initializer %d is for field '%s', "
+                                       "%s, which kernels do not initialize "
+                                       "yet (set its elements or fields)",
+                            gj_struct_word(st->name), st->name, j + 1, fd->name,
+                            fd->count ? "a fixed array" : "a struct");
+    if (!gj_ty_isnumeric(args[j]) && args[j].k != GJ_T_BOOL) {
+      char b[200];
+      gj_ty_str(cs, args[j], b, sizeof(b));
+      return gj_typer_error(cs, fn, i, "%s%s(...): initializer %d (for "
+                                       "field '%s') is %s", gj_struct_word(st->name),
+                            st->name, j + 1,
+                            fd->name, b);
+    }
+  }
+  return 0;
+}
+
 static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
 {
   const gj_ins *in = &fn->proto->ins[i];
   gj_ty args[GJ_MAXPARAMS], res[GJ_MAXRET], f;
   int fslot, arg0, nargs, nres, nout = 0, j;
   gj_call_shape(cs, in, st, &fslot, &arg0, &nargs, &nres);
-  if (rd(cs, fn, i, st, fslot, &f)) return -1;
+  if (rd_any(cs, fn, i, st, fslot, &f)) return -1;   /* a struct's ctype */
   if (nargs > GJ_MAXPARAMS)
     return gj_typer_error(cs, fn, i, "too many arguments in a call");
   for (j = 0; j < nargs; j++)
@@ -326,6 +382,16 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
   if (f.k == GJ_T_NIL)
     return gj_typer_error(cs, fn, i, "attempt to call a nil value (an "
                                      "undefined function?)");
+  if (f.k == GJ_T_STR && f.sid) {   /* particle(x, y, ...): a new struct */
+    if (struct_ctor(cs, fn, i, f, nargs, args)) return -1;
+    memset(&res[0], 0, sizeof(res[0]));
+    res[0].k = GJ_T_SREF;
+    res[0].sid = f.sid;
+    res[0].space = GJ_SPACE_LOCAL;
+    res[0].aux = 1;       /* made in this function */
+    nout = 1;
+    goto results;
+  }
   if (f.k != GJ_T_KV || cs->kv[f.aux].kind == GJ_KV_TABLE) {
     char b[200];
     gj_ty_str(cs, f, b, sizeof(b));
@@ -348,15 +414,16 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
                             cs->kv[f.aux].name);
     if (rc) return -1;
     nout = callee->nret;
-    for (j = 0; j < nout; j++) res[j] = callee->ret[j];
+    for (j = 0; j < nout; j++) res[j] = gj_ty_returned(callee->ret[j], nargs, args);
     fn->uses_barrier |= callee->uses_barrier;
     for (j = 0; j < nargs && j < callee->nparams; j++)
-      if (args[j].k == GJ_T_ARR) {
+      if (args[j].k == GJ_T_ARR || args[j].k == GJ_T_SREF) {
         if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
         if (callee->rmask & (1ull << j)) fn->rmask |= args[j].u.origin;
         if (callee->lmask & (1ull << j)) fn->lmask |= args[j].u.origin;
       }
   }
+results:
   if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT)
     return record_return(cs, fn, i, nout, res);
   st->mr_base = -1;
@@ -402,6 +469,42 @@ static int index_check(gj_cs *cs, gj_fn *fn, int i, gj_ty arr, gj_ty idx)
     return gj_typer_error(cs, fn, i, "attempt to index %s", b);
   }
   return gj_typer_num_operand(cs, fn, i, idx, "indexing an array");
+}
+
+/* --- Struct fields ------------------------------------------------------ */
+
+/* The field name of struct reference ref (instruction i), or an error
+** naming the struct and the field. */
+static int struct_field(gj_cs *cs, gj_fn *fn, int i, gj_ty ref,
+                        const char *name, const gj_field **out)
+{
+  const gj_struct *st = gj_ty_struct(cs, ref);
+  *out = name ? gj_struct_field(cs->structs, ref.sid - 1, name) : NULL;
+  if (*out) return 0;
+  return gj_typer_error(cs, fn, i, "no field '%s' in %s%s",
+                        name ? name : "?", gj_struct_word(st->name), st->name);
+}
+
+/* ref.name = v (TSETS on a struct reference). */
+static int store_field(gj_cs *cs, gj_fn *fn, int i, gj_ty ref,
+                       const char *name, gj_ty v)
+{
+  const gj_field *f;
+  const char *sn = gj_ty_struct(cs, ref)->name;
+  if (struct_field(cs, fn, i, ref, name, &f)) return -1;
+  if (f->count || f->scalar >= GJ_SCALAR__MAX)
+    return gj_typer_error(cs, fn, i, "cannot assign to field '%s' of %s%s: "
+                                     "it is %s; assign its fields or "
+                                     "elements", name, gj_struct_word(sn), sn,
+                          f->count ? "a fixed array" : "a struct");
+  if (!gj_ty_isnumeric(v) && v.k != GJ_T_BOOL) {
+    char b[200];
+    gj_ty_str(cs, v, b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "cannot store %s into field '%s' of "
+                                     "%s%s", b, name, gj_struct_word(sn), sn);
+  }
+  fn->wmask |= ref.u.origin;
+  return 0;
 }
 
 /* --- One instruction --------------------------------------------------- */
@@ -564,6 +667,13 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (rd(cs, fn, i, st, in->b, &b)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && p->kstr[in->c])
       return resolve_field(cs, fn, i, b.aux, p->kstr[in->c], 0, &S(in->a));
+    if (b.k == GJ_T_SREF) {
+      const gj_field *f;
+      if (struct_field(cs, fn, i, b, p->kstr[in->c], &f)) return -1;
+      fn->rmask |= b.u.origin;
+      S(in->a) = gj_ty_field(b, f);
+      return 0;
+    }
     {
       char s[200];
       gj_ty_str(cs, b, s, sizeof(s));
@@ -596,15 +706,28 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
                                        "supported in kernels",
                             cs->kv[b.aux].name);
     if (index_check(cs, fn, i, b, c)) return -1;
-    if (!gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
-      char s[200];
+    if (b.sid ? !(a.k == GJ_T_SREF && a.sid == b.sid)
+              : !gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
+      char s[200], t[200];
       gj_ty_str(cs, a, s, sizeof(s));
-      return gj_typer_error(cs, fn, i, "cannot store %s into an array element",
-                            s);
+      gj_ty_str(cs, b, t, sizeof(t));
+      if (!b.sid)
+        return gj_typer_error(cs, fn, i, "cannot store %s into an array "
+                                         "element", s);
+      return gj_typer_error(cs, fn, i, "cannot store %s into an element of %s",
+                            s, t);
     }
+    if (a.k == GJ_T_SREF) fn->rmask |= a.u.origin;   /* a copy reads it */
     fn->wmask |= b.u.origin;
     return 0;
-  case GJ_BC_TSETS: case GJ_BC_TSETM:
+  case GJ_BC_TSETS:
+    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (b.k == GJ_T_SREF) {
+      if (rd(cs, fn, i, st, in->a, &a)) return -1;
+      return store_field(cs, fn, i, b, p->kstr[in->c], a);
+    }
+    /* fall through */
+  case GJ_BC_TSETM:
     return gj_typer_error(cs, fn, i, "assigning to table fields is not "
                                      "supported in kernels");
   case GJ_BC_CALL: case GJ_BC_CALLM: case GJ_BC_CALLT: case GJ_BC_CALLMT:

@@ -90,8 +90,10 @@ int gj_ty_eq(gj_ty a, gj_ty b)
     return a.s == b.s && a.lnum == b.lnum && a.cint == b.cint && a.rng == b.rng &&
            (!a.rng || (a.lo == b.lo && a.hi == b.hi));
   case GJ_T_ARR:
-    return a.s == b.s && a.space == b.space &&
+    return a.s == b.s && a.sid == b.sid && a.space == b.space &&
            (a.space != GJ_SPACE_GLOBAL || a.aux == b.aux);
+  case GJ_T_SREF:
+    return a.sid == b.sid && a.space == b.space;
   case GJ_T_KV: return a.aux == b.aux;
   case GJ_T_STR: return a.s == b.s && same_text(a, b);
   default: return 1;
@@ -100,8 +102,63 @@ int gj_ty_eq(gj_ty a, gj_ty b)
 
 gj_ty gj_ty_elem(gj_ty arr)
 {
-  gj_ty t = gj_ty_num((gj_scalar)arr.s);
+  gj_ty t;
+  if (arr.sid) {
+    memset(&t, 0, sizeof(t));
+    t.k = GJ_T_SREF;
+    t.sid = arr.sid;
+    t.space = arr.space;
+    t.u.origin = arr.u.origin;
+    /* an element of a fixed array in a struct made with its ctype: taken
+    ** as made here (returned by value) */
+    t.aux = arr.space == GJ_SPACE_LOCAL;
+    return t;
+  }
+  t = gj_ty_num((gj_scalar)arr.s);
   t.cint = arr.s == GJ_I64 || arr.s == GJ_U64;   /* cdata in LuaJIT */
+  return t;
+}
+
+const gj_struct *gj_ty_struct(const gj_cs *cs, gj_ty t)
+{
+  if ((t.k != GJ_T_ARR && t.k != GJ_T_SREF) || !t.sid || !cs || !cs->structs)
+    return NULL;
+  return &cs->structs->s[t.sid - 1];
+}
+
+gj_ty gj_ty_returned(gj_ty t, int nargs, const gj_ty *args)
+{
+  gj_ty r = t;
+  int j;
+  if (t.k != GJ_T_SREF || t.space != GJ_SPACE_LOCAL) return t;
+  if (t.aux) {   /* by value: a new object */
+    r.u.origin = 0;
+    return r;
+  }
+  r.u.origin = 0;
+  for (j = 0; j < nargs && j < 64; j++)
+    if (((t.u.origin >> j) & 1) && args[j].k == GJ_T_SREF) {
+      r.u.origin |= args[j].u.origin;
+      r.aux |= args[j].aux;
+    }
+  return r;
+}
+
+gj_ty gj_ty_field(gj_ty ref, const gj_field *f)
+{
+  gj_ty t;
+  memset(&t, 0, sizeof(t));
+  t.k = GJ_T_ARR;
+  t.space = ref.space;
+  t.u.origin = ref.u.origin;
+  if (f->scalar < GJ_SCALAR__MAX) t.s = f->scalar;
+  else t.sid = (uint8_t)(f->sid + 1);
+  if (f->count) {               /* a fixed array: no tag, its length known */
+    if (t.space != GJ_SPACE_GLOBAL) t.aux = (int32_t)f->count;
+    return t;
+  }
+  t = gj_ty_elem(t);            /* one value: as an element of such arrays */
+  if (t.k == GJ_T_SREF && t.space == GJ_SPACE_LOCAL) t.aux = ref.aux;
   return t;
 }
 
@@ -156,7 +213,8 @@ static int weak_fits(gj_scalar s, gj_ty w)
 
 static uint32_t code(gj_ty t)
 {
-  return (uint32_t)t.k | ((uint32_t)t.s << 4);
+  /* a struct reference: its space (where the struct lives) for messages */
+  return (uint32_t)t.k | ((uint32_t)(t.k == GJ_T_SREF ? t.space : t.s) << 4);
 }
 
 static gj_ty conflict(gj_ty a, gj_ty b)
@@ -251,8 +309,13 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
   case GJ_T_BOOL:
     if (!(a.hasc && b.hasc && a.u.c == b.u.c)) a.hasc = 0;
     return a;
+  case GJ_T_SREF:
+    if (a.sid != b.sid || a.space != b.space) return conflict(a, b);
+    a.u.origin |= b.u.origin;
+    a.aux |= b.aux;
+    return a;
   case GJ_T_ARR:
-    if (a.s != b.s || a.space != b.space) return conflict(a, b);
+    if (a.s != b.s || a.sid != b.sid || a.space != b.space) return conflict(a, b);
     a.u.origin |= b.u.origin;
     if (a.space == GJ_SPACE_GLOBAL && a.aux != b.aux) {
       /* several arguments: the first index stays known if they agree */
@@ -301,6 +364,9 @@ static const char *kind_name(const gj_cs *cs, int k, int s, char *buf,
     return buf;
   case GJ_T_KV: return "a table or function";
   case GJ_T_STR: return "a string";
+  case GJ_T_SREF:
+    return s == GJ_SPACE_LOCAL ? "a struct made in the kernel"
+                               : "a struct in an array argument";
   default: (void)cs; return "a value of mixed types";
   }
 }
@@ -323,6 +389,12 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
   }
   if (t.k == GJ_T_NUM && t.lnum) {
     snprintf(buf, n, "a number (lua_int)");
+    return;
+  }
+  if (gj_ty_struct(cs, t)) {
+    const char *nm = gj_ty_struct(cs, t)->name;
+    if (t.k == GJ_T_ARR) snprintf(buf, n, "an array (%s[])", nm);
+    else snprintf(buf, n, "a %s%s", gj_struct_word(nm), nm);
     return;
   }
   snprintf(buf, n, "%s", kind_name(cs, t.k, t.s, b1, sizeof(b1)));

@@ -41,21 +41,34 @@ function M.setup(e)
   env = e
 end
 
+-- A struct element (types.structs, by its C name) gets an anonymous struct
+-- type made with its ctype, since its name may not be a C identifier
+-- ("struct vec"); one per struct ctype id.
 local function ctype_of(elem)
-  local ct = R.ct[elem]
+  local st = types.structs[elem]
+  local key = st and ("struct:" .. st.ctid) or elem
+  local ct = R.ct[key]
   if ct == nil then
-    local sname = "gj_array_" .. elem
-    ffi.cdef(string.format(
-      "typedef struct %s { %s *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; } %s;",
-      sname, elem, sname))
-    ct = ffi.metatype(sname, {
+    local decl
+    local cname = st and types.struct_cname(st) or elem
+    if not cname then   -- a struct with no C name: a template (see types.vla)
+      decl = ffi.typeof("struct { $ *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; }",
+        types.struct_ctype(st))
+    else
+      decl = "gj_array_" .. (st and "s" .. st.ctid or elem)
+      ffi.cdef(string.format(
+        "typedef struct %s { %s *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; } %s;",
+        decl, cname, decl))
+    end
+    ct = ffi.metatype(decl, {
       __index = function(e, k) return R.impl.index(e, k, elem) end,
       __newindex = function(e, k, v) return R.impl.newindex(e, k, v, elem) end,
       __len = function(e) return tonumber(e.n) end,
       __gc = function(e) return R.impl.free(e) end,
       __tostring = function(e) return R.impl.tostring(e, elem) end,
     })
-    R.ct[elem] = ct
+    R.ct[key] = ct
+    if st then types.register_garray(tonumber(ct), elem) end
   end
   return ct
 end
@@ -170,16 +183,21 @@ end
 -- Allocation and copies.
 
 local function elem_name(ctype, fname, level)
-  local s
+  local s, why
   if type(ctype) == "string" then
     s = types.scalar(ctype)
   elseif type(ctype) == "cdata" then
     local info = types.ctype_info(ctype)
     s = info and info.kind == "scalar" and info.elem or nil
   end
+  if not s and (type(ctype) == "string" or type(ctype) == "cdata") then
+    local st
+    st, why = types.struct(ctype)   -- a struct type: its C name or its ctype
+    s = st and st.name
+  end
   if not s then
-    fail(fname .. ": element type must be a scalar type name such as \"float\", got "
-      .. tostring(ctype), level + 1)
+    fail(fname .. ": " .. (why or ("element type must be a scalar type name such as \"float\" "
+      .. "or an FFI struct type, got " .. tostring(ctype))), level + 1)
   end
   return s
 end
@@ -210,7 +228,7 @@ local function alloc(elem, n, tgt, fname, level)
     end
   end
   local e = ctype_of(elem)()
-  e.ptr = ffi.cast(elem .. " *", p)
+  e.ptr = ffi.cast(types.ptr(elem), p)
   e.n = n
   e.ctx = env.ctx
   e.bk = tgt.sim and SIM_BK or tgt.bk
@@ -294,6 +312,10 @@ function M.to_device(src, ctype, device)
   local ts = type(src)
   if ts == "table" then
     elem = elem or "double"
+    if types.structs[elem] then
+      fail(fname .. ": a Lua table cannot fill an array of " .. elem .. "; pass an FFI array of it",
+        2)
+    end
     local n = #src
     local buf = types.vla(elem)(n)
     fill_from_table(buf, src, n, elem, fname, 2)

@@ -351,12 +351,27 @@ local function now_ms()
   return env.clock and env.clock() or os.clock() * 1e3
 end
 
+-- The type names as the core reads them: an array of structs is its
+-- layout text (types.core_name).
+local function core_types(tl)
+  local out = tl
+  for i = 1, #tl do
+    local c = types.core_name(tl[i])
+    if c ~= tl[i] then
+      if out == tl then out = { unpack(tl) } end
+      out[i] = c
+    end
+  end
+  return out
+end
+D.core_types = core_types
+
 local function core_compile(K, tgt, tl, opts)
-  if not (env.verbose or listeners[1]) then return pcall(env.core.compile, K.fn, tl, opts) end
+  if not (env.verbose or listeners[1]) then return pcall(env.core.compile, K.fn, core_types(tl), opts) end
   local ev = event_of(K, tgt, tl)
   notify(ev)
   local t0 = now_ms()
-  local ok, info = pcall(env.core.compile, K.fn, tl, opts)
+  local ok, info = pcall(env.core.compile, K.fn, core_types(tl), opts)
   ev.total_ms = now_ms() - t0
   if ok then
     ev.phase, ev.cache, ev.stages, ev.note = "done", info.cache, info.stages, info.note
@@ -709,7 +724,7 @@ end
 local function inspect(K, tl, what, device, fname)
   tl = check_types(K, tl, fname)
   local tgt = compile_target(K, device, fname)
-  local ok, res = pcall(env.core.inspect, K.fn, tl, compile_opts(K, tgt), what)
+  local ok, res = pcall(env.core.inspect, K.fn, core_types(tl), compile_opts(K, tgt), what)
   if not ok then error(res, 0) end
   return res
 end

@@ -11,6 +11,7 @@
 local ffi = require("ffi")
 local H = require("spec.helpers")
 local GG = require("spec.fuzz.gen_groups")
+local G = require("spec.fuzz.gen")
 
 local C = {}
 C.FLOAT_ULPS = 4
@@ -42,7 +43,10 @@ function C.args(case, bk)
   for _, sp in ipairs(GG.layout(case)) do
     local vals = d[sp.name]
     local arr
-    if sp.box == "table" then
+    if sp.box == "struct" then   -- four values per element, in field order
+      arr = ffi.new(sp.ct .. "[?]", math.max(math.floor(#vals / 4), 1))
+      for j = 1, #vals do arr[math.floor((j - 1) / 4)][G.FIELDS[(j - 1) % 4 + 1]] = vals[j] end
+    elseif sp.box == "table" then
       arr = {}
       for j = 1, #vals do arr[j] = vals[j] end
     else
@@ -56,7 +60,7 @@ function C.args(case, bk)
 end
 
 -- The number of arguments of a case's kernel.
-local function nparams(case) return #GG.params_of(case) end
+local function nparams(case) return 2 + #GG.layout(case) end
 
 local function kopts(case)
   return { name = case.name or "fuzz", precision = case.precision, cache = false }
@@ -121,11 +125,32 @@ local function host(arr, ct)
   return h, #arr
 end
 
+-- Two FFI arrays of G.STRUCT, field by field (padding left out): nil, or
+-- a message naming the first elements that differ.
+local function compare_structs(name, g, r)
+  local bad = {}
+  for i = 0, ffi.sizeof(r) / ffi.sizeof(G.STRUCT) - 1 do
+    for _, f in ipairs(G.FIELDS) do
+      local m = differ(G.FIELD_CT[f], g[i][f], r[i][f])
+      if m then
+        bad[#bad + 1] = string.format("%s[%d].%s (%s): %s", name, i, f, G.FIELD_CT[f], m)
+        if #bad >= 4 then return table.concat(bad, "; ") end
+      end
+    end
+  end
+  return #bad > 0 and table.concat(bad, "; ") or nil
+end
+
 -- Compare the arrays of two argument lists of a case: nil, or a message
 -- naming the first array that differs.
 function C.compare(got, ref, case)
   for j, sp in ipairs(GG.layout(case)) do
     local name, ct = sp.name, sp.ct
+    if sp.box == "struct" then
+      local m = compare_structs(name, got[j + 2], ref[j + 2])
+      if m then return name, m end
+      goto next_array
+    end
     local g, n = host(got[j + 2], ct)
     local r = host(ref[j + 2], ct)
     local bad = {}
@@ -137,6 +162,7 @@ function C.compare(got, ref, case)
       end
     end
     if #bad > 0 then return name, table.concat(bad, "; ") end
+    ::next_array::
   end
   return nil
 end

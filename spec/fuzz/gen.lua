@@ -26,16 +26,30 @@
 -- o*: arrays of 4*n elements (int32_t, int64_t, uint8_t, int16_t, float,
 -- double) where work item g reads and writes only [4g, 4g+3], so that work
 -- items never race and the order the backend runs them in does not matter.
+-- Last, rs and os: arrays of FFI structs (G.STRUCT: an int32_t, a uint8_t,
+-- padding, a double, an int64_t), rs of M elements read-only, os of 4*n
+-- owned as the o* arrays; their fields are read and written as `rs[j].d`,
+-- `os[4 * g + 1].i = ...` (docs/typing.md, "Structs").  Their data are
+-- flat lists, four values per element, in field order.
+
+local ffi = require("ffi")
 
 local G = {}
+
+G.STRUCT = "fuzz_rec"
+G.FIELDS = { "i", "u", "d", "l" }
+G.FIELD_CT = { i = "int32_t", u = "uint8_t", d = "double", l = "int64_t" }
+pcall(ffi.cdef, "typedef struct { int32_t i; uint8_t u; double d; int64_t l; } fuzz_rec;")
 
 local B31 = 2147483648          -- bound of int32 values
 local BMAX = 2 ^ 52             -- no integer expression may exceed this
 
-G.params = { "n", "s", "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od" }
+G.params = { "n", "s", "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od", "rs", "os" }
 G.ctypes = { ri = "int32_t", rl = "int64_t", ru = "uint8_t", rf = "float", rd = "double",
-  oi = "int32_t", ol = "int64_t", ou = "uint8_t", oh = "int16_t", of = "float", od = "double" }
-G.arrays = { "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od" }
+  oi = "int32_t", ol = "int64_t", ou = "uint8_t", oh = "int16_t", of = "float", od = "double",
+  rs = G.STRUCT, os = G.STRUCT }
+G.arrays = { "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od", "rs", "os" }
+G.box = { rs = "struct", os = "struct" }
 
 ---------------------------------------------------------------------------
 -- Random numbers: Park-Miller, exact in doubles, the same on every machine.
@@ -186,6 +200,13 @@ function Gen:leaf_i(maxb)
     opts[#opts + 1] = function() return node("ru[%1]", "i", 255, { self:ro_index(1) }) end
     opts[#opts + 1] = function() return node("oi[%1]", "i", B31, { self:own_index(1) }) end
     opts[#opts + 1] = function() return node("oh[%1]", "i", 32768, { self:own_index(1) }) end
+    if self.structs and R.chance(0.3) then   -- a field of a struct array, now and then
+      opts[#opts + 1] = function()
+        local ro, f = R.chance(0.5), R.chance(0.5) and "i" or "u"
+        return node((ro and "rs" or "os") .. "[%1]." .. f, "i", f == "i" and B31 or 255,
+          { ro and self:ro_index(1) or self:own_index(1) })
+      end
+    end
   end
   local vs = self:vars_of("i")
   if #vs > 0 then
@@ -275,6 +296,10 @@ function Gen:gen_L(depth)
   local R = self.R
   if depth <= 0 or R.chance(0.35) then
     if R.chance(0.6) then return node("rl[%1]", "L", nil, { self:ro_index(1) }) end
+    if self.structs and not self.infn and R.chance(0.15) then
+      if R.chance(0.5) then return node("rs[%1].l", "L", nil, { self:ro_index(1) }) end
+      return node("os[%1].l", "L", nil, { self:own_index(1) })
+    end
     if R.chance(0.5) then return node("ol[%1]", "L", nil, { self:own_index(1) }) end
     -- an integer that may be -0 is a double for gpujit, and int64_t with a
     -- double is double (LuaJIT: int64_t cdata): bit.tobit makes it an integer
@@ -339,6 +364,12 @@ function Gen:leaf_d()
     opts[#opts + 1] = function() return node("n", "d") end
     opts[#opts + 1] = function() return node("rd[%1]", "d", nil, { self:ro_index(1) }) end
     opts[#opts + 1] = function() return node("od[%1]", "d", nil, { self:own_index(1) }) end
+    if self.structs and R.chance(0.3) then
+      opts[#opts + 1] = function()
+        if R.chance(0.5) then return node("rs[%1].d", "d", nil, { self:ro_index(1) }) end
+        return node("os[%1].d", "d", nil, { self:own_index(1) })
+      end
+    end
   end
   local vs = self:vars_of("d")
   for _ = 1, math.min(#vs, 3) do
@@ -506,11 +537,27 @@ end
 
 local OUTS = { "oi", "ol", "ou", "oh", "of", "od" }
 
+-- A store into a field of this work item's elements of os.
+function Gen:store_field(idx)
+  local R = self.R
+  local f = R.pick(G.FIELDS)
+  local e
+  if f == "d" then
+    e = (not self.single and R.chance(0.8)) and self:gen_d(3) or self:nz(self:gen_i(2, BMAX))
+  elseif f == "l" then
+    e = R.chance(0.5) and self:gen_L(2) or self:gen_i(2, BMAX)
+  else
+    e = self:gen_i(3, BMAX)
+  end
+  return { t = "store", arr = "os", field = f, idx = idx, e = e }
+end
+
 function Gen:store()
   local R = self.R
   local a = R.pick(OUTS)
   local idx = self:own_index(1)
   local e
+  if self.structs and R.chance(0.15) then return self:store_field(idx) end
   if a == "ol" then
     e = R.chance(0.5) and self:gen_L(2) or self:gen_i(2, BMAX)
   elseif a == "of" then
@@ -682,7 +729,8 @@ function G.render_stmt(out, st, ind)
   elseif t == "set" then
     out[#out + 1] = p .. st.name .. " = " .. E(st.e)
   elseif t == "store" then
-    out[#out + 1] = p .. st.arr .. "[" .. E(st.idx) .. "] = " .. E(st.e)
+    out[#out + 1] = p .. st.arr .. "[" .. E(st.idx) .. "]" .. (st.field and "." .. st.field or "")
+      .. " = " .. E(st.e)
   elseif t == "if" then
     out[#out + 1] = p .. "if " .. E(st.c) .. " then"
     render_block(out, st.body, ind + 1)
@@ -830,6 +878,7 @@ function G.generate(seed, o)
   local single = o.precision == "single" or (o.precision == nil and R.chance(0.15))
   local M = R.int(5, 40)
   local gen = new_gen(R, { single = single, M = M })
+  gen.structs = true   -- rs and os are parameters (gen_groups' kernels have none)
   -- upvalue constants
   for j = 1, R.int(0, 3) do
     local isf = not single and R.chance(0.4)
@@ -877,6 +926,18 @@ function G.data(R, case)
   fill("oh", O, function() return R.int(-32768, 32767) end)
   fill("of", O, function() return R.int(-1000, 1000) / 8 end)
   fill("od", O, function() return R.int(-1000000, 1000000) / 1024 end)
+  -- the struct arrays: i, u, d, l per element
+  local field_val = {
+    function() return int_val(-2147483648, 2147483647) end,
+    function() return R.int(0, 255) end,
+    function() return R.int(-1000000, 1000000) / 1024 end,
+    function() return R.int(-100000, 100000) end,
+  }
+  local k = 0
+  local function field() k = k % 4 + 1; return field_val[k]() end
+  fill("rs", 4 * M, field)
+  k = 0
+  fill("os", 4 * O, field)
   -- s, the Lua-number argument: fractional, whole (typed as an integer class
   -- by gpujit, docs/typing.md "Whole numbers"), or a value at the edges of
   -- the classes and of the exact range: -0, 2^31, 2^53 +- 1, values whose

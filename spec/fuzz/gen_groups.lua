@@ -60,7 +60,13 @@ GG.box = { rd = "table", od = "table", ad = "table", ru = "garray", oi = "garray
 function GG.layout(case)
   local out = {}
   if not case.launch then
-    for _, name in ipairs(G.arrays) do out[#out + 1] = { name = name, ct = G.ctypes[name], box = "ffi" } end
+    for _, name in ipairs(G.arrays) do
+      -- a reproducer written before an array was added has no data for it,
+      -- and its kernel (its stored source) no parameter
+      if not (case.data and case.data[name] == nil) then
+        out[#out + 1] = { name = name, ct = G.ctypes[name], box = G.box[name] or "ffi" }
+      end
+    end
     return out
   end
   for j = 3, #GG.params do

@@ -206,13 +206,15 @@ local function candidates(case)
   return out
 end
 
--- Output arrays hold 4 elements per work item.
+-- Output arrays hold 4 elements per work item (a struct array's data: 4
+-- values per element).
 local function fit_data(c)
   for _, sp in ipairs(GG.layout(c)) do
     local name = sp.name
     if name:sub(1, 1) == "o" then
       local t = c.data[name]
-      for j = #t, 4 * c.N + 1, -1 do t[j] = nil end
+      local keep = 4 * c.N * (sp.box == "struct" and 4 or 1)
+      for j = #t, keep + 1, -1 do t[j] = nil end
     end
   end
 end

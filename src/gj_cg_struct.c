@@ -1,0 +1,199 @@
+/*
+** Codegen of struct types (docs/typing.md, "Structs"): references to
+** structs in arrays, their fields, copies of whole elements, and the check
+** that the device can hold LuaJIT's layout.  A reference (GJ_T_SREF) is
+** held as an array value { ptr, 0 }: the struct's address in its space.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include <llvm-c/Target.h>
+
+#include "gj_cg_int.h"
+
+/* The alignment LuaJIT's layout guarantees at byte offset off of a struct
+** of alignment align, for a value of size bytes. */
+static unsigned layout_align(uint32_t align, uint32_t off, uint32_t size)
+{
+  unsigned a = align;
+  while (a > 1 && off % a) a >>= 1;
+  while (a > 1 && a > size) a >>= 1;
+  return a ? a : 1;
+}
+
+int gj_cg_struct_check(gj_cg *g)
+{
+  const gj_structs *tab = g->cs->structs;
+  LLVMTargetDataRef td;
+  int i, j, rc = 0;
+  if (!tab || !tab->n || !g->job->datalayout[0]) return 0;
+  td = LLVMCreateTargetData(g->job->datalayout);
+  for (i = 0; i < tab->n && !rc; i++) {
+    const gj_struct *st = &tab->s[i];
+    for (j = 0; j < st->nfields && !rc; j++) {
+      const gj_field *f = &st->fields[j];
+      gj_scalar s = (gj_scalar)f->scalar;
+      unsigned want, have;
+      if (s >= GJ_SCALAR__MAX) continue;   /* a struct: its own entry */
+      want = LLVMABIAlignmentOfType(td, s == GJ_BOOL ? g->lt[LT_I8]
+                                                     : gj_cg_scalar_type(g, s));
+      have = layout_align(st->align, f->offset, (uint32_t)gj_scalar_size(s));
+      if (want > have)
+        rc = gj_err_set(g->cs->err, "kernel %s: %s%s: field '%s' (%s) "
+                        "at byte offset %u is %u-byte aligned, and device "
+                        "code for %s needs %u (a packed struct?)",
+                        g->cs->kname, gj_struct_word(st->name), st->name, f->name, gj_scalar_name(s),
+                        (unsigned)f->offset, have, g->job->triple, want);
+    }
+  }
+  LLVMDisposeTargetData(td);
+  return rc;
+}
+
+/* A zeroed global the size of struct st (the largest asked for so far is
+** the one kept), for accesses whose bounds check failed. */
+static LLVMValueRef struct_scratch(gj_cg *g, const gj_struct *st)
+{
+  LLVMValueRef v = LLVMGetNamedGlobal(g->M, "gj.struct.scratch"), nv;
+  LLVMTypeRef t = LLVMArrayType(g->lt[LT_I8], st->size);
+  if (v && LLVMGetArrayLength(LLVMGlobalGetValueType(v)) >= st->size) return v;
+  if (v) LLVMSetValueName2(v, "gj.struct.scratch.old", 21);
+  nv = LLVMAddGlobalInAddressSpace(g->M, t, "gj.struct.scratch", g->job->as_global);
+  LLVMSetInitializer(nv, LLVMConstNull(t));
+  LLVMSetLinkage(nv, LLVMInternalLinkage);
+  LLVMSetAlignment(nv, 16);
+  if (v) {
+    LLVMReplaceAllUsesWith(v, nv);
+    LLVMDeleteGlobal(v);
+  }
+  return nv;
+}
+
+LLVMValueRef gj_cg_struct_elem(gj_cg *g, LLVMValueRef arr, gj_ty ta,
+                               LLVMValueRef p, int checked)
+{
+  if (checked) {
+    /* where the check failed (it reports the fault) p is null: an element
+    ** of zeros instead, so that accesses through the reference stay in
+    ** memory -- in global memory a scratch one, elsewhere (a fixed array
+    ** in a struct, never empty) the array's first */
+    LLVMValueRef alt = ta.space == GJ_SPACE_GLOBAL
+                           ? struct_scratch(g, gj_ty_struct(g->cs, ta))
+                           : LLVMBuildExtractValue(g->B, arr, 0, "");
+    p = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, p, ""), alt, p, "");
+  }
+  return gj_cg_sref(g, p, ta.space);
+}
+
+LLVMValueRef gj_cg_sref(gj_cg *g, LLVMValueRef ptr, int space)
+{
+  LLVMValueRef v = LLVMGetUndef(g->lt[LT_ARR + space]);
+  v = LLVMBuildInsertValue(g->B, v, ptr, 0, "");
+  return LLVMBuildInsertValue(g->B, v, LLVMConstInt(g->lt[LT_I64], 0, 0), 1, "");
+}
+
+/* Element type of a GEP over an array of structs st: its bytes. */
+LLVMTypeRef gj_cg_struct_type(gj_cg *g, const gj_struct *st)
+{
+  return LLVMArrayType(g->lt[LT_I8], st->size);
+}
+
+static LLVMValueRef field_ptr(gj_cg *g, LLVMValueRef ref, const gj_field *f)
+{
+  LLVMValueRef p = LLVMBuildExtractValue(g->B, ref, 0, "");
+  LLVMValueRef off = LLVMConstInt(g->lt[LT_I64], f->offset, 0);
+  return LLVMBuildGEP2(g->B, g->lt[LT_I8], p, &off, 1, f->name);
+}
+
+LLVMValueRef gj_cg_field_get(gj_cg *g, LLVMValueRef ref, gj_ty tref,
+                             const gj_field *f)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, tref);
+  gj_scalar s = (gj_scalar)f->scalar;
+  LLVMValueRef p = field_ptr(g, ref, f), v;
+  if (f->count) {   /* a fixed array: { ptr, count } */
+    v = LLVMGetUndef(g->lt[LT_ARR + tref.space]);
+    v = LLVMBuildInsertValue(g->B, v, p, 0, "");
+    return LLVMBuildInsertValue(g->B, v, LLVMConstInt(g->lt[LT_I64], f->count, 0),
+                                1, "");
+  }
+  if (s >= GJ_SCALAR__MAX) return gj_cg_sref(g, p, tref.space);
+  v = LLVMBuildLoad2(g->B, s == GJ_BOOL ? g->lt[LT_I8] : gj_cg_scalar_type(g, s),
+                     p, "");
+  LLVMSetAlignment(v, layout_align(st->align, f->offset, (uint32_t)gj_scalar_size(s)));
+  if (s == GJ_BOOL)
+    v = LLVMBuildICmp(g->B, LLVMIntNE, v, LLVMConstInt(g->lt[LT_I8], 0, 0), "");
+  return v;
+}
+
+void gj_cg_field_set(gj_cg *g, LLVMValueRef ref, gj_ty tref, const gj_field *f,
+                     LLVMValueRef v, gj_ty tv)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, tref);
+  gj_scalar s = (gj_scalar)f->scalar;
+  LLVMValueRef p = field_ptr(g, ref, f);
+  v = gj_cg_to_elem(g, v, tv, s);
+  if (s == GJ_BOOL) v = LLVMBuildZExt(g->B, v, g->lt[LT_I8], "");
+  LLVMSetAlignment(LLVMBuildStore(g->B, v, p),
+                   layout_align(st->align, f->offset, (uint32_t)gj_scalar_size(s)));
+}
+
+void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
+                       const gj_struct *st)
+{
+  LLVMValueRef src = LLVMBuildExtractValue(g->B, src_ref, 0, "");
+  LLVMBuildMemCpy(g->B, dst, st->align, src, st->align,
+                   LLVMConstInt(g->lt[LT_I64], st->size, 0));
+}
+
+/* Private memory for one struct st: one object per call site. */
+static LLVMValueRef struct_alloc(gj_cg *g, const gj_struct *st)
+{
+  LLVMValueRef p;
+  if (g->resumable) {
+    /* it may outlive a barrier: in the work item's frame */
+    p = gj_cg_frame_alloc(g, st->size, st->align < 16 ? 16 : st->align);
+  } else {
+    /* one object per call site, in the entry block (so SROA can keep its
+    ** fields in registers); a call in a loop makes it anew each time */
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(g->C);
+    LLVMValueRef first = LLVMGetFirstInstruction(g->allocas);
+    if (first) LLVMPositionBuilderBefore(b, first);
+    else LLVMPositionBuilderAtEnd(b, g->allocas);
+    p = LLVMBuildAlloca(b, gj_cg_struct_type(g, st), st->name);
+    LLVMSetAlignment(p, st->align < 16 ? 16 : st->align);
+    LLVMDisposeBuilder(b);
+  }
+  return p;
+}
+
+LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
+                              const LLVMValueRef *args, const gj_ty *at)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, t);
+  LLVMValueRef p = struct_alloc(g, st), ref;
+  int j;
+  LLVMBuildMemSet(g->B, p, LLVMConstInt(g->lt[LT_I8], 0, 0),
+                  LLVMConstInt(g->lt[LT_I64], st->size, 0), st->align);
+  ref = gj_cg_sref(g, p, t.space);
+  for (j = 0; j < nargs; j++)
+    gj_cg_field_set(g, ref, t, &st->fields[j], args[j], at[j]);
+  return ref;
+}
+
+LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, t);
+  LLVMValueRef v = LLVMBuildLoad2(g->B, gj_cg_struct_type(g, st),
+                                  LLVMBuildExtractValue(g->B, ref, 0, ""), "");
+  LLVMSetAlignment(v, st->align);
+  return v;
+}
+
+LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t)
+{
+  const gj_struct *st = gj_ty_struct(g->cs, t);
+  LLVMValueRef p = struct_alloc(g, st);
+  LLVMSetAlignment(LLVMBuildStore(g->B, v, p), st->align);
+  return gj_cg_sref(g, p, t.space);
+}
