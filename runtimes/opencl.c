@@ -635,6 +635,7 @@ const gj_backend gj_backend_opencl = {
   .device_info = ocl_device_info, .job = ocl_job,
   .target = ocl_target, .load = ocl_load, .unload = ocl_unload,
   .launch = ocl_launch, .wait = ocl_wait,
+  .stream_new = ocl_stream_new, .stream_free = ocl_stream_free,
   .alloc = ocl_alloc, .free = ocl_free, .copy = ocl_copy, .sync = ocl_sync,
   .cache_save = ocl_cache_save, .cache_load = ocl_cache_load,
   .host_shares = ocl_host_shares, .host_register = ocl_host_register,

@@ -216,7 +216,10 @@ void ocl_unload(gj_bstate *st, gj_program *p);
 ** ocl_wait finishes the queue and reads the record back. */
 int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
                void *args, gj_fault *fault, gj_err *err);
-int ocl_wait(gj_bstate *st, int dev, gj_stream *s, gj_err *err);
+int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+/* A stream: a command queue of its own on the device's context. */
+int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
+void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s);
 /* The disk cache keeps a program's device binary (CL_PROGRAM_BINARIES),
 ** so that the next process skips the device compiler's build. */
 int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,

@@ -172,9 +172,10 @@ static inline size_t gj_record_size(const gj_sig *sig)
 
 typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
 /* A stream: a runtime's ordered queue of work on one device (a CUDA stream,
-** an OpenCL command queue).  NULL is the device's default stream, and the
-** only one the core passes today: streams are not exposed yet (the launch
-** contract below is ready for them). */
+** an OpenCL command queue, the cpu backend's worker thread).  NULL is the
+** device's default stream; others are made by stream_new (gpu.stream).
+** Launches on one stream run in the order they were made; launches on
+** different streams (the default one included) may overlap. */
 typedef struct gj_stream gj_stream;
 typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
 
@@ -226,22 +227,38 @@ typedef struct gj_backend {
   int (*load)(gj_bstate *st, int dev, const char *art, size_t len,
               const gj_sig *sig, gj_program **out, gj_err *err);
   void (*unload)(gj_bstate *st, gj_program *p);
-  /* Enqueue the kernel on stream s (NULL: the default stream).  args is
-  ** the argument block laid out by gj_sig_layout, read before launch
-  ** returns; fault: the host record of a bounds-checked kernel
+  /* Enqueue the kernel on stream s (NULL: the default stream).  dims and
+  ** args (the argument block laid out by gj_sig_layout) are read before
+  ** launch returns; fault: the host record of a bounds-checked kernel
   ** (sig->faults), NULL otherwise.  A runtime with `wait` may return before
   ** the kernel has finished: the record (and a print area after it) is
   ** final only when `wait` on s returns, and the core reads it, and the
   ** Lua face copies arrays back, only then.  A runtime without `wait`
-  ** returns when the kernel has finished, the record final. */
+  ** returns when the kernel has finished, the record final (it can have
+  ** no streams but the default one).
+  ** On a stream of stream_new: each launch gets a record of its own
+  ** (gj_record_size bytes, the head set, alive until wait returns), never
+  ** a kernel with a timeout (sig->cancel), and launch returns at once:
+  ** what it finds wrong before enqueueing is its error; what goes wrong
+  ** while the kernel runs is wait's.  The arrays in args stay valid until
+  ** wait returns (the core's caller keeps them). */
   int (*launch)(gj_bstate *st, gj_program *p, gj_stream *s,
                 const gj_dims *dims, void *args, gj_fault *fault, gj_err *err);
   /* Optional: wait until what was launched on stream s (NULL: the default
   ** stream) of device dev has finished, with the records of those launches
   ** final in the host memory given to launch.  The core calls it right
-  ** after each launch today, and a timed launch's watchdog runs through
-  ** it (the host's fault->cancel must reach the device meanwhile). */
-  int (*wait)(gj_bstate *st, int dev, gj_stream *s, gj_err *err);
+  ** after each launch on the default stream, and a timed launch's watchdog
+  ** runs through it (the host's fault->cancel must reach the device
+  ** meanwhile).  -1 with err when a launch failed while it ran; *failed
+  ** is then its index among the launches on s since the previous wait
+  ** (0-based), or -1 when the runtime cannot tell.  Launches made after a
+  ** failed one, up to the wait, may not have run. */
+  int (*wait)(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+  /* Optional, both or neither (NULL: the backend has the default stream
+  ** only): a new stream on device dev, and its end.  stream_free first
+  ** waits for what was launched on s (errors dropped). */
+  int (*stream_new)(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
+  void (*stream_free)(gj_bstate *st, int dev, gj_stream *s);
   void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
   void (*free)(gj_bstate *st, int dev, void *ptr);
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,

@@ -67,6 +67,23 @@ GJ_API void *gj_mem_host_register(gj_ctx *c, int bk, int dev, void *host,
 GJ_API int gj_mem_host_release(gj_ctx *c, int bk, int dev, void *p,
                                int quiet);
 
+/* FFI: streams (gpu.stream; the protocol is in src/gj_stream.h).  new:
+** a stream on device dev of backend bk, or NULL with gj_errmsg().  free
+** waits for its launches first.  launch enqueues k and returns; wait
+** returns how many launches were waited for; status gives 0, or -1 with
+** gj_errmsg() for launch i's error (i = -1: an error of the stream that no
+** launch owns); prints is gj_prints for launch i; done forgets them. */
+typedef struct gj_queue gj_queue;
+GJ_API gj_queue *gj_stream_new(gj_ctx *c, int bk, int dev);
+GJ_API void gj_stream_free(gj_queue *q);
+GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
+                            void *args);
+GJ_API int gj_stream_wait(gj_queue *q);
+GJ_API int gj_stream_status(gj_queue *q, int i);
+GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,
+                                    uint64_t *dropped);
+GJ_API void gj_stream_done(gj_queue *q);
+
 /* The compile job backend `backend` ("cpu", "opencl", "cuda") proposes for
 ** device dev, before any kernel's job option or plugin (gpu.job gives it
 ** after those, for one kernel).  Returns 0, or -1 with gj_errmsg(). */

@@ -145,15 +145,57 @@ function impl.newindex(e, k, v)
   e.ptr[k] = v
 end
 
+-- Arrays in use by launches on a stream (gpujit.stream): how many launches
+-- use each, and the memory of those freed (e:free()) meanwhile, released
+-- when the last of those launches is synchronized.  The stream keeps the
+-- array object alive until then, so its finalizer cannot run before.
+local inuse = setmetatable({}, { __mode = "k" })
+local deferred = setmetatable({}, { __mode = "k" })
+
+local function release_mem(p, ctx, bk, dev)
+  if bk == SIM_BK then
+    C.free(p)
+  elseif env.lib then
+    env.lib.gj_mem_free(ctx, bk, dev, p)
+  end
+end
+
 function impl.free(e)
   local p = e.ptr
   if p == nil then return end
   e.ptr = nil
   e.n = 0
-  if e.bk == SIM_BK then
-    C.free(p)
-  elseif env.lib then
-    env.lib.gj_mem_free(e.ctx, e.bk, e.dev, p)
+  if inuse[e] then
+    deferred[e] = { p, e.ctx, e.bk, e.dev }
+    return
+  end
+  release_mem(p, e.ctx, e.bk, e.dev)
+end
+
+local function is_garray(v)
+  if type(v) ~= "cdata" then return false end
+  local info = types.ctype_info(v)
+  return info ~= nil and info.kind == "garray"
+end
+
+-- v (any launch argument) is used by a launch on a stream.
+function M.hold(v)
+  if is_garray(v) then inuse[v] = (inuse[v] or 0) + 1 end
+end
+
+-- That launch is synchronized.
+function M.release(v)
+  local c = inuse[v]
+  if c == nil then return end
+  if c > 1 then
+    inuse[v] = c - 1
+    return
+  end
+  inuse[v] = nil
+  local d = deferred[v]
+  if d then
+    deferred[v] = nil
+    release_mem(d[1], d[2], d[3], d[4])
   end
 end
 

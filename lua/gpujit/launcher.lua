@@ -70,13 +70,19 @@ return function(h)
     return buf, cap, buf - (esz or 0)
   end
 
-  local function gen_launcher(K, tgt, ov, kinds)
+  -- async: the launcher of launches on a stream (gpujit.stream): it takes
+  -- the stream after `huge`, gives each launch buffers of its own, enqueues
+  -- with gj_stream_launch, and leaves the copies back (and the release of
+  -- registrations) to a closure that the stream runs at its synchronize,
+  -- with every argument and buffer kept alive until then.
+  local function gen_launcher(K, tgt, ov, kinds, async)
     local env = env_of()
     local n = K.nparams
     local info = ov.info
     local params = info.params
     local shared, hostreg = tgt.shared, tgt.hostreg
     local top, guard, fill, regs, after = {}, {}, {}, {}, {}
+    local keep = {}     -- async: the buffers a launch uses, kept until synchronize
     local U = {
       type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
       lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
@@ -116,10 +122,15 @@ return function(h)
     -- bytes (a Lua table's element size: it indexes from 1).
     local function stage(i, host, esz, bias, written)
       if hostreg then return register(i, host, esz, bias, written) end
-      g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
       g(fill, "local b%d = n%d * %d", i, i, esz)
-      g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
-        i, i, i, i, i, i, bias)
+      if async then
+        g(fill, "local dbuf%d, _, dbufm%d = newdbuf(K, TGT, b%d, %d)", i, i, i, bias)
+        keep[#keep + 1] = "dbuf" .. i
+      else
+        g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
+        g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
+          i, i, i, i, i, i, bias)
+      end
       g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, %s, b%d, 0) ~= 0 then"
         .. " fail(K) end", i, i, host, i)
       g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
@@ -165,9 +176,14 @@ return function(h)
         local elem = types.elem(ov.types[i])
         local esz = types.size[elem]
         g(guard, "if type(a%d) ~= 'table' then return false end", i)
-        g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
         g(fill, "local n%d = #a%d", i, i)
-        g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
+        if async then
+          g(fill, "local buf%d, bufm%d = newbuf(%q, n%d)", i, i, elem, i)
+          keep[#keep + 1] = "buf" .. i
+        else
+          g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
+          g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
+        end
         g(fill, "for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then elemerr(K, %d, j, v, %q) end;"
           .. " buf%d[j - 1] = v end", i, i, elem == "bool" and "boolean" or "number", i, elem, i)
         local back = types.is_int64[elem] and "tonumber(buf%d[j - 1])" or "buf%d[j - 1]"
@@ -206,12 +222,18 @@ return function(h)
       end
     end
     if #params > n then    -- the plugins' buffers (gpujit.plugins)
+      if async then
+        raise("kernel '" .. K.name .. "': its plugins' launch buffers cannot be used by a "
+          .. "launch on a stream yet; launch it without a stream")
+      end
       U.PB_PRE, U.PB_POST = plugins.launch_buffers(K, tgt, ov.plugins, n + 1)
       g(fill, "PB_PRE(args, dims)")
     end
     for _, l in ipairs(regs) do fill[#fill + 1] = l end
     local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
-    if info.prints then   -- print in the kernel: its records, also when it failed
+    if async then
+      launch = "if lib.gj_stream_launch(S.h, H, dims, args) ~= 0 then fail(K) end"
+    elseif info.prints then   -- print in the kernel: its records, also when it failed
       U.PRINTS = function() printer.flush(K, env.lib, ov.handle, info.prints) end
       launch = "local rc = lib.gj_launch(H, dims, args); U.PRINTS(); if rc ~= 0 then fail(K) end"
     end
@@ -235,7 +257,7 @@ return function(h)
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
-    src[#src + 1] = "return function(tgt, partial, huge" .. plist .. ")"
+    src[#src + 1] = "return function(tgt, partial, huge" .. (async and ", S" or "") .. plist .. ")"
     src[#src + 1] = "  if tgt ~= TGT then return false end"
     for _, l in ipairs(guard) do src[#src + 1] = "  " .. l end
     if info.uses_barrier then
@@ -243,7 +265,16 @@ return function(h)
     end
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
-    for _, l in ipairs(after) do src[#src + 1] = "  " .. l end
+    if async then
+      -- what the stream keeps until its synchronize: the arguments, the
+      -- launch's buffers, and the copies back as a closure (nil: none)
+      U.OV, U.PUSH = ov, h.push
+      src[#src + 1] = "  U.PUSH(S, K, U.OV, " .. (#after > 0 and "function()" or "nil")
+      for _, l in ipairs(after) do src[#src + 1] = "    " .. l end
+      src[#src + 1] = (#after > 0 and "  end" or "") .. ", { " .. concat(anames, ", ")
+        .. (#keep > 0 and (n > 0 and ", " or "") .. concat(keep, ", ") or "") .. " })"
+    end
+    for _, l in ipairs(async and {} or after) do src[#src + 1] = "  " .. l end
     -- the plugins' reports last: one that fails raises after the results
     -- are copied back (and host registrations released)
     if U.PB_POST then src[#src + 1] = "  PB_POST(dims)" end

@@ -1,0 +1,22 @@
+/*
+** The cpu backend's streams: a gj_stream is a worker thread (worker.h)
+** that runs the stream's launches in order, each driving the backend's
+** pool as a launch on the default stream does.  The default stream (NULL)
+** has no worker: its launches run on the caller's thread, and `wait` on
+** it returns at once.
+*/
+#ifndef GJ_CPU_STREAM_H
+#define GJ_CPU_STREAM_H
+
+#include "gj_backend.h"
+#include "worker.h"
+
+int cpu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
+void cpu_stream_free(gj_bstate *st, int dev, gj_stream *s);
+int cpu_stream_wait(gj_bstate *st, int dev, gj_stream *s, int *failed,
+                    gj_err *err);
+/* Queue job on s (worker.h's gj_worker_post). */
+int cpu_stream_post(gj_stream *s, gj_work_fn run, gj_work_done done,
+                    void *job, gj_err *err);
+
+#endif
