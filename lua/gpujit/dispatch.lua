@@ -524,6 +524,10 @@ local function on_stream(K, s, run, partial, huge, ...)
     raise("kernel '" .. K.name .. "' runs on " .. K.pin.label .. " (its device option), the "
       .. "stream is on " .. tgt.label)
   end
+  if K.opts.timeout and not tgt.sim then   -- before anything is staged (the core checks too)
+    raise("kernel '" .. K.name .. "' has a timeout, which launches on a stream do not support"
+      .. " (launch it without a stream)")
+  end
   if not run then return end
   if tgt.sim or env.precompile then
     slow(K, tgt, huge, ...)(tgt, partial, huge, ...)

@@ -75,6 +75,67 @@ return function(h)
   -- with gj_stream_launch, and leaves the copies back (and the release of
   -- registrations) to a closure that the stream runs at its synchronize,
   -- with every argument and buffer kept alive until then.
+  -- Launches on a stream stage each table, and each array that goes
+  -- through a device buffer, once per stream until its synchronize: a
+  -- later launch on the stream with the same table (or array) uses the same
+  -- buffer, which by the stream's order holds what the earlier launches
+  -- left, and the stream copies it back once, at synchronize (gpujit.stream
+  -- runs `back` of each staging that a launch writes, in the order they were
+  -- made: device buffers before the tables they stage).
+  local function restage_err(K, i, what)
+    raise("bad argument #" .. i .. " to kernel '" .. K.name .. "': the " .. what
+      .. " is already used by a launch on this stream with another element type or"
+      .. " length; synchronize the stream first")
+  end
+
+  -- The host staging buffer of table t (n elements of elem) on stream S:
+  -- buf, its 1-based view, and true when it is new (to be filled from t).
+  local function stage_table(S, K, i, t, elem, n, written)
+    local st = S.staged[t]
+    if st then
+      if st.elem ~= elem or st.n ~= n then restage_err(K, i, "table") end
+      st.written = st.written or written
+      return st.buf, st.bufm, false
+    end
+    local buf, bufm = newbuf(elem, n)
+    local int64 = types.is_int64[elem]
+    st = { elem = elem, n = n, buf = buf, bufm = bufm, written = written }
+    st.back = function()
+      if int64 then
+        for j = 1, n do t[j] = tonumber(buf[j - 1]) end
+      else
+        for j = 1, n do t[j] = buf[j - 1] end
+      end
+    end
+    S.staged[t] = st
+    S.order[#S.order + 1] = st
+    return buf, bufm, true
+  end
+
+  -- The device buffer staging host memory `host` (a table's staging buffer
+  -- or an FFI array; bytes of it) on stream S: the buffer, the address the
+  -- kernel gets (minus bias), and true when it is new (to be copied in).
+  local function stage_dev(S, K, i, TGT, host, bytes, bias, written)
+    local st = S.staged[host]
+    if st then
+      if st.bytes ~= bytes or st.bias ~= bias then restage_err(K, i, "array") end
+      st.written = st.written or written
+      return st.dbuf, st.dbufm, false
+    end
+    local dbuf, _, dbufm = newdbuf(K, TGT, bytes, bias)
+    local env = env_of()
+    local lib, ctx = env.lib, env.ctx
+    st = { bytes = bytes, bias = bias, dbuf = dbuf, dbufm = dbufm, written = written }
+    st.back = function()
+      if bytes > 0 and lib.gj_mem_copy(ctx, TGT.bk, TGT.dev, host, dbuf, bytes, 1) ~= 0 then
+        launch_failed(K)
+      end
+    end
+    S.staged[host] = st
+    S.order[#S.order + 1] = st
+    return dbuf, dbufm, true
+  end
+
   local function gen_launcher(K, tgt, ov, kinds, async)
     local env = env_of()
     local n = K.nparams
@@ -82,7 +143,6 @@ return function(h)
     local params = info.params
     local shared, hostreg = tgt.shared, tgt.hostreg
     local top, guard, fill, regs, after = {}, {}, {}, {}, {}
-    local keep = {}     -- async: the buffers a launch uses, kept until synchronize
     local U = {
       type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
       lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
@@ -124,13 +184,16 @@ return function(h)
       if hostreg then return register(i, host, esz, bias, written) end
       g(fill, "local b%d = n%d * %d", i, i, esz)
       if async then
-        g(fill, "local dbuf%d, _, dbufm%d = newdbuf(K, TGT, b%d, %d)", i, i, i, bias)
-        keep[#keep + 1] = "dbuf" .. i
-      else
-        g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
-        g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
-          i, i, i, i, i, i, bias)
+        g(fill, "local dbuf%d, dbufm%d, new%d = STAGE_D(S, K, %d, TGT, %s, b%d, %d, %s)",
+          i, i, i, i, host, i, bias, tostring(written))
+        g(fill, "if new%d and b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, %s, b%d, 0) ~= 0"
+          .. " then fail(K) end", i, i, i, host, i)
+        g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
+        return
       end
+      g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
+      g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
+        i, i, i, i, i, i, bias)
       g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, %s, b%d, 0) ~= 0 then"
         .. " fail(K) end", i, i, host, i)
       g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
@@ -177,22 +240,24 @@ return function(h)
         local esz = types.size[elem]
         g(guard, "if type(a%d) ~= 'table' then return false end", i)
         g(fill, "local n%d = #a%d", i, i)
+        local copyin = ("for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then elemerr(K, %d, j, v, %q) end;"
+          .. " buf%d[j - 1] = v end"):format(i, i, elem == "bool" and "boolean" or "number", i, elem, i)
         if async then
-          g(fill, "local buf%d, bufm%d = newbuf(%q, n%d)", i, i, elem, i)
-          keep[#keep + 1] = "buf" .. i
+          g(fill, "local buf%d, bufm%d, fresh%d = STAGE_T(S, K, %d, a%d, %q, n%d, %s)",
+            i, i, i, i, i, elem, i, tostring(written))
+          g(fill, "if fresh%d then %s end", i, copyin)
         else
           g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
           g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
+          g(fill, "%s", copyin)
         end
-        g(fill, "for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then elemerr(K, %d, j, v, %q) end;"
-          .. " buf%d[j - 1] = v end", i, i, elem == "bool" and "boolean" or "number", i, elem, i)
         local back = types.is_int64[elem] and "tonumber(buf%d[j - 1])" or "buf%d[j - 1]"
         if shared then
           g(fill, "args.a%d = bufm%d; args.a%d_len = n%d", i, i, i, i)
         else
           stage(i, "buf" .. i, esz, esz, written)
         end
-        if written then
+        if written and not async then
           g(after, "for j = 1, n%d do a%d[j] = " .. back .. " end", i, i, i)
         end
       else
@@ -255,6 +320,10 @@ return function(h)
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
     src[#src + 1] = "local U8P, cast, tobit = U.U8P, U.cast, U.tobit"
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
+    if async then
+      U.STAGE_T, U.STAGE_D = stage_table, stage_dev
+      src[#src + 1] = "local STAGE_T, STAGE_D = U.STAGE_T, U.STAGE_D"
+    end
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
     src[#src + 1] = "return function(tgt, partial, huge" .. (async and ", S" or "") .. plist .. ")"
@@ -266,13 +335,13 @@ return function(h)
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
     if async then
-      -- what the stream keeps until its synchronize: the arguments, the
-      -- launch's buffers, and the copies back as a closure (nil: none)
+      -- what the stream keeps until its synchronize: the arguments, and the
+      -- release of host registrations as a closure (nil: none); the
+      -- stagings are the stream's already (STAGE_T, STAGE_D)
       U.OV, U.PUSH = ov, h.push
       src[#src + 1] = "  U.PUSH(S, K, U.OV, " .. (#after > 0 and "function()" or "nil")
       for _, l in ipairs(after) do src[#src + 1] = "    " .. l end
-      src[#src + 1] = (#after > 0 and "  end" or "") .. ", { " .. concat(anames, ", ")
-        .. (#keep > 0 and (n > 0 and ", " or "") .. concat(keep, ", ") or "") .. " })"
+      src[#src + 1] = (#after > 0 and "  end" or "") .. ", { " .. concat(anames, ", ") .. " })"
     end
     for _, l in ipairs(async and {} or after) do src[#src + 1] = "  " .. l end
     -- the plugins' reports last: one that fails raises after the results

@@ -14,17 +14,7 @@ local M = {}
 -- is the real one, which its compile sees in the globals: replacing the
 -- global print around a launch would make it a Lua function to compile.
 M.write = nil
-function M.out() -- Print what the last launch H of kernel K left.
-function M.flush(K, lib, H, sites)
-  show(K, lib.gj_prints(H, written, dropped), sites)
-end
-
--- Print what launch i (0-based) of stream Q left (gpujit.stream).
-function M.flush_stream(K, lib, Q, i, sites)
-  show(K, lib.gj_stream_prints(Q, i, written, dropped), sites)
-end
-
-return M.write or _G.print end
+function M.out() return M.write or _G.print end
 
 require("gpujit.cdefs")
 

@@ -2,16 +2,19 @@
 -- Lua side, and synchronize (docs/api.md, "Streams").
 --
 -- A stream object is a table { h = the core's gj_queue (cdata, freed by its
--- finalizer, which waits first), tgt = its target, n, pend }.  Each launch
--- on it (gpujit.launcher's async launchers) pushes an entry: the kernel, its
--- overload (whose handle keeps the loaded kernel alive), the closure that
--- copies results back and releases registrations, and every argument and
--- buffer the launch uses.  A stream with launches not yet synchronized is
+-- finalizer, which waits first), tgt = its target, n, pend, staged, order }.
+-- Each launch on it (gpujit.launcher's async launchers) pushes an entry: the
+-- kernel, its overload (whose handle keeps the loaded kernel alive), the
+-- closure that releases its host registrations, and its arguments.  The
+-- tables and arrays the launches stage are in `staged` (by table or array,
+-- one staging per stream) and `order` (as made), each with `back`, which
+-- copies the result back.  A stream with launches not yet synchronized is
 -- held in `busy`, so that neither it nor what its launches use can be
 -- collected while they run, whatever the program drops.  synchronize waits
 -- (gj_stream_wait), then for each launch in order prints its records, runs
--- its closure and notes its error, and raises the first error after all of
--- them: no launch's results are lost to an earlier one's error.
+-- its closure and notes its error, copies the stagings back, and raises
+-- the first error after all of that: no launch's results are lost to an
+-- earlier one's error.
 local ffi = require("ffi")
 local printer = require("gpujit.printer")
 require("gpujit.cdefs")
@@ -41,7 +44,7 @@ function M.new(device)
   local tgt
   if device == nil then tgt = env.current("gpu.stream", 2)
   else tgt = env.resolve(device, "gpu.stream", 2) end
-  local s = { tgt = tgt, n = 0, pend = {} }
+  local s = { tgt = tgt, n = 0, pend = {}, staged = {}, order = {} }
   if not tgt.sim then
     local lib = env.lib
     local h = lib.gj_stream_new(env.ctx, tgt.bk, tgt.dev)
@@ -85,6 +88,18 @@ local function sync(s)
     for j = 1, #e.keep do env.release(e.keep[j]) end
     s.pend[i] = nil
   end
+  -- the stagings the launches wrote, newest first: a device buffer before
+  -- the table's host buffer it stages
+  local order = s.order
+  for i = #order, 1, -1 do
+    local st = order[i]
+    if st.written then
+      local ok, err = pcall(st.back)
+      if not ok and not first then first = tostring(err) end
+    end
+    order[i] = nil
+  end
+  s.staged = {}
   if not first and lib.gj_stream_status(h, -1) ~= 0 then
     first = "stream on " .. s.tgt.label .. ": " .. ffi.string(lib.gj_errmsg(ctx))
   end

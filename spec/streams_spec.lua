@@ -1,0 +1,281 @@
+-- Streams (docs/api.md, "Streams"): gpu.stream([device]); a launch with
+-- { stream = s } returns once it is enqueued; s:synchronize() waits, copies
+-- tables and staged arrays back, prints what the kernels printed and raises
+-- the first error; gpu.synchronize() does that for every stream.  What a
+-- launch on a stream uses is kept alive until then.
+
+local H = require("spec.helpers")
+local ffi = require("ffi")
+local gpu = H.gpu
+local now = require("gpujit.util").now
+local printer = require("gpujit.printer")
+
+local function median(t)
+  local c = {}
+  for i = 1, #t do c[i] = t[i] end
+  table.sort(c)
+  return c[math.floor((#c + 1) / 2)]
+end
+
+-- A long kernel: reps steps of an affine map per element (x stays 1 when it
+-- starts at 1, and becomes exactly `reps` when it starts at 0 with mul 1).
+local function long_fn(x, n, reps, mul, add)
+  local i = gpu.global_id(0)
+  if i < n then
+    local v = x[i]
+    for _ = 1, reps do v = v * mul + add end
+    x[i] = v
+  end
+end
+
+local function add_fn(x, n, v)
+  local i = gpu.global_id(0)
+  if i < n then x[i] = x[i] + v end
+end
+
+local function mul_fn(x, n, v)
+  local i = gpu.global_id(0)
+  if i < n then x[i] = x[i] * v end
+end
+
+-- Lua tables index from 1 in kernels too.
+local function tbl_fn(t, n, v)
+  local i = gpu.global_id(0) + 1
+  if i <= n then t[i] = t[i] * 2 + v end
+end
+
+for _, bk in ipairs(H.compilers) do
+  describe("streams on " .. bk, function()
+    H.use_in_block(bk)
+
+    it("a launch of a long kernel returns in under 10% of its run time; the result is there after synchronize", function()
+      local k = H.kernel(bk, long_fn)
+      local n = 1000000
+      local x = ffi.new("double[?]", n)
+      k:launch(n, x, n, 1, 1.0, 0.0)                     -- compiled before the timing
+      -- reps for a synchronous launch of about 300 ms here
+      local reps = 50
+      while true do
+        local t0 = now()
+        k:launch(n, x, n, reps, 1.0, 0.0)
+        local dt = now() - t0
+        if dt > 0.3 or reps > 1e6 then break end
+        reps = math.ceil(reps * math.min(8, 0.35 / math.max(dt, 1e-4)))
+      end
+      local s = gpu.stream()
+      local sync_t, async_t = {}, {}
+      for round = 1, 3 do
+        for i = 0, n - 1 do x[i] = 0 end
+        local t0 = now()
+        k:launch(n, x, n, reps, 1.0, 1.0)
+        sync_t[round] = now() - t0
+        assert.equal(reps, x[0])
+        assert.equal(reps, x[n - 1])
+        for i = 0, n - 1 do x[i] = 0 end
+        t0 = now()
+        k:launch({ global = n, stream = s }, x, n, reps, 1.0, 1.0)
+        async_t[round] = now() - t0
+        assert.equal(1, s:pending())
+        s:synchronize()
+        assert.equal(0, s:pending())
+        for _, i in ipairs({ 0, 1, n / 2, n - 1 }) do assert.equal(reps, x[i]) end
+      end
+      local ts, ta = median(sync_t), median(async_t)
+      assert.is_true(ta < 0.1 * ts, ("async launch returned after %.2f ms, the synchronous launch took %.2f ms")
+        :format(ta * 1e3, ts * 1e3))
+    end)
+
+    it("runs the launches of one stream in order", function()
+      local add, mul = H.kernel(bk, add_fn), H.kernel(bk, mul_fn)
+      local n = 100000
+      local x = ffi.new("double[?]", n)
+      local s = gpu.stream()
+      local want = 0
+      for r = 1, 20 do
+        add:launch({ global = n, stream = s }, x, n, r)
+        mul:launch({ global = n, stream = s }, x, n, 3)
+        want = (want + r) * 3
+      end
+      assert.equal(40, s:pending())
+      s:synchronize()
+      assert.equal(want, x[0])
+      assert.equal(want, x[n - 1])
+    end)
+
+    it("copies Lua tables back into the same tables at synchronize, in launch order", function()
+      local k = H.kernel(bk, tbl_fn)
+      local t, u = {}, {}
+      for i = 1, 1000 do t[i], u[i] = i, -i end
+      local s = gpu.stream()
+      k:launch({ global = 1000, stream = s }, t, 1000, 1)
+      k:launch({ global = 1000, stream = s }, u, 1000, 0)
+      k:launch({ global = 1000, stream = s }, t, 1000, 0)   -- sees the first launch's result
+      s:synchronize()
+      for i = 1, 1000 do
+        assert.equal((i * 2 + 1) * 2, t[i])
+        assert.equal(-2 * i, u[i])
+      end
+    end)
+
+    it("FFI arrays of every kind of transfer hold the result after synchronize", function()
+      local k = H.kernel(bk, mul_fn)
+      local a = ffi.new("float[?]", 5000)
+      local b = ffi.new("int32_t[64]")
+      for i = 0, 4999 do a[i] = i end
+      for i = 0, 63 do b[i] = i end
+      local d = gpu.to_device(ffi.new("double[3]", { 1, 2, 3 }))
+      local s = gpu.stream()
+      k:launch({ global = 5000, stream = s }, a, 5000, 0.5)
+      k:launch({ global = 64, stream = s }, b, 64, -2)
+      k:launch({ global = 3, stream = s }, d, 3, 10)
+      s:synchronize()
+      for i = 0, 4999 do assert.equal(i * 0.5, a[i]) end
+      for i = 0, 63 do assert.equal(-2 * i, b[i]) end
+      local h = d:to_host()
+      assert.same({ 10, 20, 30 }, { h[0], h[1], h[2] })
+    end)
+
+    it("raises a bounds-check fault at synchronize, with file, line and kernel; later results are kept; the stream keeps working", function()
+      local line = H.line_of("-- OOB") + 0
+      local bad = H.kernel(bk, function(x, n)
+        local i = gpu.global_id(0)
+        x[i + n] = 1   -- OOB
+      end, { boundscheck = true, name = "oob" })
+      local good = H.kernel(bk, tbl_fn)
+      local x = ffi.new("float[8]")
+      local t = { 1, 2, 3 }
+      local s = gpu.stream()
+      good:launch({ global = 3, stream = s }, t, 3, 0)
+      bad:launch({ global = 8, stream = s }, x, 8)
+      local msg = H.error_of(s.synchronize, s)
+      assert.is_truthy(msg:find(H.this_file() .. ":" .. line .. ": index 8 is out of bounds for argument 1 'x'", 1, true), msg)
+      assert.is_truthy(msg:find("(in kernel oob)", 1, true), msg)
+      assert.same({ 2, 4, 6 }, t)   -- the launch before the fault was copied back
+      assert.equal(0, s:pending())
+      good:launch({ global = 3, stream = s }, t, 3, 0)
+      s:synchronize()
+      assert.same({ 4, 8, 12 }, t)
+      -- and the same kernel without a stream still reports at launch
+      assert.is_truthy(H.error_of(bad.launch, bad, 8, x, 8):find("index 8 is out of bounds", 1, true))
+    end)
+
+    it("prints what the kernels printed at synchronize, launch by launch", function()
+      local k = H.kernel(bk, function(n, tag)
+        local i = gpu.global_id(0)
+        if i < n then print("item", i, tag) end
+      end)
+      local lines = {}
+      printer.write = function(...) lines[#lines + 1] = table.concat({ tostring((...)), select(2, ...) }, " ") end
+      local ok, err = pcall(function()
+        local s = gpu.stream()
+        k:launch({ global = 2, stream = s }, 2, 1)
+        k:launch({ global = 1, stream = s }, 1, 2)
+        assert.same({}, lines)
+        s:synchronize()
+      end)
+      printer.write = nil
+      assert(ok, err)
+      assert.same({ "item 0 1", "item 1 1", "item 0 2" }, lines)
+    end)
+
+    it("refuses what a stream cannot do, with the reason, and keeps working", function()
+      local k = H.kernel(bk, add_fn)
+      local x = ffi.new("double[4]")
+      local msg = H.error_of(k.launch, k, { global = 4, stream = {} }, x, 4, 1)
+      assert.is_truthy(msg:find("'stream' must be a gpu.stream, got", 1, true), msg)
+      local t = H.kernel(bk, add_fn, { timeout = 5 })
+      local s = gpu.stream()
+      msg = H.error_of(t.launch, t, { global = 4, stream = s }, x, 4, 1)
+      assert.is_truthy(msg:find("has a timeout, which launches on a stream do not support", 1, true), msg)
+      assert.equal(0, s:pending())
+      local pinned = gpu.kernel(add_fn, { backend = "sim" })
+      msg = H.error_of(pinned.launch, pinned, { global = 4, stream = s }, x, 4, 1)
+      assert.is_truthy(msg:find("runs on sim (its device option), the stream is on", 1, true), msg)
+      msg = H.error_of(gpu.kernel, add_fn, { async = true })
+      assert.is_truthy(msg:find("option 'async' was removed", 1, true), msg)
+      k:launch({ global = 4, stream = s }, x, 4, 1)
+      s:synchronize()
+      assert.equal(1, x[3])
+    end)
+
+    it("does not crash when the host reads and writes an array while a launch uses it", function()
+      local k = H.kernel(bk, long_fn)
+      local n = 200000
+      local x = ffi.new("double[?]", n)
+      local t = {}
+      for i = 1, 1000 do t[i] = i end
+      local tk = H.kernel(bk, tbl_fn)
+      local s = gpu.stream()
+      k:launch({ global = n, stream = s }, x, n, 2000, 1.0, 1.0)
+      tk:launch({ global = 1000, stream = s }, t, 1000, 0)
+      local sum = 0
+      for i = 0, n - 1, 97 do sum = sum + x[i]; x[i] = -1 end   -- undefined values, no crash
+      for i = 1, 1000 do t[i] = nil end                          -- the table emptied meanwhile
+      assert.is_number(sum)
+      s:synchronize()
+      assert.equal(2000, x[1])                                   -- untouched by the host
+      assert.equal(2, t[1])                                      -- copied back into the same table
+      assert.equal(2000, t[1000])
+    end)
+
+    it("keeps what a launch uses alive through collectgarbage, also when the stream itself is dropped", function()
+      local k = H.kernel(bk, long_fn)
+      local tk = H.kernel(bk, tbl_fn)
+      local weak = setmetatable({}, { __mode = "v" })
+      local t = {}
+      for i = 1, 500 do t[i] = i end
+      local function start()   -- a frame of its own: no register of ours keeps them
+        local s = gpu.stream()
+        local x = ffi.new("double[?]", 300000)
+        local d = gpu.zeros("double", 300000)
+        weak.x, weak.d, weak.s = x, d, s
+        k:launch({ global = 300000, stream = s }, x, 300000, 1000, 1.0, 1.0)
+        k:launch({ global = 300000, stream = s }, d, 300000, 1000, 1.0, 1.0)
+        d:free()                                -- released after the launch is synchronized
+        tk:launch({ global = 500, stream = s }, t, 500, 0)
+      end
+      start()
+      for _ = 1, 3 do collectgarbage("collect") end
+      assert.is_true(weak.x ~= nil)   -- (not is_not_nil: luassert would keep the value)
+      assert.is_true(weak.s ~= nil)
+      assert.equal(1, t[1])                     -- not copied back yet
+      gpu.synchronize()                         -- every stream, this one too
+      assert.equal(1000, weak.x[299999])
+      assert.equal(2, t[1])
+      assert.equal(1000, t[500])
+      for _ = 1, 3 do collectgarbage("collect") end
+      assert.is_true(weak.s == nil)   -- synchronized, the stream goes
+    end)
+
+    it("gpu.synchronize() raises the first error of any stream", function()
+      local bad = H.kernel(bk, function(x)
+        x[gpu.global_id(0) + 100] = 1
+      end, { boundscheck = true, name = "oob2" })
+      local x = ffi.new("float[4]")
+      local s1, s2 = gpu.stream(), gpu.stream()
+      local good = H.kernel(bk, add_fn)
+      local y = ffi.new("double[4]")
+      good:launch({ global = 4, stream = s1 }, y, 4, 2)
+      bad:launch({ global = 4, stream = s2 }, x)
+      local msg = H.error_of(gpu.synchronize)
+      assert.is_truthy(msg:find("index 100 is out of bounds", 1, true), msg)
+      assert.is_truthy(msg:find("(in kernel oob2)", 1, true), msg)
+      assert.equal(2, y[3])
+      assert.equal(0, s1:pending() + s2:pending())
+      gpu.synchronize()
+    end)
+  end)
+end
+
+describe("streams on sim", function()
+  it("run each launch when it is made", function()
+    local k = gpu.kernel(add_fn, { backend = "sim" })
+    local s = gpu.stream("sim")
+    local x = ffi.new("double[3]")
+    k:launch({ global = 3, stream = s }, x, 3, 5)
+    assert.equal(5, x[2])
+    assert.equal(0, s:pending())
+    s:synchronize()
+    assert.equal("gpu.stream on sim", tostring(s))
+  end)
+end)
