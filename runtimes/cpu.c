@@ -731,7 +731,7 @@ const gj_backend gj_backend_cpu = {
   .open = cpu_open, .close = cpu_close, .ndevices = cpu_ndevices,
   .device_info = cpu_device_info, .job = cpu_job, .target = cpu_target,
   .load = cpu_load, .unload = cpu_unload,
-  .launch = cpu_launch_run, .wait = cpu_stream_wait,
+  .launch = cpu_launch_run, .wait = cpu_stream_wait, .default_finishes = 1,
   .stream_new = cpu_stream_new, .stream_free = cpu_stream_free,
   .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .sync = cpu_sync,
   /* cache_save, cache_load: none, the cache keeps the object file that

@@ -254,6 +254,10 @@ typedef struct gj_backend {
   ** (0-based), or -1 when the runtime cannot tell.  Launches made after a
   ** failed one, up to the wait, may not have run. */
   int (*wait)(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+  /* 1: launch on the default stream returns when the kernel has finished
+  ** (its record final), so the core calls wait only for other streams
+  ** (the cpu backend: one indirect call less per launch). */
+  int default_finishes;
   /* Optional, both or neither (NULL: the backend has the default stream
   ** only): a new stream on device dev, and its end.  stream_free first
   ** waits for what was launched on s (errors dropped). */

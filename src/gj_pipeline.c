@@ -622,15 +622,20 @@ done:
 /* The ids' ranges the typer counted on (docs/typing.md): every dimension
 ** below 2^51, and below 2^31 for a kernel with an lnum parameter (whose
 ** launches the Lua launcher never sends here otherwise). */
-int gj_kernel_check_dims(gj_kernel *k, const gj_dims *dims)
+static int dims_in_range(const gj_kernel *k, const gj_dims *dims)
 {
   int64_t lim = k->sig.lnum ? ((int64_t)1 << 31) : ((int64_t)1 << 51);
   int i;
   for (i = 0; i < 3; i++)
-    if (dims->global[i] >= lim || dims->group[i] >= lim)
-      return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the "
-                        "kernel's ids are typed below it)", k->sig.lnum ? 31 : 51);
-  return 0;
+    if (dims->global[i] >= lim || dims->group[i] >= lim) return 0;
+  return 1;
+}
+
+int gj_kernel_check_dims(gj_kernel *k, const gj_dims *dims)
+{
+  if (dims_in_range(k, dims)) return 0;
+  return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the kernel's "
+                    "ids are typed below it)", k->sig.lnum ? 31 : 51);
 }
 
 /* The record a launch of k passes: on the stack for checks and timeouts,
@@ -664,7 +669,8 @@ static int run_on_default(gj_kernel *k, const gj_dims *dims, void *args,
 {
   int failed;
   if (k->be->launch(k->bst, k->prog, NULL, dims, args, f, &k->ctx->err)) return -1;
-  if (k->be->wait) return k->be->wait(k->bst, k->dev, NULL, &failed, &k->ctx->err);
+  if (k->be->wait && !k->be->default_finishes)
+    return k->be->wait(k->bst, k->dev, NULL, &failed, &k->ctx->err);
   return 0;
 }
 
@@ -673,7 +679,7 @@ int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
   gj_fault local, *f;
   gj_watch w;
   int rc;
-  if (gj_kernel_check_dims(k, dims)) return -1;
+  if (!dims_in_range(k, dims)) return gj_kernel_check_dims(k, dims);
   if (!k->sig.faults) return run_on_default(k, dims, args, NULL);
   if (!(f = launch_record(k, &local))) return -1;
   if (!k->sig.cancel) {
