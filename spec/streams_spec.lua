@@ -279,3 +279,11 @@ describe("streams on sim", function()
     assert.equal("gpu.stream on sim", tostring(s))
   end)
 end)
+
+if not H.testing("cuda") then
+  describe("streams on cuda", function()
+    local _, why = H.available("cuda")
+    pending("the same specs with GPUJIT_SPEC_BACKENDS=cuda, on a machine with a GPU ["
+      .. tostring(why or "cuda is not in GPUJIT_SPEC_BACKENDS") .. "]")
+  end)
+end
