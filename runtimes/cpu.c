@@ -733,6 +733,7 @@ const gj_backend gj_backend_cpu = {
   .load = cpu_load, .unload = cpu_unload,
   .launch = cpu_launch_run, .wait = cpu_stream_wait, .default_finishes = 1,
   .stream_new = cpu_stream_new, .stream_free = cpu_stream_free,
+  .copy_async = cpu_stream_copy,
   .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .sync = cpu_sync,
   /* cache_save, cache_load: none, the cache keeps the object file that
   ** load takes; host_shares, host_register, host_release: none, host

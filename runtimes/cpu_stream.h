@@ -15,6 +15,9 @@ int cpu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
 void cpu_stream_free(gj_bstate *st, int dev, gj_stream *s);
 int cpu_stream_wait(gj_bstate *st, int dev, gj_stream *s, int *failed,
                     gj_err *err);
+/* gj_backend.copy_async: a memcpy posted to the worker. */
+int cpu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                    const void *src, size_t n, int dir, gj_err *err);
 /* Queue job on s (worker.h's gj_worker_post). */
 int cpu_stream_post(gj_stream *s, gj_work_fn run, gj_work_done done,
                     void *job, gj_err *err);

@@ -557,6 +557,7 @@ const gj_backend gj_backend_cuda = {
   .target = cu_target, .load = cu_load, .unload = cu_unload,
   .launch = cu_launch, .wait = cu_wait, .default_finishes = 1,
   .stream_new = cu_stream_new, .stream_free = cu_stream_free,
+  .copy_async = cu_stream_copy,
   .alloc = cu_alloc, .free = cu_free, .copy = cu_copy, .sync = cu_sync,
   .cache_save = cu_cache_save, .cache_load = cu_cache_load,
   /* host_shares, host_register, host_release: none, host arrays are

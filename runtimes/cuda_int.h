@@ -193,6 +193,10 @@ int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
 int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
 int cu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
 void cu_stream_free(gj_bstate *st, int dev, gj_stream *s);
+/* gj_backend.copy_async: cuMemcpy*Async on the stream (from pageable host
+** memory the driver may finish the copy before it returns). */
+int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                   const void *src, size_t n, int dir, gj_err *err);
 /* The cubin of a loaded program (what the compile cache of issue 6 will
 ** store); owned by the program. */
 /* The disk cache keeps a program's cubin: the next process skips both

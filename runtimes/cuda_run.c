@@ -366,6 +366,25 @@ int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuStreamSynchronize", r);
 }
 
+int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                   const void *src, size_t n, int dir, gj_err *err)
+{
+  const cu_api *a;
+  CUresult r;
+  int pushed;
+  if (n == 0) return 0;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  a = &st->drv->api;
+  if (dir == GJ_COPY_TO_DEVICE)
+    r = a->MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, s->cs);
+  else
+    r = a->MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, s->cs);
+  cu_leave(st, pushed);
+  if (r == CUDA_SUCCESS) return 0;
+  return cu_fail_dev(dev, err, dir == GJ_COPY_TO_DEVICE ? "cuMemcpyHtoDAsync"
+                                                        : "cuMemcpyDtoHAsync", r);
+}
+
 /* Enqueue p on stream s (the context entered; params filled but the
 ** record's): a bounds-checked kernel gets a record of its own (device
 ** buffer and pinned host copy, cu_srec), written before the kernel and read

@@ -217,6 +217,13 @@ void ocl_unload(gj_bstate *st, gj_program *p);
 int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
                void *args, gj_fault *fault, gj_err *err);
 int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+/* A copy (gj_backend.copy) on queue q (NULL: the device's default one),
+** blocking or not (then src or dst must stay valid until q finishes). */
+int ocl_copy_on(gj_bstate *st, int dev, cl_command_queue q, int blocking,
+                void *dst, const void *src, size_t n, int dir, gj_err *err);
+/* gj_backend.copy_async: ocl_copy_on the stream's queue, not blocking. */
+int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                    const void *src, size_t n, int dir, gj_err *err);
 /* A stream: a command queue of its own on the device's context. */
 int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
 void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s);

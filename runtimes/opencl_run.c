@@ -398,6 +398,15 @@ void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
   free(s);
 }
 
+int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                    const void *src, size_t n, int dir, gj_err *err)
+{
+  cl_int rc;
+  if (ocl_copy_on(st, dev, s->q, 0, dst, src, n, dir, err) != 0) return -1;
+  rc = st->cl.Flush(s->q);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFlush (stream)", rc);
+}
+
 /* Enqueue entry e (its arguments set) on stream s without waiting.  A
 ** bounds-checked kernel's record gets a buffer of its own for this launch
 ** (the program's is the default stream's, and another stream's launch of

@@ -46,7 +46,7 @@ static void *worker_main(void *arg)
     w->running = 1;
     skip = w->failed >= 0;
     pthread_mutex_unlock(&w->mu);
-    if (!skip) rc = j->run(j->job, &e);
+    if (!skip && j->run) rc = j->run(j->job, &e);
     if (j->done) j->done(j->job);
     pthread_mutex_lock(&w->mu);
     if (rc && w->failed < 0) {

@@ -25,7 +25,8 @@ typedef void (*gj_work_done)(void *job);
 /* A new worker with its thread started, or NULL with err. */
 gj_worker *gj_worker_new(gj_err *err);
 
-/* Queue job; 0, or -1 with err when out of memory (nothing queued, done
+/* Queue job (run NULL: a job that does nothing, counted all the same);
+** 0, or -1 with err when out of memory (nothing queued, done
 ** not called). */
 int gj_worker_post(gj_worker *w, gj_work_fn run, gj_work_done done,
                    void *job, gj_err *err);

@@ -247,6 +247,33 @@ for _, bk in ipairs(H.compilers) do
       assert.is_true(weak.s == nil)   -- synchronized, the stream goes
     end)
 
+    it("gpu.array copies on a stream run in order with its launches", function()
+      local mul = H.kernel(bk, mul_fn)
+      local s = gpu.stream()
+      local src = ffi.new("float[4]", { 1, 2, 3, 4 })
+      local d = gpu.to_device(src, nil, s)             -- read when the copy runs
+      local e = gpu.to_device({ 5, 6 }, "int32_t", s)  -- a table is read now
+      mul:launch({ global = 4, stream = s }, d, 4, 10)
+      local t, f, g = {}, ffi.new("double[4]"), nil
+      d:to_host(t, s)                                  -- after the launch
+      d:to_host(f, s)                                  -- converted at synchronize
+      g = e:to_host(nil, s)
+      mul:launch({ global = 4, stream = s }, d, 4, 2)  -- after the copies
+      assert.same({}, t)
+      assert.equal(7, s:pending())
+      s:synchronize()
+      assert.same({ 10, 20, 30, 40 }, t)
+      assert.same({ 10, 20, 30, 40 }, { f[0], f[1], f[2], f[3] })
+      assert.same({ 5, 6 }, { g[0], g[1] })
+      local h = d:to_host()
+      assert.same({ 20, 40, 60, 80 }, { h[0], h[1], h[2], h[3] })
+      local msg = H.error_of(d.to_host, d, nil, 5)
+      assert.is_truthy(msg:find("to_host: argument #2 must be a gpu.stream, got", 1, true), msg)
+      local other = gpu.stream("sim")
+      msg = H.error_of(d.to_host, d, nil, other)
+      assert.is_truthy(msg:find("to_host: the stream is on sim, the array on", 1, true), msg)
+    end)
+
     it("gpu.synchronize() raises the first error of any stream", function()
       local bad = H.kernel(bk, function(x)
         x[gpu.global_id(0) + 100] = 1

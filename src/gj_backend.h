@@ -258,11 +258,15 @@ typedef struct gj_backend {
   ** (its record final), so the core calls wait only for other streams
   ** (the cpu backend: one indirect call less per launch). */
   int default_finishes;
-  /* Optional, both or neither (NULL: the backend has the default stream
-  ** only): a new stream on device dev, and its end.  stream_free first
-  ** waits for what was launched on s (errors dropped). */
+  /* Optional, all three or none (NULL: the backend has the default stream
+  ** only): a new stream on device dev, and its end (stream_free first
+  ** waits for what was enqueued on s, errors dropped); copy_async is copy
+  ** enqueued on s after what is there: it counts as one of s's launches
+  ** for wait's *failed, and the host memory stays valid until wait. */
   int (*stream_new)(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
   void (*stream_free)(gj_bstate *st, int dev, gj_stream *s);
+  int (*copy_async)(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                    const void *src, size_t n, int dir, gj_err *err);
   void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
   void (*free)(gj_bstate *st, int dev, void *ptr);
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,

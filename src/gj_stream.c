@@ -11,9 +11,9 @@
 #include "gj_pipeline.h"
 #include "gpujit.h"
 
-/* One launch not yet waited for. */
+/* One launch (or copy) not yet waited for. */
 typedef struct gj_pend {
-  gj_kernel *k;
+  gj_kernel *k;         /* NULL: a copy (gj_stream_copy) */
   gj_fault *rec;        /* sig.faults: its own record (gj_record_size) */
 } gj_pend;
 
@@ -60,7 +60,7 @@ GJ_API gj_queue *gj_stream_new(gj_ctx *c, int bk, int dev)
   const gj_backend *be;
   if (gj_ctx_backend(c, bk, &c->err)) return NULL;
   be = gj_backends[bk];
-  if (!be->stream_new || !be->wait) {
+  if (!be->stream_new || !be->wait || !be->copy_async) {
     gj_err_set(&c->err, "gpu.stream: the %s backend has no streams", be->name);
     return NULL;
   }
@@ -123,6 +123,19 @@ void gj_streams_forget_kernel(gj_ctx *ctx, const gj_kernel *k)
       }
 }
 
+/* Room for one more entry in q's list; 0, or -1 with err. */
+static int queue_grow(gj_queue *q, gj_err *err)
+{
+  if (q->n == q->cap) {
+    int cap = q->cap ? 2 * q->cap : 8;
+    gj_pend *v = realloc(q->v, (size_t)cap * sizeof(*v));
+    if (!v) return gj_err_set(err, "out of memory");
+    q->v = v;
+    q->cap = cap;
+  }
+  return 0;
+}
+
 GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
                             void *args)
 {
@@ -138,13 +151,7 @@ GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
                       "stream do not support (launch it without a stream)",
                       k->name);
   if (gj_kernel_check_dims(k, dims)) return -1;
-  if (q->n == q->cap) {
-    int cap = q->cap ? 2 * q->cap : 8;
-    gj_pend *v = realloc(q->v, (size_t)cap * sizeof(*v));
-    if (!v) return gj_err_set(err, "launch: out of memory");
-    q->v = v;
-    q->cap = cap;
-  }
+  if (queue_grow(q, err)) return -1;
   if (k->sig.faults) {
     rec = calloc(1, gj_record_size(&k->sig));
     if (!rec)
@@ -159,6 +166,22 @@ GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
   }
   q->v[q->n].k = k;
   q->v[q->n].rec = rec;
+  q->n++;
+  q->waited = 0;
+  return 0;
+}
+
+GJ_API int gj_stream_copy(gj_queue *q, void *dst, const void *src,
+                          uint64_t bytes, int dir)
+{
+  gj_err *err = &q->ctx->err;
+  if (!q->rs) return gj_err_set(err, "the stream is closed");
+  if (queue_grow(q, err)) return -1;
+  if (be_of(q)->copy_async(q->ctx->bst[q->bk], q->dev, q->rs, dst, src,
+                           (size_t)bytes, dir, err))
+    return -1;
+  q->v[q->n].k = NULL;
+  q->v[q->n].rec = NULL;
   q->n++;
   q->waited = 0;
   return 0;

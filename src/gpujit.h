@@ -78,6 +78,10 @@ GJ_API gj_queue *gj_stream_new(gj_ctx *c, int bk, int dev);
 GJ_API void gj_stream_free(gj_queue *q);
 GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
                             void *args);
+/* copy: gj_mem_copy enqueued on q after what is there (one more of q's
+** launches for wait and status); the host memory stays valid until wait. */
+GJ_API int gj_stream_copy(gj_queue *q, void *dst, const void *src,
+                          uint64_t bytes, int dir);
 GJ_API int gj_stream_wait(gj_queue *q);
 GJ_API int gj_stream_status(gj_queue *q, int i);
 GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,

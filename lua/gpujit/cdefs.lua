@@ -21,6 +21,7 @@ for _, decl in ipairs({
   "void *gj_stream_new(void *ctx, int bk, int dev);",
   "void gj_stream_free(void *q);",
   "int gj_stream_launch(void *q, void *k, const gj_dims *dims, void *args);",
+  "int gj_stream_copy(void *q, void *dst, const void *src, uint64_t bytes, int dir);",
   "int gj_stream_wait(void *q);",
   "int gj_stream_status(void *q, int i);",
   "const void *gj_stream_prints(void *q, int i, uint64_t *written, uint64_t *dropped);",

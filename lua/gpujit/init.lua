@@ -329,6 +329,7 @@ streams.setup({
   fail_text = dispatch.fail_text, hold = array.hold, release = array.release,
 })
 gpu.stream = streams.new
+array.set_streams(streams)
 
 gpu.array = array.array
 gpu.zeros = array.zeros

@@ -5,7 +5,8 @@
 -- finalizer, which waits first), tgt = its target, n, pend, staged, order }.
 -- Each launch on it (gpujit.launcher's async launchers) pushes an entry: the
 -- kernel, its overload (whose handle keeps the loaded kernel alive), the
--- closure that releases its host registrations, and its arguments.  The
+-- closure that releases its host registrations, and its arguments; each
+-- copy on it (gpujit.array) one with the closure that finishes it.  The
 -- tables and arrays the launches stage are in `staged` (by table or array,
 -- one staging per stream) and `order` (as made), each with `back`, which
 -- copies the result back.  A stream with launches not yet synchronized is
@@ -68,6 +69,22 @@ function M.push(s, K, ov, done, keep)
   busy[s] = true
 end
 
+-- A copy of bytes from src to dst enqueued on s (dir: 0 to the device, 1
+-- to the host; gpujit.array); keep: what it uses; done: what to do at
+-- synchronize (nil: nothing).  Raises on failure, with what at the front.
+function M.copy(s, dst, src, bytes, dir, keep, done, what, level)
+  local lib = env.lib
+  if s.h == nil then error("gpujit internal error: a copy on a stream of sim", 0) end
+  if lib.gj_stream_copy(s.h, dst, src, bytes, dir) ~= 0 then
+    error(what .. ": " .. ffi.string(lib.gj_errmsg(env.ctx)), level + 1)
+  end
+  local n = s.n + 1
+  s.n = n
+  s.pend[n] = { done = done, keep = keep, what = what }
+  for i = 1, #keep do env.hold(keep[i]) end
+  busy[s] = true
+end
+
 local function sync(s)
   local n = s.n
   if n == 0 then return nil end
@@ -76,10 +93,11 @@ local function sync(s)
   local first
   for i = 1, n do
     local e = s.pend[i]
-    local prints = e.ov.info and e.ov.info.prints
+    local prints = e.ov and e.ov.info and e.ov.info.prints
     if prints then printer.flush_stream(e.K, lib, h, i - 1, prints) end
     if lib.gj_stream_status(h, i - 1) ~= 0 and not first then
-      first = env.fail_text(e.K, ffi.string(lib.gj_errmsg(ctx)))
+      local msg = ffi.string(lib.gj_errmsg(ctx))
+      first = e.K and env.fail_text(e.K, msg) or (e.what .. ": " .. msg)
     end
     if e.done then
       local ok, err = pcall(e.done)
