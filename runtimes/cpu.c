@@ -734,6 +734,9 @@ const gj_backend gj_backend_cpu = {
   .launch = cpu_launch_run, .wait = cpu_stream_wait, .default_finishes = 1,
   .stream_new = cpu_stream_new, .stream_free = cpu_stream_free,
   .copy_async = cpu_stream_copy,
+  .event_record = cpu_event_record, .event_query = cpu_event_query,
+  .event_sync = cpu_event_sync, .event_wait = cpu_event_wait,
+  .event_elapsed = cpu_event_elapsed, .event_free = cpu_event_free,
   .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .sync = cpu_sync,
   /* cache_save, cache_load: none, the cache keeps the object file that
   ** load takes; host_shares, host_register, host_release: none, host

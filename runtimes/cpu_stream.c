@@ -3,8 +3,10 @@
 */
 #include "cpu_stream.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct gj_stream {
   gj_worker *w;
@@ -87,4 +89,128 @@ int cpu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
     return -1;
   }
   return 0;
+}
+
+/* -- events: a marker on the worker ------------------------------------- */
+
+/* Held by the user's handle and by each job on a worker that refers to it
+** (the marker, waits of other streams): freed by the last of them. */
+struct gj_event {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;
+  int refs;
+  double t;                /* CLOCK_MONOTONIC seconds when it finished */
+};
+
+static void ev_unref(gj_event *e)
+{
+  int left;
+  pthread_mutex_lock(&e->mu);
+  left = --e->refs;
+  pthread_mutex_unlock(&e->mu);
+  if (left) return;
+  pthread_cond_destroy(&e->cv);
+  pthread_mutex_destroy(&e->mu);
+  free(e);
+}
+
+static void ev_reached(void *job)     /* the marker: the worker got here */
+{
+  gj_event *e = job;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  pthread_mutex_lock(&e->mu);
+  e->t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  e->done = 1;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  ev_unref(e);
+}
+
+static void ev_block(void *job)       /* another stream waits for it here */
+{
+  gj_event *e = job;
+  pthread_mutex_lock(&e->mu);
+  while (!e->done) pthread_cond_wait(&e->cv, &e->mu);
+  pthread_mutex_unlock(&e->mu);
+  ev_unref(e);
+}
+
+int cpu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                     gj_err *err)
+{
+  gj_event *e;
+  (void)st;
+  *out = NULL;
+  if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
+  e = calloc(1, sizeof(*e));
+  if (!e) return gj_err_set(err, "cpu: out of memory");
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_cond_init(&e->cv, NULL);
+  e->refs = 2;             /* the handle and the marker */
+  if (gj_worker_mark(s->w, ev_reached, e, err)) {
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+    return -1;
+  }
+  *out = e;
+  return 0;
+}
+
+int cpu_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  int done;
+  (void)st;
+  (void)err;
+  pthread_mutex_lock(&e->mu);
+  done = e->done;
+  pthread_mutex_unlock(&e->mu);
+  return done;
+}
+
+int cpu_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  (void)st;
+  (void)err;
+  pthread_mutex_lock(&e->mu);
+  while (!e->done) pthread_cond_wait(&e->cv, &e->mu);
+  pthread_mutex_unlock(&e->mu);
+  return 0;
+}
+
+int cpu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                   gj_err *err)
+{
+  (void)st;
+  if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
+  pthread_mutex_lock(&e->mu);
+  if (e->done) {
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+  }
+  e->refs++;
+  pthread_mutex_unlock(&e->mu);
+  if (gj_worker_mark(s->w, ev_block, e, err)) {
+    ev_unref(e);
+    return -1;
+  }
+  return 0;
+}
+
+int cpu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                      gj_err *err)
+{
+  (void)st;
+  if (!cpu_event_query(st, a, err) || !cpu_event_query(st, b, err))
+    return gj_err_set(err, "cpu: elapsed time of an event not finished");
+  *ms = (b->t - a->t) * 1e3;
+  return 0;
+}
+
+void cpu_event_free(gj_bstate *st, gj_event *e)
+{
+  (void)st;
+  if (e) ev_unref(e);
 }

@@ -23,6 +23,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef struct CUlinkState_st *CUlinkState;
 typedef unsigned long long CUdeviceptr;
 
@@ -105,7 +106,16 @@ enum {
                                               const void *src, size_t n,     \
                                               CUstream s))                   \
   X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", (void *dst, CUdeviceptr src,    \
-                                              size_t n, CUstream s))
+                                              size_t n, CUstream s))         \
+  X(EventCreate, "cuEventCreate", (CUevent *e, unsigned flags))              \
+  X(EventRecord, "cuEventRecord", (CUevent e, CUstream s))                   \
+  X(EventQuery, "cuEventQuery", (CUevent e))                                 \
+  X(EventSynchronize, "cuEventSynchronize", (CUevent e))                     \
+  X(EventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent a,           \
+                                             CUevent b))                     \
+  X(EventDestroy, "cuEventDestroy_v2", (CUevent e))                          \
+  X(StreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e,            \
+                                           unsigned flags))
 
 typedef struct cu_api {
 #define CU_FIELD(f, sym, args) CUresult (*f) args;
@@ -193,6 +203,16 @@ int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
 int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
 int cu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
 void cu_stream_free(gj_bstate *st, int dev, gj_stream *s);
+/* Events: CUevents recorded on the stream (untested: no GPU here). */
+int cu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                    gj_err *err);
+int cu_event_query(gj_bstate *st, gj_event *e, gj_err *err);
+int cu_event_sync(gj_bstate *st, gj_event *e, gj_err *err);
+int cu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                  gj_err *err);
+int cu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                     gj_err *err);
+void cu_event_free(gj_bstate *st, gj_event *e);
 /* gj_backend.copy_async: cuMemcpy*Async on the stream (from pageable host
 ** memory the driver may finish the copy before it returns). */
 int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,

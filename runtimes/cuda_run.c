@@ -366,6 +366,83 @@ int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuStreamSynchronize", r);
 }
 
+struct gj_event {
+  int dev;
+  CUevent ev;
+};
+
+int cu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                    gj_err *err)
+{
+  const cu_api *a;
+  gj_event *e;
+  CUresult r;
+  int pushed;
+  *out = NULL;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  a = &st->drv->api;
+  e = calloc(1, sizeof(*e));
+  if (!e) {
+    cu_leave(st, pushed);
+    return gj_err_set(err, "cuda: out of memory");
+  }
+  e->dev = dev;
+  r = a->EventCreate(&e->ev, 0);
+  if (r == CUDA_SUCCESS) {
+    r = a->EventRecord(e->ev, s->cs);
+    if (r != CUDA_SUCCESS) a->EventDestroy(e->ev);
+  }
+  cu_leave(st, pushed);
+  if (r != CUDA_SUCCESS) {
+    free(e);
+    return cu_fail_dev(dev, err, "cuEventRecord", r);
+  }
+  *out = e;
+  return 0;
+}
+
+int cu_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  CUresult r = st->drv->api.EventQuery(e->ev);
+  if (r == CUDA_SUCCESS) return 1;
+  if (r == CUDA_ERROR_NOT_READY) return 0;
+  return cu_fail_dev(e->dev, err, "cuEventQuery", r);
+}
+
+int cu_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  CUresult r = st->drv->api.EventSynchronize(e->ev);
+  return r == CUDA_SUCCESS ? 0 : cu_fail_dev(e->dev, err, "cuEventSynchronize", r);
+}
+
+int cu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                  gj_err *err)
+{
+  CUresult r;
+  int pushed;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  r = st->drv->api.StreamWaitEvent(s->cs, e->ev, 0);
+  cu_leave(st, pushed);
+  return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuStreamWaitEvent", r);
+}
+
+int cu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                     gj_err *err)
+{
+  float f = 0;
+  CUresult r = st->drv->api.EventElapsedTime(&f, a->ev, b->ev);
+  if (r != CUDA_SUCCESS) return cu_fail_dev(a->dev, err, "cuEventElapsedTime", r);
+  *ms = f;
+  return 0;
+}
+
+void cu_event_free(gj_bstate *st, gj_event *e)
+{
+  if (!e) return;
+  st->drv->api.EventDestroy(e->ev);
+  free(e);
+}
+
 int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
                    const void *src, size_t n, int dir, gj_err *err)
 {

@@ -30,7 +30,9 @@
   X(ReleaseProgram) X(CreateKernel) X(ReleaseKernel) X(SetKernelArg)     \
   X(GetKernelInfo) X(GetKernelWorkGroupInfo) X(EnqueueNDRangeKernel)     \
   X(Finish) X(Flush) X(GetEventInfo) X(ReleaseEvent)                    \
-  X(EnqueueMapBuffer) X(EnqueueUnmapMemObject)
+  X(EnqueueMapBuffer) X(EnqueueUnmapMemObject)                          \
+  X(EnqueueMarkerWithWaitList) X(EnqueueBarrierWithWaitList)             \
+  X(WaitForEvents) X(GetEventProfilingInfo)
 
 typedef struct ocl_api {
 #define OCL_FIELD(n) __typeof__(cl##n) *n;
@@ -224,6 +226,17 @@ int ocl_copy_on(gj_bstate *st, int dev, cl_command_queue q, int blocking,
 /* gj_backend.copy_async: ocl_copy_on the stream's queue, not blocking. */
 int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
                     const void *src, size_t n, int dir, gj_err *err);
+/* Events: a marker on the stream's queue (queues of streams profile, for
+** event_elapsed). */
+int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                     gj_err *err);
+int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err);
+int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err);
+int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                   gj_err *err);
+int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                      gj_err *err);
+void ocl_event_free(gj_bstate *st, gj_event *e);
 /* A stream: a command queue of its own on the device's context. */
 int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
 void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s);

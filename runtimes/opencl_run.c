@@ -380,7 +380,8 @@ int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
   s = calloc(1, sizeof(*s));
   if (!s) return gj_err_set(err, "opencl: out of memory");
   s->dev = dev;
-  s->q = st->cl.CreateCommandQueue(st->devs[dev].ctx, st->devs[dev].id, 0, &rc);
+  s->q = st->cl.CreateCommandQueue(st->devs[dev].ctx, st->devs[dev].id,
+                                   CL_QUEUE_PROFILING_ENABLE, &rc);
   if (!s->q) {
     free(s);
     return ocl_fail(err, "clCreateCommandQueue (stream)", rc);
@@ -396,6 +397,79 @@ void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
   st->cl.Finish(s->q);
   st->cl.ReleaseCommandQueue(s->q);
   free(s);
+}
+
+/* -- events: markers on a stream's queue ---------------------------------- */
+
+struct gj_event {
+  int dev;
+  cl_event ev;
+};
+
+int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                     gj_err *err)
+{
+  gj_event *e;
+  cl_int rc;
+  *out = NULL;
+  e = calloc(1, sizeof(*e));
+  if (!e) return gj_err_set(err, "opencl: out of memory");
+  e->dev = dev;
+  rc = st->cl.EnqueueMarkerWithWaitList(s->q, 0, NULL, &e->ev);
+  if (rc == CL_SUCCESS) rc = st->cl.Flush(s->q);
+  if (rc != CL_SUCCESS) {
+    if (e->ev) st->cl.ReleaseEvent(e->ev);
+    free(e);
+    return ocl_fail(err, "clEnqueueMarkerWithWaitList", rc);
+  }
+  *out = e;
+  return 0;
+}
+
+int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  cl_int status = CL_QUEUED;
+  cl_int rc = st->cl.GetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                  sizeof(status), &status, NULL);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetEventInfo", rc);
+  if (status < 0) return ocl_fail(err, "the event's stream", status);
+  return status == CL_COMPLETE;
+}
+
+int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  cl_int rc = st->cl.WaitForEvents(1, &e->ev);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clWaitForEvents", rc);
+}
+
+int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                   gj_err *err)
+{
+  cl_int rc;
+  if (e->dev != dev) return ocl_event_sync(st, e, err);  /* another context */
+  rc = st->cl.EnqueueBarrierWithWaitList(s->q, 1, &e->ev, NULL);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clEnqueueBarrierWithWaitList", rc);
+}
+
+int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                      gj_err *err)
+{
+  cl_ulong ta = 0, tb = 0;
+  cl_int rc = st->cl.GetEventProfilingInfo(a->ev, CL_PROFILING_COMMAND_END,
+                                           sizeof(ta), &ta, NULL);
+  if (rc == CL_SUCCESS)
+    rc = st->cl.GetEventProfilingInfo(b->ev, CL_PROFILING_COMMAND_END,
+                                      sizeof(tb), &tb, NULL);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetEventProfilingInfo", rc);
+  *ms = ((double)tb - (double)ta) * 1e-6;
+  return 0;
+}
+
+void ocl_event_free(gj_bstate *st, gj_event *e)
+{
+  if (!e) return;
+  st->cl.ReleaseEvent(e->ev);
+  free(e);
 }
 
 int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,

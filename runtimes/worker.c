@@ -89,8 +89,8 @@ gj_worker *gj_worker_new(gj_err *err)
   return w;
 }
 
-int gj_worker_post(gj_worker *w, gj_work_fn run, gj_work_done done,
-                   void *job, gj_err *err)
+static int post(gj_worker *w, gj_work_fn run, gj_work_done done, void *job,
+                int counted, gj_err *err)
 {
   wjob *j = malloc(sizeof(*j));
   if (!j) return gj_err_set(err, "out of memory");
@@ -99,13 +99,24 @@ int gj_worker_post(gj_worker *w, gj_work_fn run, gj_work_done done,
   j->done = done;
   j->job = job;
   pthread_mutex_lock(&w->mu);
-  j->index = w->posted++;
+  j->index = counted ? w->posted++ : -1;
   if (w->tail) w->tail->next = j;
   else w->head = j;
   w->tail = j;
   pthread_cond_signal(&w->work);
   pthread_mutex_unlock(&w->mu);
   return 0;
+}
+
+int gj_worker_post(gj_worker *w, gj_work_fn run, gj_work_done done,
+                   void *job, gj_err *err)
+{
+  return post(w, run, done, job, 1, err);
+}
+
+int gj_worker_mark(gj_worker *w, gj_work_done done, void *job, gj_err *err)
+{
+  return post(w, NULL, done, job, 0, err);
 }
 
 int gj_worker_wait(gj_worker *w, int *failed, gj_err *err)

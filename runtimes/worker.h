@@ -31,6 +31,11 @@ gj_worker *gj_worker_new(gj_err *err);
 int gj_worker_post(gj_worker *w, gj_work_fn run, gj_work_done done,
                    void *job, gj_err *err);
 
+/* Queue a marker: done(job) is called on the worker's thread when every
+** job posted before it has run (also when they were skipped after an
+** error); it takes no index and cannot fail.  0, or -1 with err. */
+int gj_worker_mark(gj_worker *w, gj_work_done done, void *job, gj_err *err);
+
 /* Wait until every job posted so far has run.  0, or -1 with the first
 ** failed job's error and *failed its index since the previous wait. */
 int gj_worker_wait(gj_worker *w, int *failed, gj_err *err);

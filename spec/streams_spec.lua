@@ -274,6 +274,55 @@ for _, bk in ipairs(H.compilers) do
       assert.is_truthy(msg:find("to_host: the stream is on sim, the array on", 1, true), msg)
     end)
 
+    it("events: record, query, synchronize, a stream waiting for another's event, elapsed time", function()
+      local k = H.kernel(bk, long_fn)
+      local copy = H.kernel(bk, function(y, x, n)
+        local i = gpu.global_id(0)
+        if i < n then y[i] = x[i] + 1 end
+      end)
+      local n = 1000000
+      local x, y = ffi.new("double[?]", n), ffi.new("double[?]", n)
+      k:launch(n, x, n, 1, 1.0, 0.0)
+      local reps = 50                                   -- a launch of about 300 ms
+      while true do
+        local t0 = now()
+        k:launch(n, x, n, reps, 1.0, 0.0)
+        local dt = now() - t0
+        if dt > 0.3 or reps > 1e6 then break end
+        reps = math.ceil(reps * math.min(8, 0.35 / math.max(dt, 1e-4)))
+      end
+      local t0 = now()
+      k:launch(n, x, n, reps, 1.0, 0.0)
+      local tsync = now() - t0
+      for i = 0, n - 1 do x[i] = 0 end
+      local s1, s2 = gpu.stream(), gpu.stream()
+      local h0 = now()
+      local e0 = s1:record()
+      k:launch({ global = n, stream = s1 }, x, n, reps, 1.0, 1.0)
+      local e1 = s1:record()
+      assert.is_false(e1:query())                       -- a launch of hundreds of ms is running
+      s2:wait(e1)
+      copy:launch({ global = n, stream = s2 }, y, x, n) -- after s1's launch, or y would be 1
+      e1:synchronize()
+      assert.is_true(e1:query())
+      assert.is_true(e0:query())
+      local ms = e0:elapsed(e1)
+      gpu.synchronize()
+      local wall = (now() - h0) * 1e3
+      assert.equal(reps, x[n - 1])
+      assert.equal(reps + 1, y[0])
+      assert.equal(reps + 1, y[n - 1])
+      assert.is_true(ms > 0.25 * tsync * 1e3 and ms <= wall + 1,
+        ("elapsed %.1f ms; the launch took %.1f ms synchronously, %.1f ms passed"):format(ms, tsync * 1e3, wall))
+      assert.is_true(math.abs(e1:elapsed(e0) + ms) < 1e-6)
+      local msg = H.error_of(e0.elapsed, e0, {})
+      assert.is_truthy(msg:find("bad argument #2 to 'elapsed' (gpu.event expected, got table)", 1, true), msg)
+      msg = H.error_of(e0.elapsed, e0, gpu.stream("sim"):record())
+      assert.is_truthy(msg:find("different devices", 1, true), msg)
+      msg = H.error_of(s1.wait, s1, 5)
+      assert.is_truthy(msg:find("bad argument #2 to 'wait' (gpu.event expected, got number)", 1, true), msg)
+    end)
+
     it("gpu.synchronize() raises the first error of any stream", function()
       local bad = H.kernel(bk, function(x)
         x[gpu.global_id(0) + 100] = 1

@@ -178,6 +178,8 @@ typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
 ** different streams (the default one included) may overlap. */
 typedef struct gj_stream gj_stream;
 typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
+/* An event: a point in a stream's work (gpu.stream's s:record()). */
+typedef struct gj_event gj_event;
 
 /* Direction for gj_backend.copy. */
 enum { GJ_COPY_TO_DEVICE = 0, GJ_COPY_TO_HOST = 1 };
@@ -267,6 +269,24 @@ typedef struct gj_backend {
   void (*stream_free)(gj_bstate *st, int dev, gj_stream *s);
   int (*copy_async)(gj_bstate *st, int dev, gj_stream *s, void *dst,
                     const void *src, size_t n, int dir, gj_err *err);
+  /* Optional, all or none (a backend with streams): events, which are not
+  ** launches (wait's *failed does not count them).  event_record: a new
+  ** event that finishes when what was enqueued on s so far has finished.
+  ** event_query: 1 finished, 0 not yet (-1 with err: the device failed).
+  ** event_sync: the host waits for it.  event_wait: what is enqueued on s
+  ** from now on waits for e (an event of this backend; of another device
+  ** of it, the runtime may wait on the host).  event_elapsed: *ms from a to
+  ** b, both finished, on the device's clock.  event_free: the event goes
+  ** (what was enqueued keeps working). */
+  int (*event_record)(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                      gj_err *err);
+  int (*event_query)(gj_bstate *st, gj_event *e, gj_err *err);
+  int (*event_sync)(gj_bstate *st, gj_event *e, gj_err *err);
+  int (*event_wait)(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                    gj_err *err);
+  int (*event_elapsed)(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                       gj_err *err);
+  void (*event_free)(gj_bstate *st, gj_event *e);
   void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
   void (*free)(gj_bstate *st, int dev, void *ptr);
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,

@@ -234,3 +234,88 @@ GJ_API void gj_stream_done(gj_queue *q)
   queue_wait(q);
   queue_clear(q);
 }
+
+/* -- events ----------------------------------------------------------------- */
+
+struct gj_evt {
+  gj_ctx *ctx;
+  int bk, dev;
+  gj_event *re;         /* the runtime's */
+};
+
+/* Is e's backend still open (not after the state closed)? */
+static int evt_live(const gj_evt *e)
+{
+  return e && e->re && e->ctx->bopened[e->bk] > 0;
+}
+
+GJ_API gj_evt *gj_event_record(gj_queue *q)
+{
+  gj_err *err = &q->ctx->err;
+  const gj_backend *be = be_of(q);
+  gj_evt *e;
+  if (!q->rs) {
+    gj_err_set(err, "the stream is closed");
+    return NULL;
+  }
+  if (!be->event_record) {
+    gj_err_set(err, "the %s backend has no events", be->name);
+    return NULL;
+  }
+  e = calloc(1, sizeof(*e));
+  if (!e) {
+    gj_err_set(err, "out of memory");
+    return NULL;
+  }
+  e->ctx = q->ctx;
+  e->bk = q->bk;
+  e->dev = q->dev;
+  if (be->event_record(q->ctx->bst[q->bk], q->dev, q->rs, &e->re, err)) {
+    free(e);
+    return NULL;
+  }
+  return e;
+}
+
+GJ_API void gj_event_free(gj_evt *e)
+{
+  if (!e) return;
+  if (evt_live(e)) gj_backends[e->bk]->event_free(e->ctx->bst[e->bk], e->re);
+  free(e);
+}
+
+GJ_API int gj_event_query(gj_evt *e)
+{
+  if (!evt_live(e)) return gj_err_set(&e->ctx->err, "the event's context is closed");
+  return gj_backends[e->bk]->event_query(e->ctx->bst[e->bk], e->re, &e->ctx->err);
+}
+
+GJ_API int gj_event_sync(gj_evt *e)
+{
+  if (!evt_live(e)) return gj_err_set(&e->ctx->err, "the event's context is closed");
+  return gj_backends[e->bk]->event_sync(e->ctx->bst[e->bk], e->re, &e->ctx->err);
+}
+
+GJ_API int gj_stream_wait_event(gj_queue *q, gj_evt *e)
+{
+  gj_err *err = &q->ctx->err;
+  if (!q->rs) return gj_err_set(err, "the stream is closed");
+  if (!evt_live(e)) return gj_err_set(err, "the event's context is closed");
+  if (e->bk != q->bk)      /* another backend: the host waits now */
+    return gj_backends[e->bk]->event_sync(e->ctx->bst[e->bk], e->re, err);
+  return be_of(q)->event_wait(q->ctx->bst[q->bk], q->dev, q->rs, e->re, err);
+}
+
+GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms)
+{
+  gj_err *err = &a->ctx->err;
+  const gj_backend *be;
+  if (!evt_live(a) || !evt_live(b)) return gj_err_set(err, "the event's context is closed");
+  if (a->bk != b->bk || a->dev != b->dev)
+    return gj_err_set(err, "the events are on different devices (their clocks differ)");
+  be = gj_backends[a->bk];
+  if (be->event_sync(a->ctx->bst[a->bk], a->re, err) ||
+      be->event_sync(a->ctx->bst[a->bk], b->re, err))
+    return -1;
+  return be->event_elapsed(a->ctx->bst[a->bk], a->re, b->re, ms, err);
+}

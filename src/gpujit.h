@@ -87,6 +87,18 @@ GJ_API int gj_stream_status(gj_queue *q, int i);
 GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,
                                     uint64_t *dropped);
 GJ_API void gj_stream_done(gj_queue *q);
+/* FFI: events (s:record()).  record: an event at q's current end, or NULL
+** with gj_errmsg().  query: 1 finished, 0 not yet, -1 error.  sync: the
+** host waits.  wait_event: q's later work waits for e (of another backend:
+** the host waits now).  elapsed: *ms from a to b (waits for both; one
+** device).  Errors (-1) in gj_errmsg() of the queue's or a's context. */
+typedef struct gj_evt gj_evt;
+GJ_API gj_evt *gj_event_record(gj_queue *q);
+GJ_API void gj_event_free(gj_evt *e);
+GJ_API int gj_event_query(gj_evt *e);
+GJ_API int gj_event_sync(gj_evt *e);
+GJ_API int gj_stream_wait_event(gj_queue *q, gj_evt *e);
+GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms);
 
 /* The compile job backend `backend` ("cpu", "opencl", "cuda") proposes for
 ** device dev, before any kernel's job option or plugin (gpu.job gives it

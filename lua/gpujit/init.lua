@@ -326,7 +326,7 @@ gpu.normal = rng.normal
 -- Streams (gpujit.stream).
 streams.setup({
   lib = lib, ctx = ctx, current = current, resolve = resolve,
-  fail_text = dispatch.fail_text, hold = array.hold, release = array.release,
+  fail_text = dispatch.fail_text, hold = array.hold, release = array.release, now = util.now,
 })
 gpu.stream = streams.new
 array.set_streams(streams)

@@ -151,6 +151,95 @@ function methods.device(s)
   return c
 end
 
+---------------------------------------------------------------------------
+-- Events: s:record() -> a point in s's work.  { h = the core's event
+-- (cdata, freed by its finalizer), tgt, stream } or, on sim (whose launches
+-- run when they are made), { sim = true, t = the host's clock }.
+
+local ev_methods = {}
+local ev_mt = { __index = ev_methods, __metatable = "gpu.event" }
+ev_mt.__tostring = function(e) return "gpu.event on " .. e.tgt.label end
+local ms_out = ffi.new("double[1]")
+
+local function is_event(v)
+  return type(v) == "table" and getmetatable(v) == "gpu.event"
+end
+
+local function check_self(s, fname)
+  if getmetatable(s) ~= "gpu.stream" then
+    error("bad argument #1 to '" .. fname .. "' (gpu.stream expected, got " .. type(s)
+      .. "): call it with a colon, s:" .. fname .. "(...)", 3)
+  end
+end
+
+local function check_event(e, fname, argn)
+  if not is_event(e) then
+    error("bad argument #" .. argn .. " to '" .. fname .. "' (gpu.event expected, got "
+      .. type(e) .. ")", 3)
+  end
+end
+
+local function core_err(what)
+  error(what .. ": " .. ffi.string(env.lib.gj_errmsg(env.ctx)), 3)
+end
+
+-- s:record(): an event that finishes when the work enqueued on s so far has.
+function methods.record(s)
+  check_self(s, "record")
+  local e = { tgt = s.tgt, stream = s }
+  if s.tgt.sim then
+    e.sim, e.t = true, env.now()
+  else
+    local h = env.lib.gj_event_record(s.h)
+    if h == nil then core_err("record") end
+    e.h = ffi.gc(h, env.lib.gj_event_free)
+  end
+  return setmetatable(e, ev_mt)
+end
+
+-- s:wait(e): what is enqueued on s from now on starts after e has finished.
+function methods.wait(s, e)
+  check_self(s, "wait")
+  check_event(e, "wait", 2)
+  if e.sim or s.tgt.sim then
+    if not e.sim and env.lib.gj_event_sync(e.h) ~= 0 then core_err("wait") end
+    return
+  end
+  if env.lib.gj_stream_wait_event(s.h, e.h) ~= 0 then core_err("wait") end
+end
+
+-- e:query(): has it finished?  (Never waits.)
+function ev_methods.query(e)
+  check_event(e, "query", 1)
+  if e.sim then return true end
+  local r = env.lib.gj_event_query(e.h)
+  if r < 0 then core_err("query") end
+  return r == 1
+end
+
+-- e:synchronize(): the host waits until it has finished.
+function ev_methods.synchronize(e)
+  check_event(e, "synchronize", 1)
+  if not e.sim and env.lib.gj_event_sync(e.h) ~= 0 then core_err("synchronize") end
+end
+
+-- start:elapsed(stop): milliseconds from start to stop, on the device's
+-- clock (waits for both).
+function ev_methods.elapsed(a, b)
+  check_event(a, "elapsed", 1)
+  check_event(b, "elapsed", 2)
+  if a.sim or b.sim then
+    if not (a.sim and b.sim) then
+      error("elapsed: the events are on different devices (their clocks differ)", 2)
+    end
+    return (b.t - a.t) * 1e3
+  end
+  if env.lib.gj_event_elapsed(a.h, b.h, ms_out) ~= 0 then core_err("elapsed") end
+  return ms_out[0]
+end
+
+M.is_event = is_event
+
 -- gpu.synchronize(): every stream; then the first error, if any.
 function M.synchronize_all()
   local first
