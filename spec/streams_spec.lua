@@ -48,7 +48,8 @@ for _, bk in ipairs(H.compilers) do
   describe("streams on " .. bk, function()
     H.use_in_block(bk)
 
-    it("a launch of a long kernel returns in under 10% of its run time; the result is there after synchronize", function()
+    it("a launch of a long kernel returns in under 10% of its run time; the result is there "
+      .. "after synchronize", function()
       local k = H.kernel(bk, long_fn)
       local n = 1000000
       local x = ffi.new("double[?]", n)
@@ -81,7 +82,8 @@ for _, bk in ipairs(H.compilers) do
         for _, i in ipairs({ 0, 1, n / 2, n - 1 }) do assert.equal(reps, x[i]) end
       end
       local ts, ta = median(sync_t), median(async_t)
-      assert.is_true(ta < 0.1 * ts, ("async launch returned after %.2f ms, the synchronous launch took %.2f ms")
+      assert.is_true(ta < 0.1 * ts,
+        ("async launch returned after %.2f ms, the synchronous launch took %.2f ms")
         :format(ta * 1e3, ts * 1e3))
     end)
 
@@ -135,7 +137,8 @@ for _, bk in ipairs(H.compilers) do
       assert.same({ 10, 20, 30 }, { h[0], h[1], h[2] })
     end)
 
-    it("raises a bounds-check fault at synchronize, with file, line and kernel; later results are kept; the stream keeps working", function()
+    it("raises a bounds-check fault at synchronize, with file, line and kernel; later results "
+      .. "are kept; the stream keeps working", function()
       local line = H.line_of("-- OOB") + 0
       local bad = H.kernel(bk, function(x, n)
         local i = gpu.global_id(0)
@@ -148,7 +151,8 @@ for _, bk in ipairs(H.compilers) do
       good:launch({ global = 3, stream = s }, t, 3, 0)
       bad:launch({ global = 8, stream = s }, x, 8)
       local msg = H.error_of(s.synchronize, s)
-      assert.is_truthy(msg:find(H.this_file() .. ":" .. line .. ": index 8 is out of bounds for argument 1 'x'", 1, true), msg)
+      local want = H.this_file() .. ":" .. line .. ": index 8 is out of bounds for argument 1 'x'"
+      assert.is_truthy(msg:find(want, 1, true), msg)
       assert.is_truthy(msg:find("(in kernel oob)", 1, true), msg)
       assert.same({ 2, 4, 6 }, t)   -- the launch before the fault was copied back
       assert.equal(0, s:pending())
@@ -165,7 +169,9 @@ for _, bk in ipairs(H.compilers) do
         if i < n then print("item", i, tag) end
       end)
       local lines = {}
-      printer.write = function(...) lines[#lines + 1] = table.concat({ tostring((...)), select(2, ...) }, " ") end
+      printer.write = function(...)
+        lines[#lines + 1] = table.concat({ tostring((...)), select(2, ...) }, " ")
+      end
       local ok, err = pcall(function()
         local s = gpu.stream()
         k:launch({ global = 2, stream = s }, 2, 1)
@@ -218,7 +224,8 @@ for _, bk in ipairs(H.compilers) do
       assert.equal(2000, t[1000])
     end)
 
-    it("keeps what a launch uses alive through collectgarbage, also when the stream itself is dropped", function()
+    it("keeps what a launch uses alive through collectgarbage, also when the stream itself is "
+      .. "dropped", function()
       local k = H.kernel(bk, long_fn)
       local tk = H.kernel(bk, tbl_fn)
       local weak = setmetatable({}, { __mode = "v" })
@@ -254,10 +261,10 @@ for _, bk in ipairs(H.compilers) do
       local d = gpu.to_device(src, nil, s)             -- read when the copy runs
       local e = gpu.to_device({ 5, 6 }, "int32_t", s)  -- a table is read now
       mul:launch({ global = 4, stream = s }, d, 4, 10)
-      local t, f, g = {}, ffi.new("double[4]"), nil
+      local t, f = {}, ffi.new("double[4]")
       d:to_host(t, s)                                  -- after the launch
       d:to_host(f, s)                                  -- converted at synchronize
-      g = e:to_host(nil, s)
+      local g = e:to_host(nil, s)
       mul:launch({ global = 4, stream = s }, d, 4, 2)  -- after the copies
       assert.same({}, t)
       assert.equal(7, s:pending())
@@ -313,7 +320,8 @@ for _, bk in ipairs(H.compilers) do
       assert.equal(reps + 1, y[0])
       assert.equal(reps + 1, y[n - 1])
       assert.is_true(ms > 0.25 * tsync * 1e3 and ms <= wall + 1,
-        ("elapsed %.1f ms; the launch took %.1f ms synchronously, %.1f ms passed"):format(ms, tsync * 1e3, wall))
+        ("elapsed %.1f ms; the launch took %.1f ms synchronously, %.1f ms passed")
+          :format(ms, tsync * 1e3, wall))
       assert.is_true(math.abs(e1:elapsed(e0) + ms) < 1e-6)
       local msg = H.error_of(e0.elapsed, e0, {})
       assert.is_truthy(msg:find("bad argument #2 to 'elapsed' (gpu.event expected, got table)", 1, true), msg)

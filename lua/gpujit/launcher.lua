@@ -240,8 +240,9 @@ return function(h)
         local esz = types.size[elem]
         g(guard, "if type(a%d) ~= 'table' then return false end", i)
         g(fill, "local n%d = #a%d", i, i)
-        local copyin = ("for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then elemerr(K, %d, j, v, %q) end;"
-          .. " buf%d[j - 1] = v end"):format(i, i, elem == "bool" and "boolean" or "number", i, elem, i)
+        local copyin = ("for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then"
+          .. " elemerr(K, %d, j, v, %q) end; buf%d[j - 1] = v end")
+          :format(i, i, elem == "bool" and "boolean" or "number", i, elem, i)
         if async then
           g(fill, "local buf%d, bufm%d, fresh%d = STAGE_T(S, K, %d, a%d, %q, n%d, %s)",
             i, i, i, i, i, elem, i, tostring(written))
