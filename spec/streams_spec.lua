@@ -364,6 +364,48 @@ describe("streams on sim", function()
   end)
 end)
 
+describe("streams on two devices", function()
+  -- Each device gets one thread (the cpu backend's pool, PoCL's), so that
+  -- on this 2-core machine the two launches can only take less time
+  -- together than one after the other if they really run at the same time.
+  local run = (H.testing("cpu") and H.testing("opencl")) and it or pending
+  run("cpu and opencl: launches on a stream of each run at the same time", function()
+    local ok, out = H.run_isolated("cpu", [[
+      local now = require("gpujit.util").now
+      local function long_fn(x, n, reps)
+        local i = gpu.global_id(0)
+        if i < n then local v = x[i]; for _ = 1, reps do v = v * 1.0 + 1.0 end; x[i] = v end
+      end
+      local kc = gpu.kernel(long_fn, { backend = "cpu", cache = false })
+      local ko = gpu.kernel(long_fn, { backend = "opencl", cache = false })
+      local n, reps = 200000, 600
+      local xc, xo = ffi.new("double[?]", n), ffi.new("double[?]", n)
+      kc:launch(n, xc, n, 1); ko:launch(n, xo, n, 1)
+      local sc, so = gpu.stream("cpu"), gpu.stream("opencl")
+      local ratios = {}
+      for r = 1, 3 do
+        local t0 = now(); kc:launch(n, xc, n, reps); local tc = now() - t0
+        t0 = now(); ko:launch(n, xo, n, reps); local to = now() - t0
+        for i = 0, n - 1 do xc[i], xo[i] = 0, 0 end
+        t0 = now()
+        kc:launch({ global = n, stream = sc }, xc, n, reps)
+        ko:launch({ global = n, stream = so }, xo, n, reps)
+        sc:synchronize(); so:synchronize()
+        local tb = now() - t0
+        assert(xc[n - 1] == reps and xo[n - 1] == reps, "wrong results")
+        ratios[r] = tb / (tc + to)
+        print(("cpu %.0f ms, opencl %.0f ms, both on streams %.0f ms"):format(tc * 1e3, to * 1e3, tb * 1e3))
+      end
+      table.sort(ratios)
+      print(("ratio %.3f"):format(ratios[2]))
+    ]], { GPUJIT_THREADS = 1, POCL_MAX_PTHREAD_COUNT = 1 })
+    assert(ok, out)
+    local ratio = tonumber(out:match("ratio ([%d%.]+)"))
+    -- one after the other: 1; at the same time on two cores: about 0.5
+    assert.is_true(ratio ~= nil and ratio < 0.85, out)
+  end)
+end)
+
 if not H.testing("cuda") then
   describe("streams on cuda", function()
     local _, why = H.available("cuda")
