@@ -70,11 +70,6 @@ return function(h)
     return buf, cap, buf - (esz or 0)
   end
 
-  -- async: the launcher of launches on a stream (gpujit.stream): it takes
-  -- the stream after `huge`, gives each launch buffers of its own, enqueues
-  -- with gj_stream_launch, and leaves the copies back (and the release of
-  -- registrations) to a closure that the stream runs at its synchronize,
-  -- with every argument and buffer kept alive until then.
   -- Launches on a stream stage each table, and each array that goes
   -- through a device buffer, once per stream until its synchronize: a
   -- later launch on the stream with the same table (or array) uses the same
@@ -136,6 +131,11 @@ return function(h)
     return dbuf, dbufm, true
   end
 
+  -- async: the launcher of launches on a stream (gpujit.stream): it takes
+  -- the stream after `huge`, stages through the stream (stage_table,
+  -- stage_dev), enqueues with gj_stream_launch, and hands the stream its
+  -- arguments (kept alive until its synchronize) and the release of its
+  -- host registrations as a closure (run at the synchronize).
   local function gen_launcher(K, tgt, ov, kinds, async)
     local env = env_of()
     local n = K.nparams
