@@ -204,6 +204,22 @@ for _, bk in ipairs(H.compilers) do
       assert.equal(1, x[3])
     end)
 
+    it("a launch refused at the call (a bad table element) leaves its other tables to the host", function()
+      local k = H.kernel(bk, function(a, b, n)
+        local i = gpu.global_id(0) + 1
+        if i <= n then a[i] = a[i] + b[i] end
+      end)
+      local a, bad = { 1, 2, 3 }, { 1, "x", 3 }
+      local s = gpu.stream()
+      local msg = H.error_of(k.launch, k, { global = 3, stream = s }, a, bad, 3)
+      assert.is_truthy(msg:find("bad argument #2 'b' to kernel", 1, true), msg)
+      assert.equal(0, s:pending())
+      a[1] = 100                                   -- still the host's
+      k:launch({ global = 3, stream = s }, a, { 10, 20, 30 }, 3)
+      s:synchronize()
+      assert.same({ 110, 22, 33 }, a)
+    end)
+
     it("does not crash when the host reads and writes an array while a launch uses it", function()
       local k = H.kernel(bk, long_fn)
       local n = 200000
@@ -378,12 +394,12 @@ describe("streams on two devices", function()
       end
       local kc = gpu.kernel(long_fn, { backend = "cpu", cache = false })
       local ko = gpu.kernel(long_fn, { backend = "opencl", cache = false })
-      local n, reps = 200000, 600
+      local n, reps = 200000, 1500
       local xc, xo = ffi.new("double[?]", n), ffi.new("double[?]", n)
       kc:launch(n, xc, n, 1); ko:launch(n, xo, n, 1)
       local sc, so = gpu.stream("cpu"), gpu.stream("opencl")
       local ratios = {}
-      for r = 1, 3 do
+      for r = 1, 5 do
         local t0 = now(); kc:launch(n, xc, n, reps); local tc = now() - t0
         t0 = now(); ko:launch(n, xo, n, reps); local to = now() - t0
         for i = 0, n - 1 do xc[i], xo[i] = 0, 0 end
@@ -397,12 +413,12 @@ describe("streams on two devices", function()
         print(("cpu %.0f ms, opencl %.0f ms, both on streams %.0f ms"):format(tc * 1e3, to * 1e3, tb * 1e3))
       end
       table.sort(ratios)
-      print(("ratio %.3f"):format(ratios[2]))
+      print(("ratio %.3f"):format(ratios[1]))   -- the best round: noise only makes it worse
     ]], { GPUJIT_THREADS = 1, POCL_MAX_PTHREAD_COUNT = 1 })
     assert(ok, out)
     local ratio = tonumber(out:match("ratio ([%d%.]+)"))
-    -- one after the other: 1; at the same time on two cores: about 0.5
-    assert.is_true(ratio ~= nil and ratio < 0.85, out)
+    -- one after the other: 1 or more; at the same time on two cores: about 0.5
+    assert.is_true(ratio ~= nil and ratio < 0.8, out)
   end)
 end)
 

@@ -84,17 +84,24 @@ return function(h)
   end
 
   -- The host staging buffer of table t (n elements of elem) on stream S:
-  -- buf, its 1-based view, and true when it is new (to be filled from t).
-  local function stage_table(S, K, i, t, elem, n, written)
+  -- buf, its 1-based view, and the staging.  A new one is filled from t
+  -- (its elements checked); the stream gets it (commit) only once the
+  -- launch is enqueued, so that a launch that fails leaves nothing behind.
+  local function stage_table(S, K, i, t, elem, n)
     local st = S.staged[t]
     if st then
       if st.elem ~= elem or st.n ~= n then restage_err(K, i, "table") end
-      st.written = st.written or written
-      return st.buf, st.bufm, false
+      return st.buf, st.bufm, st
     end
     local buf, bufm = newbuf(elem, n)
+    local want = elem == "bool" and "boolean" or "number"
+    for j = 1, n do
+      local v = t[j]
+      if type(v) ~= want then elemerr(K, i, j, v, elem) end
+      buf[j - 1] = v
+    end
     local int64 = types.is_int64[elem]
-    st = { elem = elem, n = n, buf = buf, bufm = bufm, written = written }
+    st = { key = t, new = true, elem = elem, n = n, buf = buf, bufm = bufm, written = false }
     st.back = function()
       if int64 then
         for j = 1, n do t[j] = tonumber(buf[j - 1]) end
@@ -102,33 +109,42 @@ return function(h)
         for j = 1, n do t[j] = buf[j - 1] end
       end
     end
-    S.staged[t] = st
-    S.order[#S.order + 1] = st
-    return buf, bufm, true
+    return buf, bufm, st
   end
 
   -- The device buffer staging host memory `host` (a table's staging buffer
   -- or an FFI array; bytes of it) on stream S: the buffer, the address the
-  -- kernel gets (minus bias), and true when it is new (to be copied in).
-  local function stage_dev(S, K, i, TGT, host, bytes, bias, written)
+  -- kernel gets (minus bias), and the staging; a new one is copied in
+  -- first, as in stage_table.
+  local function commit(S, st, written)
+    if st.new then
+      st.new = nil
+      S.staged[st.key] = st
+      S.order[#S.order + 1] = st
+    end
+    if written then st.written = true end
+  end
+
+  local function stage_dev(S, K, i, TGT, host, bytes, bias)
     local st = S.staged[host]
     if st then
       if st.bytes ~= bytes or st.bias ~= bias then restage_err(K, i, "array") end
-      st.written = st.written or written
-      return st.dbuf, st.dbufm, false
+      return st.dbuf, st.dbufm, st
     end
     local dbuf, _, dbufm = newdbuf(K, TGT, bytes, bias)
     local env = env_of()
     local lib, ctx = env.lib, env.ctx
-    st = { bytes = bytes, bias = bias, dbuf = dbuf, dbufm = dbufm, written = written }
+    if bytes > 0 and lib.gj_mem_copy(ctx, TGT.bk, TGT.dev, dbuf, host, bytes, 0) ~= 0 then
+      launch_failed(K)
+    end
+    st = { key = host, new = true, bytes = bytes, bias = bias, dbuf = dbuf, dbufm = dbufm,
+           written = false }
     st.back = function()
       if bytes > 0 and lib.gj_mem_copy(ctx, TGT.bk, TGT.dev, host, dbuf, bytes, 1) ~= 0 then
         launch_failed(K)
       end
     end
-    S.staged[host] = st
-    S.order[#S.order + 1] = st
-    return dbuf, dbufm, true
+    return dbuf, dbufm, st
   end
 
   -- async: the launcher of launches on a stream (gpujit.stream): it takes
@@ -143,6 +159,7 @@ return function(h)
     local params = info.params
     local shared, hostreg = tgt.shared, tgt.hostreg
     local top, guard, fill, regs, after = {}, {}, {}, {}, {}
+    local marks = {}    -- async: the stagings a launch uses, committed once it is enqueued
     local U = {
       type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
       lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
@@ -184,11 +201,10 @@ return function(h)
       if hostreg then return register(i, host, esz, bias, written) end
       g(fill, "local b%d = n%d * %d", i, i, esz)
       if async then
-        g(fill, "local dbuf%d, dbufm%d, new%d = STAGE_D(S, K, %d, TGT, %s, b%d, %d, %s)",
-          i, i, i, i, host, i, bias, tostring(written))
-        g(fill, "if new%d and b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, %s, b%d, 0) ~= 0"
-          .. " then fail(K) end", i, i, i, host, i)
+        g(fill, "local dbuf%d, dbufm%d, dst%d = STAGE_D(S, K, %d, TGT, %s, b%d, %d)",
+          i, i, i, i, host, i, bias)
         g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
+        marks[#marks + 1] = ("COMMIT(S, dst%d, %s)"):format(i, tostring(written))
         return
       end
       g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
@@ -244,9 +260,8 @@ return function(h)
           .. " elemerr(K, %d, j, v, %q) end; buf%d[j - 1] = v end")
           :format(i, i, elem == "bool" and "boolean" or "number", i, elem, i)
         if async then
-          g(fill, "local buf%d, bufm%d, fresh%d = STAGE_T(S, K, %d, a%d, %q, n%d, %s)",
-            i, i, i, i, i, elem, i, tostring(written))
-          g(fill, "if fresh%d then %s end", i, copyin)
+          g(fill, "local buf%d, bufm%d, st%d = STAGE_T(S, K, %d, a%d, %q, n%d)", i, i, i, i, i, elem, i)
+          marks[#marks + 1] = ("COMMIT(S, st%d, %s)"):format(i, tostring(written))
         else
           g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
           g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
@@ -322,8 +337,8 @@ return function(h)
     src[#src + 1] = "local U8P, cast, tobit = U.U8P, U.cast, U.tobit"
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
     if async then
-      U.STAGE_T, U.STAGE_D = stage_table, stage_dev
-      src[#src + 1] = "local STAGE_T, STAGE_D = U.STAGE_T, U.STAGE_D"
+      U.STAGE_T, U.STAGE_D, U.COMMIT = stage_table, stage_dev, commit
+      src[#src + 1] = "local STAGE_T, STAGE_D, COMMIT = U.STAGE_T, U.STAGE_D, U.COMMIT"
     end
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
@@ -336,6 +351,7 @@ return function(h)
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
     if async then
+      for _, m in ipairs(marks) do src[#src + 1] = "  " .. m end
       -- what the stream keeps until its synchronize: the arguments, and the
       -- release of host registrations as a closure (nil: none); the
       -- stagings are the stream's already (STAGE_T, STAGE_D)
