@@ -380,6 +380,50 @@ describe("streams on sim", function()
   end)
 end)
 
+describe("streams on opencl with arrays staged through device buffers (as on a GPU)", function()
+  -- PoCL shares host memory; without host_register in its entry gpujit
+  -- stages FFI arrays and tables through device buffers, as on a GPU.
+  local run = H.testing("opencl") and it or pending
+  run("tables and FFI arrays: one staging per stream, copied back at synchronize", function()
+    local ok, out = H.run_isolated("opencl", [[
+      local core = require("gpujit.core")
+      local devices = core.devices
+      core.devices = function()
+        local d = devices()
+        for _, e in ipairs(d) do e.host_register = nil end
+        return d
+      end
+      package.loaded.gpujit = nil
+      gpu = require("gpujit")
+      gpu.use("opencl")
+      local k = gpu.kernel(function(x, n, v)
+        local i = gpu.global_id(0)
+        if i < n then x[i] = x[i] * 2 + v end
+      end)
+      local kt = gpu.kernel(function(t, n, v)
+        local i = gpu.global_id(0) + 1
+        if i <= n then t[i] = t[i] * 2 + v end
+      end)
+      local s = gpu.stream()
+      local x = ffi.new("float[1000]")
+      for i = 0, 999 do x[i] = i end
+      local t = {}
+      for i = 1, 100 do t[i] = i end
+      k:launch({ global = 1000, stream = s }, x, 1000, 1)
+      kt:launch({ global = 100, stream = s }, t, 100, 1)
+      x[0] = -5                                 -- the host's write is lost: the stream owns x
+      k:launch({ global = 1000, stream = s }, x, 1000, 0)
+      kt:launch({ global = 100, stream = s }, t, 100, 0)
+      assert(t[1] == 1 and x[999] == 999, "copied back before synchronize")
+      s:synchronize()
+      assert(x[0] == 2 and x[999] == (999 * 2 + 1) * 2, "x: " .. x[0] .. " " .. x[999])
+      assert(t[1] == 6 and t[100] == 402, "t: " .. t[1] .. " " .. t[100])
+      print("DONE")
+    ]])
+    assert(ok and out:find("DONE", 1, true), out)
+  end)
+end)
+
 describe("streams on two devices", function()
   -- Each device gets one thread (the cpu backend's pool, PoCL's), so that
   -- on this 2-core machine the two launches can only take less time
