@@ -202,6 +202,8 @@ for _, bk in ipairs(H.compilers) do
       k:launch({ global = 4, stream = s }, x, 4, 1)
       s:synchronize()
       assert.equal(1, x[3])
+      assert.equal(bk, s:device().backend)
+      assert.is_truthy(tostring(s):find("^gpu.stream on " .. bk))
     end)
 
     it("a launch refused at the call (a bad table element) leaves its other tables to the host", function()

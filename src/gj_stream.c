@@ -119,7 +119,7 @@ void gj_streams_forget_kernel(gj_ctx *ctx, const gj_kernel *k)
     for (i = 0; i < q->n; i++)
       if (q->v[i].k == k) {
         queue_wait(q);
-        break;
+        q->v[i].k = NULL;      /* its fault and prints go with it */
       }
 }
 
@@ -211,7 +211,7 @@ GJ_API int gj_stream_status(gj_queue *q, int i)
   }
   pe = &q->v[i];
   if (q->rc && q->failed >= 0 && i > q->failed) return 0;  /* did not run */
-  if (pe->rec && pe->rec->site)
+  if (pe->k && pe->rec && pe->rec->site)
     return gj_fault_error(&pe->k->sites, pe->rec, err);
   return 0;
 }
@@ -221,7 +221,7 @@ GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,
 {
   const gj_print_head *h;
   *written = *dropped = 0;
-  if (i < 0 || i >= q->n || !q->v[i].rec || !q->v[i].k->sig.prints)
+  if (i < 0 || i >= q->n || !q->v[i].rec || !q->v[i].k || !q->v[i].k->sig.prints)
     return NULL;
   h = (const gj_print_head *)(const void *)(q->v[i].rec + 1);
   *written = h->written;

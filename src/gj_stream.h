@@ -27,8 +27,9 @@
 ** the gj_queue structs stay, detached, until gj_stream_free. */
 void gj_streams_close(gj_ctx *ctx);
 
-/* Wait for every stream of ctx with a launch of k not yet waited for
-** (k is about to be freed). */
+/* Wait for every stream of ctx with a launch of k not yet waited for, and
+** forget k there (k is about to be freed; the Lua face keeps a kernel with
+** launches on a stream alive, so this is only a safety net). */
 void gj_streams_forget_kernel(gj_ctx *ctx, const gj_kernel *k);
 
 #endif
