@@ -284,6 +284,12 @@ end
 -- gj: sizes as Lua numbers; gji: as int32_t cdata; gcc, clang: the C
 -- reference built by each compiler; lua: the plain LuaJIT loop.
 local SIDES = { "gj", "gji", "gcc", "clang", "lua" }
+-- BENCH_LINES=1: time gpujit only (both calls; the C references still check
+-- its results) and print one "name value" line per figure, then stop: for
+-- comparing two builds, `BENCH_LINES=1 sh bench/before_after.sh <commit>
+-- bench/bench.lua 5` (with GJ_BENCH_REF_GCC/CLANG as absolute paths).
+local LINES = os.getenv("BENCH_LINES") == "1"
+if LINES then SIDES = { "gj", "gji" } end
 
 -- The spread of the per-round ratios a[r] / b[r] (the sides of a round ran
 -- back to back): "min-max", a hint of how noisy the median ratio is.
@@ -325,6 +331,10 @@ for _, cs in ipairs(cases) do
   end
   local m = {}
   for _, side in ipairs(SIDES) do m[side] = median(t[side]) end
+  if LINES then
+    rows[#rows + 1] = { name = cs.name, gj = m.gj, gji = m.gji }
+    goto next_case
+  end
   local best = m.gcc <= m.clang and "gcc" or "clang"
   rows[#rows + 1] = {
     name = cs.name, what = cs.what, bound = cs.bound, gj = m.gj, gji = m.gji, gcc = m.gcc,
@@ -334,6 +344,7 @@ for _, cs in ipairs(cases) do
     range_c = range(t[best], t.gj), range_i32 = range(t.gji, t.gj), range_lua = range(t.lua, t.gj),
     load = loadavg(),
   }
+  ::next_case::
 end
 
 -- Launch overhead: an empty kernel over one work item, k:launch from a Lua
@@ -366,6 +377,15 @@ for r = 1, RUNS * 3 do
 end
 local lrows = {}
 for i, l in ipairs(launch) do lrows[i] = { name = l[1], ns = median(lt[i]) * 1e9, load = loadavg() } end
+
+if LINES then
+  for _, r in ipairs(rows) do
+    io.write(("%s_ms %.4f\n%s_i32_ms %.4f\n"):format(r.name, r.gj * 1e3, r.name, r.gji * 1e3))
+  end
+  io.write(("launch_empty_ns %.2f\nlaunch_2arg_ns %.2f\n"):format(lrows[1].ns, lrows[2].ns))
+  io.stdout:flush()
+  os.exit(0)
+end
 
 -- Compile time (issue 23, items 9 and 10): time to first kernel, cold and
 -- from the disk cache (bench/cache.lua), and the cold compile of long

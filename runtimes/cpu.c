@@ -280,10 +280,12 @@ static int cpu_job(gj_bstate *st, int dev, gj_job *job, gj_err *err)
 
 /* -- target, load -------------------------------------------------------- */
 
-static const gj_codegen *cpu_target(gj_bstate *st, const gj_job *job)
+static const gj_codegen *cpu_target(gj_bstate *st, const gj_job *job,
+                                    void **ts)
 {
   (void)st;
   (void)job;
+  *ts = NULL;
   return &gj_codegen_native;
 }
 

@@ -383,11 +383,11 @@ static int cu_open(gj_bstate **out, gj_err *err)
     free(st);
     return -1;
   }
-  st->has_libdevice = gj_ptx_find_libdevice(st->libdevice,
-                                            sizeof(st->libdevice)) == 0;
-  if (st->has_libdevice &&
-      gj_cache_file_hex(st->libdevice, st->libdevice_hash) != 0)
-    snprintf(st->libdevice_hash, sizeof(st->libdevice_hash), "unreadable");
+  st->libdevice.found = gj_ptx_find_libdevice(st->libdevice.path,
+                                              sizeof(st->libdevice.path)) == 0;
+  if (st->libdevice.found &&
+      gj_cache_file_hex(st->libdevice.path, st->libdevice.hash) != 0)
+    snprintf(st->libdevice.hash, sizeof(st->libdevice.hash), "unreadable");
   st->drv = driver(&why);
   if (!st->drv) {
     /* Offline: compiles, runs nothing; err says why. */
@@ -457,18 +457,18 @@ static int cu_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
                       "targets device 0 (sm_%d)", dev, sm);
   }
   memset(j, 0, sizeof(*j));
-  j->intrinsics_ir = st->has_libdevice ? gj_ptx_ir_libdevice : gj_ptx_ir_base;
+  j->intrinsics_ir = st->libdevice.found ? gj_ptx_ir_libdevice : gj_ptx_ir_base;
   if (gj_ptx_job(j, sm, err) != 0) return -1;
-  if (st->has_libdevice) {   /* linked by the core when a __nv_ is called */
+  if (st->libdevice.found) {   /* linked by the core when a __nv_ is called */
     j->nlibs = 1;
-    snprintf(j->libs[0].path, sizeof(j->libs[0].path), "%s", st->libdevice);
+    snprintf(j->libs[0].path, sizeof(j->libs[0].path), "%s", st->libdevice.path);
     snprintf(j->libs[0].prefix, sizeof(j->libs[0].prefix), "__nv_");
   }
   {
     int version = 0;
     if (st->drv) st->drv->api.DriverGetVersion(&version);
     snprintf(j->target_id, sizeof(j->target_id), "cuda driver %d|libdevice %s",
-             version, st->has_libdevice ? st->libdevice_hash : "none");
+             version, st->libdevice.found ? st->libdevice.hash : "none");
   }
   return 0;
 }
@@ -543,10 +543,11 @@ static int cu_sync(gj_bstate *st, int dev, gj_err *err)
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuCtxSynchronize", r);
 }
 
-static const gj_codegen *cu_target(gj_bstate *st, const gj_job *job)
+static const gj_codegen *cu_target(gj_bstate *st, const gj_job *job,
+                                   void **ts)
 {
-  (void)st;
   (void)job;
+  *ts = &st->libdevice;
   return &gj_codegen_ptx_cuda;
 }
 

@@ -155,9 +155,7 @@ struct gj_bstate {
                            ** first use, NULL before */
   cu_ptrset *mem;          /* per device */
   gj_err offline_why;      /* drv NULL: why (the driver's error) */
-  char libdevice[512];     /* its path, or why there is none */
-  int has_libdevice;
-  char libdevice_hash[65]; /* BLAKE3 of its bytes (the cache key's) */
+  gj_ptx_libdevice libdevice;   /* the PTX target's state (targets/ptx.h) */
   int offline_sm;          /* the target without a device (GPUJIT_CUDA_ARCH) */
 };
 
@@ -177,18 +175,6 @@ void cu_leave(gj_bstate *st, int pushed);
 /* "cuda: no CUDA device" errors for a state that only compiles, or a
 ** device number that does not exist. */
 int cu_check_dev(gj_bstate *st, int dev, gj_err *err);
-
-/* -- targets/ptx_cuda.c ---------------------------------------------------- */
-
-/* Kernel arguments besides the user's: the real global size (3 x i64),
-** then for a bounds-checked kernel the fault record's device address.  In
-** %wi they are in the same order (targets/ptx.h). */
-enum { CU_HIDDEN_GLOBAL = 3 };
-_Static_assert((int)GJ_PTX_WI_FAULT == (int)CU_HIDDEN_GLOBAL,
-               "the fault record follows the global size in %wi");
-
-/* The PTX target of the cuda runtime: wrap and emit (PTX text). */
-extern const gj_codegen gj_codegen_ptx_cuda;
 
 /* -- cuda_run.c ------------------------------------------------------------- */
 

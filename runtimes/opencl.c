@@ -455,12 +455,12 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
     ** integers of odd widths (i65), which SPIR-V has not; the translator's
     ** options in features (targets/spirv.c), and the translator itself in
     ** the key. */
-    if (ocl_spirv_tool(st, err) != 0)
+    if (ocl_spirv_find(&st->spirv, err) != 0)
       return gj_err_prefix(err, "device %d (%s): ", dev, d->info.name);
     snprintf(j->features, sizeof(j->features), "--spirv-max-version=1.%d",
              d->spirv_minor);
     snprintf(j->target_id, sizeof(j->target_id), "%.200s|llvm-spirv %s%s",
-             d->target_id, st->spirv_id, d->spirv_via_spir ? "|via SPIR" : "");
+             d->target_id, st->spirv.id, d->spirv_via_spir ? "|via SPIR" : "");
     return 0;
   case OCL_PTX:
     j->intrinsics_ir = gj_ptx_ir_base;
@@ -628,11 +628,15 @@ static int ocl_sync(gj_bstate *st, int dev, gj_err *err)
 
 /* The job's program format (ocl_job, from the device, GPUJIT_OPENCL_FORMAT)
 ** and its triple (a plugin may retarget it) choose the target. */
-static const gj_codegen *ocl_target(gj_bstate *st, const gj_job *job)
+static const gj_codegen *ocl_target(gj_bstate *st, const gj_job *job,
+                                    void **ts)
 {
-  (void)st;
+  *ts = NULL;
   if (strncmp(job->triple, "nvptx", 5) == 0) return &gj_codegen_ocl_ptx;
-  if (strcmp(job->format, "spirv") == 0) return &gj_codegen_spirv;
+  if (strcmp(job->format, "spirv") == 0) {
+    *ts = &st->spirv;
+    return &gj_codegen_spirv;
+  }
   return &gj_codegen_spir;
 }
 

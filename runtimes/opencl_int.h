@@ -1,6 +1,7 @@
 /*
-** Internal to the opencl backend: what opencl.c, opencl_run.c and
-** targets/spir.c share.  The design is described at the top of opencl.c.
+** Internal to the opencl runtime: what opencl.c, opencl_host.c and
+** opencl_run.c share (its targets' side of the contract is
+** targets/spir.h).  The design is described at the top of opencl.c.
 */
 #ifndef GJ_OPENCL_INT_H
 #define GJ_OPENCL_INT_H
@@ -15,6 +16,7 @@
 #include <llvm-c/Core.h>
 
 #include "gj_backend.h"
+#include "../targets/spir.h"
 
 /* -- The OpenCL API, loaded at run time ----------------------------------- */
 
@@ -48,15 +50,6 @@ typedef enum ocl_format {
   OCL_PTX,           /* PTX text as the program binary (NVIDIA's OpenCL) */
   OCL_NONE           /* none of them (OpenCL C only): unsupported */
 } ocl_format;
-
-/* Indices of the host libm functions a kernel on an in-process device
-** calls through the table at the end of its argument list (targets/spir.c).
-** f64 first, then the same functions for f32 (the `f`-suffixed names). */
-enum {
-  LIBM_TAN, LIBM_ASIN, LIBM_ACOS, LIBM_ATAN, LIBM_SINH, LIBM_COSH,
-  LIBM_TANH, LIBM_ATAN2, LIBM_POW, LIBM__N1
-};
-#define LIBM__N (2 * LIBM__N1)
 
 typedef struct ocl_device {
   cl_platform_id platform;
@@ -120,26 +113,10 @@ struct gj_bstate {
   void *const *libm;       /* the host libm table (LIBM_* order) */
   /* clCreateProgramWithIL (OpenCL 2.1): NULL where the loader lacks it. */
   __typeof__(clCreateProgramWithIL) *CreateProgramWithIL;
-  /* The SPIR-V translator, found on first use (targets/spirv.c): 0 not
-  ** looked for yet, 1 found, -1 missing (spirv_why says why). */
-  int spirv_state;
-  char spirv_tool[512];
-  char spirv_id[24];       /* the start of its BLAKE3, for the cache key */
-  char spirv_why[640];
+  /* The SPIR-V translator, found on first use: the SPIR-V target's state
+  ** (targets/spir.h), which ocl_load also runs for spirv_via_spir. */
+  ocl_spirv_tool spirv;
 };
-
-/* Kernel arguments a program has besides the user's: the real global size
-** (3 x i64), then, for a bounds-checked kernel (sig.faults), the fault
-** record's buffer (a global int*), then, on host_libm devices, the address
-** of the libm table.  The entry keeps the global size in %wi[0..2] and the
-** record's address in %wi[OCL_WI_FAULT]. */
-enum { OCL_HIDDEN_GLOBAL = 3, OCL_WI_FAULT = 3 };
-
-/* The program's entry points: OCL_ENTRY tests each work item against the
-** real global size; OCL_ENTRY_EXACT (kernels without barriers) does not,
-** for launches whose global size is a multiple of the group. */
-#define OCL_ENTRY "gj_kernel"
-#define OCL_ENTRY_EXACT "gj_kernel_exact"
 
 /* -- opencl.c --------------------------------------------------------------- */
 
@@ -173,41 +150,6 @@ int ocl_host_shares(gj_bstate *st, int dev);
 void *ocl_host_register(gj_bstate *st, int dev, void *host, size_t bytes,
                         int written, gj_err *err);
 int ocl_host_release(gj_bstate *st, int dev, void *addr, gj_err *err);
-
-/* -- targets/spir.c -------------------------------------------------------- */
-
-extern const char ocl_spir_intrinsics_ir[];   /* devices with their own libm */
-extern const char ocl_spir_hostlibm_ir[];     /* host_libm devices */
-
-/* The kernel entry point around @gj_body, for every target of the runtime
-** (SPIR, SPIR-V: the SPIR module translated, PTX on NVIDIA's platform). */
-int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-             LLVMValueRef body, const gj_sig *sig, gj_err *err);
-
-/* The runtime's targets, chosen per job (opencl.c, ocl_target): SPIR 1.2
-** bitcode, PTX (NVIDIA's OpenCL), SPIR-V (spirv.c). */
-extern const gj_codegen gj_codegen_spir;
-extern const gj_codegen gj_codegen_ocl_ptx;
-extern const gj_codegen gj_codegen_spirv;
-
-/* -- targets/spir_loops.c -------------------------------------------------- */
-
-/* The SPIR name of OpenCL C's barrier(flags), which gj.barrier calls. */
-#define OCL_SPIR_BARRIER "_Z7barrierj"
-
-/* In a SPIR module with barriers, marks every loop llvm.loop.unroll.disable,
-** as clang marks the loops of the OpenCL C it builds for PoCL (why:
-** targets/spir_loops.c). */
-int ocl_loops_no_unroll(LLVMModuleRef m, gj_err *err);
-
-/* -- targets/spirv.c ------------------------------------------------------- */
-
-/* The SPIR-V translator (llvm-spirv-15; GPUJIT_LLVM_SPIRV overrides), found
-** and hashed once per state.  0, or -1 with err saying how to get it. */
-int ocl_spirv_tool(gj_bstate *st, gj_err *err);
-/* SPIR-V back into SPIR 1.2 bitcode (spirv_via_spir devices). */
-int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
-                      size_t *bclen, gj_err *err);
 
 /* -- opencl_run.c ----------------------------------------------------------- */
 

@@ -237,7 +237,7 @@ int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
                        out, err);
   if (!d->spirv_via_spir)
     return load_binary(st, dev, art, len, LOAD_IL, sig, out, err);
-  if (ocl_spirv_to_spir(st, art, len, &bc, &bclen, err) != 0) return -1;
+  if (ocl_spirv_to_spir(&st->spirv, art, len, &bc, &bclen, err) != 0) return -1;
   rc = load_binary(st, dev, bc, bclen, LOAD_SPIR, sig, out, err);
   free(bc);
   return rc;

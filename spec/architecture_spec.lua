@@ -59,6 +59,19 @@ describe("architecture boundaries (docs/architecture.md)", function()
     assert.are.same({}, bad)
   end)
 
+  it("no target includes a runtime's header or sees a runtime's state", function()
+    local bad = {}
+    for _, f in ipairs(files("targets", "%.[ch]$")) do
+      for _, l in ipairs(code_lines(f)) do
+        if l.s:match("#%s*include") and l.s:find("runtimes/", 1, true)
+            or l.s:find("gj_bstate", 1, true) then
+          bad[#bad + 1] = f .. ":" .. l.n .. ": " .. l.s
+        end
+      end
+    end
+    assert.are.same({}, bad)
+  end)
+
   it("the Lua C API only in the binding files (the *_lua files, gj_lua, gj_embed)", function()
     local bad = {}
     for _, f in ipairs(files("src", "%.[ch]$")) do

@@ -165,3 +165,43 @@ for _, bk in ipairs(backends) do
     end)
   end)
 end
+
+-- A lookup the compiler makes (an upvalue's field, a global) that raises an
+-- error in a metamethod: the launch raises that error, as running the
+-- function in LuaJIT would, whatever the typer would have made of the nil;
+-- the compile leaks nothing and the module keeps working (gj_kv.h).
+for _, bk in ipairs(backends) do
+  describe("metamethods that raise errors at compile time [" .. bk .. "]", function()
+    local strict = { __index = function(_, key) error("undeclared " .. key, 2) end }
+
+    it("a field's __index", function()
+      local cfg = setmetatable({}, strict)
+      local k = H.kernel(bk, function(a)
+        local i = gpu.global_id(0)
+        a[i] = cfg.scale
+      end)
+      for _ = 1, 2 do
+        expect(bk, { "undeclared scale" }, k.launch, k, 4, ffi.new("double[4]"))
+      end
+    end)
+
+    it("a field's __index under `or`, where nil would have compiled", function()
+      local cfg = setmetatable({}, strict)
+      local k = H.kernel(bk, function(a)
+        local i = gpu.global_id(0)
+        a[i] = cfg.scale or 1
+      end)
+      expect(bk, { "undeclared scale" }, k.launch, k, 4, ffi.new("double[4]"))
+    end)
+
+    it("a global in a strict environment", function()
+      local f = function(a)
+        local i = gpu.global_id(0)
+        a[i] = undeclared_global or 2   -- luacheck: ignore 113
+      end
+      setfenv(f, setmetatable({ gpu = gpu }, strict))
+      local k = H.kernel(bk, f)
+      expect(bk, { "undeclared undeclared_global" }, k.launch, k, 4, ffi.new("double[4]"))
+    end)
+  end)
+end

@@ -18,9 +18,12 @@
 **              check dims), and registry.c
 ** Both include only the core's headers (src/, by bare name: this one,
 ** gj_err.h, gj_job.h, gj_type.h, gj_target.h, gj_cache.h); the core
-** includes neither.  A runtime includes its targets' headers (it fills the
-** launch block their entry points read); a target that needs its
-** runtime's state in wrap or emit includes that runtime's internal header.
+** includes neither.  A runtime includes its targets' headers (those in targets/:
+** the entry convention its launches follow, the target's state it keeps);
+** a target never includes a runtime's header and never sees gj_bstate: what
+** it needs besides the job is its own state (the SPIR-V translator found,
+** libdevice's path), which the runtime that chose it keeps and hands over
+** with the choice (gj_backend.target).
 ** Adding a backend is adding its files there (runtimes/NAME.c defining a
 ** gj_backend, targets/NAME.c defining the gj_codegen its `target` returns,
 ** both filled by field name) and one line in runtimes/registry.c.
@@ -188,23 +191,26 @@ enum { GJ_COPY_TO_DEVICE = 0, GJ_COPY_TO_HOST = 1 };
 ** around the core's @gj_body, called at the numbered stages of
 ** gj_pipeline_compile.  A runtime chooses one for each compile job
 ** (gj_backend.target); one runtime may have several (opencl: SPIR, SPIR-V,
-** PTX), and st is the choosing runtime's state.  Filled by field name. */
+** PTX).  ts is the target's state as the runtime handed it over with the
+** choice (NULL for a target that keeps none); the target defines its type
+** in its header and the runtime keeps it (e.g. in its gj_bstate), for the
+** life of the runtime's state.  Filled by field name. */
 typedef struct gj_codegen {
   const char *name;        /* "native", "spir", "spirv", "ptx" */
   /* 6. Add the target's entry point to m around `body` (@gj_body). */
-  int (*wrap)(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+  int (*wrap)(void *ts, const gj_job *job, LLVMModuleRef m,
               LLVMValueRef body, const gj_sig *sig, gj_err *err);
   /* 9. Optional (NULL: nothing to do): the optimized module, once, after
   ** the plugins' `optimized` hooks (and after the text k:inspect_llvm
   ** shows), before emit: what the target's format needs that is not
   ** optimization (SPIR's loop metadata, SPIR-V's lowering for the
   ** translator).  It shows in the artifact and the assembly only. */
-  int (*finish_ir)(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+  int (*finish_ir)(void *ts, const gj_job *job, LLVMModuleRef m,
                    gj_err *err);
   /* 9. Optimized module -> artifact (asm != 0: the readable assembly
   ** text), possibly twice (the assembly, then the artifact).  *out is
   ** malloc'ed and owned by the caller. */
-  int (*emit)(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+  int (*emit)(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
               LLVMModuleRef m, int asm, char **out, size_t *len, gj_err *err);
 } gj_codegen;
 
@@ -224,8 +230,9 @@ typedef struct gj_backend {
   /* 1. The compile job for device dev (the plugins may change it). */
   int (*job)(gj_bstate *st, int dev, gj_job *job, gj_err *err);
   /* 6. The compile target for job, this runtime's job after the plugins'
-  ** (chosen by its fields: opencl's format and triple); never NULL. */
-  const gj_codegen *(*target)(gj_bstate *st, const gj_job *job);
+  ** (chosen by its fields: opencl's format and triple); never NULL.  *ts:
+  ** the target's state (gj_codegen above), or NULL. */
+  const gj_codegen *(*target)(gj_bstate *st, const gj_job *job, void **ts);
   int (*load)(gj_bstate *st, int dev, const char *art, size_t len,
               const gj_sig *sig, gj_program **out, gj_err *err);
   void (*unload)(gj_bstate *st, gj_program *p);

@@ -23,9 +23,14 @@
 **   (upvalue, global, field with a key), except field() by number, which
 **   is a raw read.
 ** - An op does not fail except as the frontend's own machinery fails (a
-**   metamethod raising an error, memory running out): how that is reported
-**   is the frontend's (the Lua one raises a Lua error, which unwinds the
-**   compile as every Lua C API call would).  Errors the kernel's author
+**   metamethod raising an error: an __index on a table or environment, a
+**   __tostring).  Then the op gives nil (a handle of nil, or a CLASS OTHER
+**   classification), and the source sets `failed` with the first such
+**   error's message in `why`; the pipeline ends the compile with that
+**   message once the frontend stage is over (running the function would
+**   have raised it), whatever the typer made of the nil.  The source never
+**   unwinds the compile (no longjmp past the core's frames: nothing leaks,
+**   no lock stays held).  Errors the kernel's author
 **   should see (a value of a kind kernels cannot use, a bad upvalue) are
 **   the typer's to word: a source only says what it found.
 ** - A source is owned by the compile session it is given to (gj_cs_init),
@@ -97,6 +102,8 @@ typedef struct gj_kvops {
 struct gj_kvsrc {
   const gj_kvops *ops;
   int kernel;        /* the kernel function's handle */
+  int failed;        /* an op's lookup raised an error (see the top) */
+  gj_err why;        /* failed: the first such error's message */
 };
 
 #endif

@@ -52,6 +52,46 @@ static int put(kvlua *k)
   return k->n;
 }
 
+/* The error message on the top (popped): the source's `failed` and `why`
+** (gj_kv.h) when it is the first. */
+static void fail(kvlua *k)
+{
+  lua_State *L = k->L;
+  if (!k->src.failed) {
+    const char *m = lua_tostring(L, -1);
+    k->src.failed = 1;
+    gj_err_set(&k->src.why, "%s", m ? m : "(error object is not a string)");
+  }
+  lua_pop(L, 1);
+}
+
+static int index_f(lua_State *L)
+{
+  lua_gettable(L, 1);
+  return 1;
+}
+
+/* Replace the table on the top with table[key], metamethods included, as
+** Lua indexes; an error raised there goes to fail() and gives nil (so does
+** a value that is not a table: the typer indexes only tables and
+** environments). */
+static void index_top(kvlua *k, const char *key)
+{
+  lua_State *L = k->L;
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    return;
+  }
+  lua_pushcfunction(L, index_f);
+  lua_insert(L, -2);
+  lua_pushstring(L, key);
+  if (lua_pcall(L, 2, 1, 0) != 0) {
+    fail(k);
+    lua_pushnil(L);
+  }
+}
+
 /* The text of the string at stack index idx, kept until close. */
 static const char *keep(kvlua *k, int idx)
 {
@@ -93,9 +133,8 @@ static int kv_global(gj_kvsrc *src, int fn, const char *name)
   lua_State *L = k->L;
   push(k, fn);
   lua_getfenv(L, -1);
-  lua_getfield(L, -1, name);
   lua_remove(L, -2);
-  lua_remove(L, -2);
+  index_top(k, name);
   return put(k);
 }
 
@@ -103,12 +142,14 @@ static int kv_stdlib(gj_kvsrc *src, const char *lib, const char *key)
 {
   kvlua *k = of(src);
   lua_State *L = k->L;
-  lua_getglobal(L, lib);
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+  index_top(k, lib);
   if (lua_istable(L, -1))
-    lua_getfield(L, -1, key);
-  else
+    index_top(k, key);
+  else {
+    lua_pop(L, 1);
     lua_pushnil(L);
-  lua_remove(L, -2);
+  }
   return put(k);
 }
 
@@ -116,9 +157,12 @@ static int kv_field(gj_kvsrc *src, int t, const char *key, int idx)
 {
   kvlua *k = of(src);
   push(k, t);
-  if (key) lua_getfield(k->L, -1, key);
-  else lua_rawgeti(k->L, -1, idx);
-  lua_remove(k->L, -2);
+  if (key) {
+    index_top(k, key);
+  } else {
+    lua_rawgeti(k->L, -1, idx);
+    lua_remove(k->L, -2);
+  }
   return put(k);
 }
 
@@ -145,7 +189,12 @@ static void classify_cdata(kvlua *k, gj_kvinfo *info)
   size_t len;
   lua_getglobal(L, "tostring");
   lua_pushvalue(L, -2);
-  lua_call(L, 1, 1);
+  if (lua_pcall(L, 1, 1, 0) != 0) {
+    /* a metatype's __tostring raised an error: not a ctype (theirs never
+    ** fails), and not the program's error (it never calls tostring) */
+    lua_pop(L, 1);
+    return;
+  }
   s = lua_tolstring(L, -1, &len);
   if (s && len > 7 && strncmp(s, "ctype<", 6) == 0 && s[len - 1] == '>') {
     lua_pushlstring(L, s + 6, len - 7);

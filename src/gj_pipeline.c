@@ -437,6 +437,7 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
 {
   const gj_backend *be = gj_backends[o->bk];
   const gj_codegen *cg;
+  void *ts = NULL;           /* the target's state (gj_backend.target) */
   gj_job job;
   gj_cs cs;
   gj_fn *kfn;
@@ -480,8 +481,17 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */
-  if (gj_typer_kernel(&cs, o->nparams, params, &kfn)) goto done;
-  if (frontend_hooks(ps, &kd, &cs, err)) goto done;
+  {
+    int bad = gj_typer_kernel(&cs, o->nparams, params, &kfn) ||
+              frontend_hooks(ps, &kd, &cs, err);
+    /* a lookup that raised an error (gj_kv.h) wins over what the typer
+    ** made of the nil it gave */
+    if (src && src->failed) {
+      *err = src->why;
+      goto done;
+    }
+    if (bad) goto done;
+  }
   lap(out, GJ_ST_FRONTEND, &t0);
 
   /* 3. codegen, then the plugins' ir hooks */
@@ -531,8 +541,8 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   if (gj_link_intrinsics(m, &job, err) || link_libraries(m, &job, err))
     goto done;
   body = LLVMGetNamedFunction(m, "gj_body");
-  cg = be->target(ctx->bst[o->bk], &job);
-  if (cg->wrap(ctx->bst[o->bk], &job, m, body, &sig, err)) {
+  cg = be->target(ctx->bst[o->bk], &job, &ts);
+  if (cg->wrap(ts, &job, m, body, &sig, err)) {
     size_t used = strlen(err->msg);
     snprintf(err->msg + used, sizeof(err->msg) - used, " (in kernel %s)",
              o->name);
@@ -559,12 +569,12 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   lap(out, GJ_ST_OPTIMIZE, &t0);
 
   /* 9. the target's finish_ir, emit, then the plugins' emit hooks */
-  if (cg->finish_ir && cg->finish_ir(ctx->bst[o->bk], &job, m, err))
+  if (cg->finish_ir && cg->finish_ir(ts, &job, m, err))
     goto done;
   if (o->want_asm || (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "asm"))) {
     char *as = NULL;
     size_t aslen = 0;
-    if (cg->emit(ctx->bst[o->bk], &job, tm, m, 1, &as, &aslen, err)) goto done;
+    if (cg->emit(ts, &job, tm, m, 1, &as, &aslen, err)) goto done;
     out->asm_text = dup_text(as, aslen);
     free(as);
     dump("asm", o->name, out->asm_text ? out->asm_text : "");
@@ -577,7 +587,7 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
     rc = 0;
     goto done;
   }
-  if (cg->emit(ctx->bst[o->bk], &job, tm, m, 0, &art, &artlen, err)) goto done;
+  if (cg->emit(ts, &job, tm, m, 0, &art, &artlen, err)) goto done;
   if (gj_plugset_emit(ps, &kd, &art, &artlen, err)) goto done;
   ctx->cache.compiles++;
   lap(out, GJ_ST_EMIT, &t0);

@@ -439,7 +439,7 @@ static void w_phases(wrap_ctx *w, LLVMValueRef *base, LLVMValueRef *end,
   LLVMPositionBuilderAtEnd(w->b, after);
 }
 
-static int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+static int cpu_wrap(void *ts, const gj_job *job, LLVMModuleRef m,
                     LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
   wrap_ctx w;
@@ -451,7 +451,7 @@ static int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   LLVMBasicBlockRef bb, exit, gh, pre;
   unsigned need, k;
   int i;
-  (void)st;
+  (void)ts;
   if (LLVMGetNamedFunction(m, "gj_entry"))
     return gj_err_set(err, "cpu: the module already has a gj_entry");
   memset(&w, 0, sizeof(w));
@@ -621,11 +621,11 @@ static int cpu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   return w.frames || w.nosplit ? 0 : cpu_split(m, &w.split, err);
 }
 
-static int cpu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+static int cpu_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
                     LLVMModuleRef m, int asm, char **out, size_t *len,
                     gj_err *err)
 {
-  (void)st;
+  (void)ts;
   (void)job;
   return gj_target_emit(tm, m, asm, "cpu", out, len, err);
 }

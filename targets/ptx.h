@@ -48,6 +48,27 @@ void gj_ptx_mark_kernel(LLVMModuleRef m, LLVMValueRef f);
 int gj_ptx_check_math(LLVMModuleRef m, const char *who, const char *why,
                       gj_err *err);
 
+/* -- The cuda runtime's target (ptx_cuda.c) ------------------------------ */
+
+/* Kernel arguments besides the user's: the real global size (3 x i64),
+** then for a bounds-checked kernel the fault record's device address (the
+** launch passes them in this order, runtimes/cuda_run.c).  In %wi they are
+** in the same order. */
+enum { CU_HIDDEN_GLOBAL = 3 };
+_Static_assert((int)GJ_PTX_WI_FAULT == (int)CU_HIDDEN_GLOBAL,
+               "the fault record's slot in %wi follows the global sizes");
+
+/* The target's state, which the cuda runtime keeps and hands over with the
+** choice (gj_backend.target): the libdevice found when the runtime opened. */
+typedef struct gj_ptx_libdevice {
+  int found;
+  char path[512];          /* its path, or why there is none */
+  char hash[65];           /* BLAKE3 of its bytes (the cache key's) */
+} gj_ptx_libdevice;
+
+/* The PTX target for cuda; its state is a gj_ptx_libdevice. */
+extern const gj_codegen gj_codegen_ptx_cuda;
+
 /* The libdevice bitcode of the CUDA toolkit: $GPUJIT_LIBDEVICE (its path;
 ** when set, nothing else is searched), else nvvm/libdevice/libdevice.10.bc
 ** under $CUDA_HOME, $CUDA_PATH, then /usr/local/cuda.  Its path into buf,

@@ -29,12 +29,11 @@
 ** where no API gives a global's address, and a kernel without checks has
 ** neither the parameter nor the copies around its launch.
 */
-#include "../runtimes/cuda_int.h"
+#include "ptx.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "ptx.h"
 #include "gj_target.h"
 
 /* The thread's global id in dimension d, from the special registers. */
@@ -149,9 +148,10 @@ static void entry_body(LLVMModuleRef m, LLVMValueRef kernel,
   LLVMDisposeBuilder(b);
 }
 
-static int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+static int cu_wrap(void *ts, const gj_job *job, LLVMModuleRef m,
                    LLVMValueRef body, const gj_sig *sig, gj_err *err)
 {
+  const gj_ptx_libdevice *ld = ts;
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef ptypes[2 * GJ_MAXPARAMS + CU_HIDDEN_GLOBAL + 1];
   LLVMValueRef kernel, f;
@@ -161,8 +161,7 @@ static int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   if (!body || LLVMIsDeclaration(body))
     return gj_err_set(err, "cuda: the kernel body is not defined");
   if (gj_body_check(body, job, sig, "cuda", err)) return -1;
-  if (!st->has_libdevice &&
-      gj_ptx_check_math(m, "cuda", st->libdevice, err) != 0)
+  if (!ld->found && gj_ptx_check_math(m, "cuda", ld->path, err) != 0)
     return -1;
 
   n = entry_params(c, job, body, sig, ptypes);
@@ -183,11 +182,11 @@ static int cu_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   return 0;
 }
 
-static int cu_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+static int cu_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
                    LLVMModuleRef m, int asm, char **out, size_t *len,
                    gj_err *err)
 {
-  (void)st;
+  (void)ts;
   (void)job;
   if (gj_target_emit(tm, m, 1, "cuda", out, len, err) != 0) return -1;
   /* The artifact keeps its NUL: the driver reads PTX as a C string. */

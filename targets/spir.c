@@ -35,7 +35,7 @@
 ** Other devices get the OpenCL builtins (correct to the OpenCL spec's ulps,
 ** not bit-identical to glibc).
 */
-#include "../runtimes/opencl_int.h"
+#include "spir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,8 +436,8 @@ static LLVMValueRef add_entry(LLVMModuleRef m, const char *name,
   return kernel;
 }
 
-int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
-             LLVMValueRef body, const gj_sig *sig, gj_err *err)
+int ocl_wrap(void *ts, const gj_job *job, LLVMModuleRef m, LLVMValueRef body,
+             const gj_sig *sig, gj_err *err)
 {
   LLVMContextRef c;
   LLVMTypeRef i8, i64, voidt, ptr1, bodyty;
@@ -447,7 +447,7 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
   argmd *md = &sh.md;
   int ptx = strncmp(job->triple, "nvptx", 5) == 0, i;
   unsigned k, nk = 0, g0;
-  (void)st;
+  (void)ts;
   if (LLVMGetNamedFunction(m, OCL_ENTRY))
     return gj_err_set(err, "opencl: the module already has a " OCL_ENTRY);
   if (!body || LLVMIsDeclaration(body))
@@ -548,11 +548,11 @@ int ocl_wrap(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
 
 /* PTX text either way; the binary keeps its NUL (NVIDIA's
 ** clCreateProgramWithBinary reads it as a C string). */
-static int ptx_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+static int ptx_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
                     LLVMModuleRef m, int asm, char **out, size_t *len,
                     gj_err *err)
 {
-  (void)st;
+  (void)ts;
   (void)job;
   *out = NULL;
   *len = 0;
@@ -561,21 +561,21 @@ static int ptx_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
   return 0;
 }
 
-static int spir_finish_ir(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+static int spir_finish_ir(void *ts, const gj_job *job, LLVMModuleRef m,
                           gj_err *err)
 {
-  (void)st;
+  (void)ts;
   (void)job;
   return ocl_loops_no_unroll(m, err);
 }
 
-static int spir_emit(gj_bstate *st, const gj_job *job, LLVMTargetMachineRef tm,
+static int spir_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
                      LLVMModuleRef m, int asm, char **out, size_t *len,
                      gj_err *err)
 {
   LLVMMemoryBufferRef buf = NULL;
   size_t n;
-  (void)st;
+  (void)ts;
   (void)job;
   (void)tm;
   *out = NULL;

@@ -24,7 +24,7 @@
 ** branch into the same header gets the same loop ID, as LLVM requires of a
 ** loop's latches.  Metadata a branch already has is kept.
 */
-#include "../runtimes/opencl_int.h"
+#include "spir.h"
 
 #include <stdlib.h>
 

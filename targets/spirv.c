@@ -34,7 +34,7 @@
 ** the translator makes (validate), so what slips through is an error, not
 ** a driver's crash.
 */
-#include "../runtimes/opencl_int.h"
+#include "spir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,30 +49,30 @@
 #define SPIRV_ENV "GPUJIT_LLVM_SPIRV"
 #define SPIRV_MAXOPTS 12
 
-int ocl_spirv_tool(gj_bstate *st, gj_err *err)
+int ocl_spirv_find(ocl_spirv_tool *t, gj_err *err)
 {
   static const char *const names[] = {
     "llvm-spirv-15", "/usr/lib/llvm-15/bin/llvm-spirv", NULL
   };
   char hex[65];
-  if (st->spirv_state == 0) {
+  if (t->state == 0) {
     gj_err e;
-    st->spirv_state = -1;
-    if (gj_tool_find(SPIRV_ENV, names, st->spirv_tool, sizeof(st->spirv_tool),
+    t->state = -1;
+    if (gj_tool_find(SPIRV_ENV, names, t->path, sizeof(t->path),
                      &e) != 0)
-      snprintf(st->spirv_why, sizeof(st->spirv_why), "%.500s (Debian: apt-get "
+      snprintf(t->why, sizeof(t->why), "%.500s (Debian: apt-get "
                "install llvm-spirv-15, which `make deps` does)", e.msg);
-    else if (gj_cache_file_hex(st->spirv_tool, hex) != 0)
-      snprintf(st->spirv_why, sizeof(st->spirv_why), "cannot read %.500s",
-               st->spirv_tool);
+    else if (gj_cache_file_hex(t->path, hex) != 0)
+      snprintf(t->why, sizeof(t->why), "cannot read %.500s",
+               t->path);
     else {
-      snprintf(st->spirv_id, sizeof(st->spirv_id), "%.16s", hex);
-      st->spirv_state = 1;
+      snprintf(t->id, sizeof(t->id), "%.16s", hex);
+      t->state = 1;
     }
   }
-  if (st->spirv_state > 0) return 0;
+  if (t->state > 0) return 0;
   return gj_err_set(err, "opencl: SPIR-V needs the LLVM/SPIR-V translator: "
-                    "%s", st->spirv_why);
+                    "%s", t->why);
 }
 
 /* -- Before the translator ------------------------------------------------ */
@@ -365,7 +365,7 @@ static int validate(const char *spv, size_t len, gj_err *err)
 
 /* The readable form of SPIR-V: spirv-dis's (spirv-tools), else the
 ** translator's own text form of the same module. */
-static int disassemble(gj_bstate *st, const char *spv, size_t len,
+static int disassemble(const ocl_spirv_tool *t, const char *spv, size_t len,
                        const char *bc, size_t bclen, const char **args,
                        char **out, size_t *outlen, gj_err *err)
 {
@@ -379,13 +379,13 @@ static int disassemble(gj_bstate *st, const char *spv, size_t len,
   for (k = 0; args[k]; k++) {}
   args[k] = "--spirv-text";
   args[k + 1] = NULL;
-  return gj_tool_run(st->spirv_tool, args, bc, bclen, out, outlen, err);
+  return gj_tool_run(t->path, args, bc, bclen, out, outlen, err);
 }
 
-static int spirv_finish_ir(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
+static int spirv_finish_ir(void *ts, const gj_job *job, LLVMModuleRef m,
                            gj_err *err)
 {
-  (void)st;
+  (void)ts;
   (void)job;
   return prepare(m, err);
 }
@@ -393,10 +393,11 @@ static int spirv_finish_ir(gj_bstate *st, const gj_job *job, LLVMModuleRef m,
 /* The SPIR module, optimized and prepared, into SPIR-V (asm: its
 ** disassembly).  The job's features: translator options separated by
 ** spaces. */
-static int spirv_emit(gj_bstate *st, const gj_job *job,
+static int spirv_emit(void *ts, const gj_job *job,
                       LLVMTargetMachineRef tm, LLVMModuleRef m, int asm,
                       char **out, size_t *len, gj_err *err)
 {
+  ocl_spirv_tool *t = ts;
   const char *opts = job->features;
   const char *args[SPIRV_MAXOPTS + 2];
   char optbuf[1024], *spv = NULL;
@@ -406,19 +407,19 @@ static int spirv_emit(gj_bstate *st, const gj_job *job,
   *out = NULL;
   *len = 0;
   (void)tm;
-  if (ocl_spirv_tool(st, err) != 0 ||
+  if (ocl_spirv_find(t, err) != 0 ||
       split_opts(opts, optbuf, sizeof(optbuf), args, 0, err) != 0)
     return -1;
   bc = LLVMWriteBitcodeToMemoryBuffer(m);
   if (!bc) return gj_err_set(err, "opencl: cannot write the bitcode");
-  rc = gj_tool_run(st->spirv_tool, args, LLVMGetBufferStart(bc),
+  rc = gj_tool_run(t->path, args, LLVMGetBufferStart(bc),
                    LLVMGetBufferSize(bc), &spv, &spvlen, err);
   if (rc != 0) {
     gj_err_prefix(err, "opencl: translating to SPIR-V: ");
   } else if ((rc = validate(spv, spvlen, err)) != 0) {
     free(spv);
   } else if (asm) {
-    rc = disassemble(st, spv, spvlen, LLVMGetBufferStart(bc),
+    rc = disassemble(t, spv, spvlen, LLVMGetBufferStart(bc),
                      LLVMGetBufferSize(bc), args, out, len, err);
     free(spv);
   } else {
@@ -434,13 +435,13 @@ const gj_codegen gj_codegen_spirv = {
   .emit = spirv_emit,
 };
 
-int ocl_spirv_to_spir(gj_bstate *st, const char *spv, size_t len, char **bc,
-                      size_t *bclen, gj_err *err)
+int ocl_spirv_to_spir(ocl_spirv_tool *t, const char *spv, size_t len,
+                      char **bc, size_t *bclen, gj_err *err)
 {
   static const char *const args[] = { "-r", "--spirv-target-env=CL1.2", "--opaque-pointers",
                                       NULL };
-  if (ocl_spirv_tool(st, err) != 0) return -1;
-  if (gj_tool_run(st->spirv_tool, args, spv, len, bc, bclen, err) != 0)
+  if (ocl_spirv_find(t, err) != 0) return -1;
+  if (gj_tool_run(t->path, args, spv, len, bc, bclen, err) != 0)
     return gj_err_prefix(err, "opencl: translating SPIR-V back to SPIR: ");
   return 0;
 }
