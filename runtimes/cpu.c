@@ -16,8 +16,11 @@
 ** clamped (min(group, global - base)) instead of testing every item, which
 ** keeps the inner loop free of control flow.
 **
-** Launches are synchronous: gj_entry has returned on every thread when
-** launch returns, so sync is a no-op and memory is plain host memory.
+** Launches on the default stream are synchronous: gj_entry has returned
+** on every thread when launch returns, so sync is a no-op and memory is
+** plain host memory.  A stream (gpu.stream) is a worker thread that runs
+** its launches one after another, each driving the pool as the default
+** stream does (cpu_stream.c); `wait` is the worker's.
 **
 ** Work groups (job.serial_groups): one thread runs all the work items of a
 ** group.  gpu.shared arrays are slices of a per-thread scratch block; a
@@ -43,6 +46,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "pool.h"
+#include "cpu_stream.h"
 #include "gj_target.h"
 #include "../targets/native.h"
 
@@ -74,6 +78,7 @@ struct gj_program {
   cpu_entry_fn entry;
   uint32_t shared_bytes;         /* from the kernel's gj_sig */
   uint32_t frame_bytes;
+  uint32_t argsize;              /* the argument block's bytes */
   int uses_barrier;
   LLVMOrcResourceTrackerRef rt;  /* owns the object's code and data */
   LLVMOrcJITDylibRef jd;
@@ -397,6 +402,7 @@ static int cpu_load(gj_bstate *st, int dev, const char *art, size_t len,
   p->shared_bytes = sig->shared_bytes;
   p->frame_bytes = sig->uses_barrier ? (sig->frame_bytes + 15) / 16 * 16 : 0;
   p->uses_barrier = sig->uses_barrier;
+  p->argsize = sig->argsize;
   pthread_mutex_lock(&st->mu);
   pthread_mutex_lock(&st->msg_mu);
   st->jitmsg[0] = '\0';        /* whatever ORC reports now is about us */
@@ -523,18 +529,22 @@ static void cpu_barrier_group(const gj_dims *d, int64_t group[3])
   }
 }
 
-/* Runs the kernel to its end (no `wait`: the pool's threads are the
-** device, and the launch returns when they have finished). */
-/* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
-static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_stream *s,
-                          const gj_dims *d, void *args, gj_fault *record,
-                          gj_err *err)
-{
+/* A launch planned: its shape checked and cut into groups, ready to run
+** now (the default stream) or later on a stream's worker. */
+typedef struct cpu_plan {
   cpu_launch l;
-  cpu_task t;
-  int64_t items = 1, groups = 1, gsize = 1, fault = 0;
+  cpu_entry_fn entry;
+  size_t scratch;              /* bytes of scratch each call needs */
+  int64_t items, groups;
+} cpu_plan;
+
+/* Check the launch's shape and fill pl; 0, or -1 with err. */
+static int cpu_plan_launch(const gj_program *p, const gj_dims *d,
+                           gj_fault *record, cpu_plan *pl, gj_err *err)
+{
+  cpu_launch *l = &pl->l;
+  int64_t items = 1, groups = 1, gsize = 1;
   char b1[96], b2[96];
-  if (s) return gj_err_set(err, "cpu: launch on a stream other than the default one");
   int i, nd = d->ndim;
   if (!p || !p->entry) return gj_err_set(err, "cpu: launch of no program");
   if (nd < 1 || nd > 3)
@@ -561,46 +571,62 @@ static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_stream *s,
                           CPU_MAX_GROUP);
     }
   }
+  pl->items = items;
   if (items == 0) return 0;
   for (i = 0; i < 3; i++) {
-    l.global[i] = i < nd ? d->global[i] : 1;
-    l.group[i] = i < nd ? d->group[i] : 1;
+    l->global[i] = i < nd ? d->global[i] : 1;
+    l->group[i] = i < nd ? d->group[i] : 1;
   }
   if (d->group[0] == 0) {
-    if (p->uses_barrier) cpu_barrier_group(d, l.group);
-    else cpu_default_group(d, l.group);
+    if (p->uses_barrier) cpu_barrier_group(d, l->group);
+    else cpu_default_group(d, l->group);
   }
   for (i = 0; i < 3; i++) {
-    if (p->uses_barrier && l.global[i] % l.group[i] != 0)
+    if (p->uses_barrier && l->global[i] % l->group[i] != 0)
       return gj_err_set(err, "launch: the kernel calls gpu.barrier() and must "
                         "be launched with global a multiple of group in every "
                         "dimension (global %s, group %s)",
                         gj_dims_str(b1, sizeof(b1), d->global, nd),
-                        gj_dims_str(b2, sizeof(b2), l.group, nd));
-    l.ngroups[i] = l.global[i] / l.group[i] +
-                   (l.global[i] % l.group[i] != 0);
-    groups *= l.ngroups[i];       /* <= items: no overflow */
+                        gj_dims_str(b2, sizeof(b2), l->group, nd));
+    l->ngroups[i] = l->global[i] / l->group[i] +
+                    (l->global[i] % l->group[i] != 0);
+    groups *= l->ngroups[i];       /* <= items: no overflow */
   }
-  l.first = 0;
-  l.last = groups;
-  l.scratch = NULL;
-  l.fault = &fault;
-  l.record = record;
-  t.entry = p->entry;
-  t.args = args;
-  t.launch = &l;
-  t.scratch = 0;
+  pl->groups = groups;
+  l->first = 0;
+  l->last = groups;
+  l->scratch = NULL;
+  l->fault = NULL;
+  l->record = record;
+  pl->entry = p->entry;
+  pl->scratch = 0;
   if (p->shared_bytes || p->uses_barrier)
-    t.scratch = CPU_SHARED_ROUND(p->shared_bytes) +
-                (size_t)p->frame_bytes * (size_t)(l.group[0] * l.group[1] * l.group[2]);
+    pl->scratch = CPU_SHARED_ROUND(p->shared_bytes) +
+                  (size_t)p->frame_bytes * (size_t)(l->group[0] * l->group[1] * l->group[2]);
+  return 0;
+}
+
+/* Run a planned launch (items > 0) to its end on the calling thread and
+** the pool. */
+static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
+{
+  cpu_task t;
+  int64_t fault = 0;
+  gj_fault *record = pl->l.record;
+  pl->l.fault = &fault;
+  t.entry = pl->entry;
+  t.args = args;
+  t.launch = &pl->l;
+  t.scratch = pl->scratch;
   atomic_init(&t.oom, 0);
-  if (items >= CPU_SERIAL_ITEMS && groups > 1) {
+  if (pl->items >= CPU_SERIAL_ITEMS && pl->groups > 1) {
     gj_pool *pool = cpu_pool(st);
-    if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, groups, cpu_task_run, &t);
-    else cpu_task_run(&t, 0, groups);
+    if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, pl->groups, cpu_task_run, &t);
+    else cpu_task_run(&t, 0, pl->groups);
   } else {
-    cpu_task_run(&t, 0, groups);
+    cpu_task_run(&t, 0, pl->groups);
   }
+  pl->l.fault = NULL;
   if (atomic_load(&t.oom))
     return gj_err_set(err, "launch: out of memory for the work groups' shared "
                       "memory and state (%zu bytes per thread)", t.scratch);
@@ -612,6 +638,45 @@ static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_stream *s,
                       "others waited at one: a barrier must be reached by "
                       "every work item of its group (control flow around it "
                       "must be the same for the whole group)");
+  return 0;
+}
+
+/* A launch on a stream: the plan and a copy of the argument block, run by
+** the stream's worker (cpu_stream.c). */
+typedef struct cpu_sjob {
+  gj_bstate *st;
+  cpu_plan plan;
+  uint64_t args[];             /* sig.argsize bytes (a multiple of 8) */
+} cpu_sjob;
+
+static int cpu_sjob_run(void *job, gj_err *err)
+{
+  cpu_sjob *j = job;
+  return cpu_run_plan(j->st, &j->plan, j->args, err);
+}
+
+/* On the default stream: runs the kernel to its end (no `wait`: the pool's
+** threads are the device, and the launch returns when they have
+** finished).  On another stream: checks the shape now and posts the rest
+** to the stream's worker. */
+static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_stream *s,
+                          const gj_dims *d, void *args, gj_fault *record,
+                          gj_err *err)
+{
+  cpu_plan pl;
+  cpu_sjob *j;
+  if (cpu_plan_launch(p, d, record, &pl, err)) return -1;
+  if (pl.items == 0) return 0;
+  if (!s) return cpu_run_plan(st, &pl, args, err);
+  j = malloc(sizeof(*j) + p->argsize);
+  if (!j) return gj_err_set(err, "cpu: out of memory");
+  j->st = st;
+  j->plan = pl;
+  memcpy(j->args, args, p->argsize);
+  if (cpu_stream_post(s, cpu_sjob_run, free, j, err)) {
+    free(j);
+    return -1;
+  }
   return 0;
 }
 
@@ -668,7 +733,12 @@ const gj_backend gj_backend_cpu = {
   .open = cpu_open, .close = cpu_close, .ndevices = cpu_ndevices,
   .device_info = cpu_device_info, .job = cpu_job, .target = cpu_target,
   .load = cpu_load, .unload = cpu_unload,
-  .launch = cpu_launch_run,
+  .launch = cpu_launch_run, .wait = cpu_stream_wait, .default_finishes = 1,
+  .stream_new = cpu_stream_new, .stream_free = cpu_stream_free,
+  .copy_async = cpu_stream_copy,
+  .event_record = cpu_event_record, .event_query = cpu_event_query,
+  .event_sync = cpu_event_sync, .event_wait = cpu_event_wait,
+  .event_elapsed = cpu_event_elapsed, .event_free = cpu_event_free,
   .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy, .sync = cpu_sync,
   /* cache_save, cache_load: none, the cache keeps the object file that
   ** load takes; host_shares, host_register, host_release: none, host

@@ -556,7 +556,12 @@ const gj_backend gj_backend_cuda = {
   .open = cu_open, .close = cu_close, .ndevices = cu_ndevices,
   .device_info = cu_device_info, .job = cu_job,
   .target = cu_target, .load = cu_load, .unload = cu_unload,
-  .launch = cu_launch,
+  .launch = cu_launch, .wait = cu_wait, .default_finishes = 1,
+  .stream_new = cu_stream_new, .stream_free = cu_stream_free,
+  .copy_async = cu_stream_copy,
+  .event_record = cu_event_record, .event_query = cu_event_query,
+  .event_sync = cu_event_sync, .event_wait = cu_event_wait,
+  .event_elapsed = cu_event_elapsed, .event_free = cu_event_free,
   .alloc = cu_alloc, .free = cu_free, .copy = cu_copy, .sync = cu_sync,
   .cache_save = cu_cache_save, .cache_load = cu_cache_load,
   /* host_shares, host_register, host_release: none, host arrays are

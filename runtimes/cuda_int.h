@@ -23,11 +23,13 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef struct CUlinkState_st *CUlinkState;
 typedef unsigned long long CUdeviceptr;
 
 enum {
   CUDA_SUCCESS = 0,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_NOT_READY = 600,
   /* cuMemHostAlloc flags */
@@ -96,7 +98,24 @@ enum {
   X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2",                 \
     (CUdeviceptr *d, void *p, unsigned flags))                               \
   X(MemFreeHost, "cuMemFreeHost", (void *p))                                 \
-  X(StreamQuery, "cuStreamQuery", (CUstream s))
+  X(StreamQuery, "cuStreamQuery", (CUstream s))                             \
+  X(StreamCreate, "cuStreamCreate", (CUstream *s, unsigned flags))           \
+  X(StreamDestroy, "cuStreamDestroy_v2", (CUstream s))                       \
+  X(StreamSynchronize, "cuStreamSynchronize", (CUstream s))                  \
+  X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr dst,               \
+                                              const void *src, size_t n,     \
+                                              CUstream s))                   \
+  X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", (void *dst, CUdeviceptr src,    \
+                                              size_t n, CUstream s))         \
+  X(EventCreate, "cuEventCreate", (CUevent *e, unsigned flags))              \
+  X(EventRecord, "cuEventRecord", (CUevent e, CUstream s))                   \
+  X(EventQuery, "cuEventQuery", (CUevent e))                                 \
+  X(EventSynchronize, "cuEventSynchronize", (CUevent e))                     \
+  X(EventElapsedTime, "cuEventElapsedTime", (float *ms, CUevent a,           \
+                                             CUevent b))                     \
+  X(EventDestroy, "cuEventDestroy_v2", (CUevent e))                          \
+  X(StreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e,            \
+                                           unsigned flags))
 
 typedef struct cu_api {
 #define CU_FIELD(f, sym, args) CUresult (*f) args;
@@ -162,9 +181,28 @@ int cu_check_dev(gj_bstate *st, int dev, gj_err *err);
 int cu_load(gj_bstate *st, int dev, const char *art, size_t len,
             const gj_sig *sig, gj_program **out, gj_err *err);
 void cu_unload(gj_bstate *st, gj_program *p);
-/* Runs the kernel on the default stream to its end (no `wait` yet). */
+/* On the default stream: runs the kernel to its end.  On a stream of
+** cu_stream_new: enqueues it (cuLaunchKernel on the CUstream) and returns;
+** cu_wait synchronizes the stream and fills the launches' records. */
 int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
               void *args, gj_fault *fault, gj_err *err);
+int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+int cu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
+void cu_stream_free(gj_bstate *st, int dev, gj_stream *s);
+/* Events: CUevents recorded on the stream (untested: no GPU here). */
+int cu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                    gj_err *err);
+int cu_event_query(gj_bstate *st, gj_event *e, gj_err *err);
+int cu_event_sync(gj_bstate *st, gj_event *e, gj_err *err);
+int cu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                  gj_err *err);
+int cu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                     gj_err *err);
+void cu_event_free(gj_bstate *st, gj_event *e);
+/* gj_backend.copy_async: cuMemcpy*Async on the stream (from pageable host
+** memory the driver may finish the copy before it returns). */
+int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                   const void *src, size_t n, int dir, gj_err *err);
 /* The cubin of a loaded program (what the compile cache of issue 6 will
 ** store); owned by the program. */
 /* The disk cache keeps a program's cubin: the next process skips both

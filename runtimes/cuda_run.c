@@ -3,7 +3,10 @@
 ** PTX into a cubin (cuLinkCreate/cuLinkAddData/cuLinkComplete; the cubin is
 ** kept, for the compile cache to store) and loads it (cuModuleLoadData,
 ** cuModuleGetFunction); `launch` runs the kernel with cuLaunchKernel and
-** waits for it (launches are synchronous, API.md).
+** waits for it (launches on the default stream are synchronous, API.md).
+** A stream (gpu.stream) is a CUstream: a launch on it enqueues the kernel
+** and its record's copies and returns, `wait` synchronizes the stream
+** (launch_on_stream, cu_wait; untested: no GPU here).
 **
 ** Arguments: the entry's parameters mirror the argument block (layout in
 ** targets/ptx_cuda.c), so kernelParams is an array of pointers into the block,
@@ -277,6 +280,246 @@ static void wait_cancellable(const cu_api *a, gj_fault *fault,
   }
 }
 
+/* -- streams (untested: no GPU here) -------------------------------------- */
+
+/* One launch's record on a stream: a device buffer the kernel writes, and
+** pinned host memory it is copied back into on the stream (a copy into
+** the core's pageable record would not return before the kernel ends);
+** cu_wait moves it into the core's record. */
+typedef struct cu_srec {
+  CUdeviceptr dev;
+  void *pinned;
+  gj_fault *core;
+  size_t bytes;
+} cu_srec;
+
+struct gj_stream {
+  int dev;
+  CUstream cs;
+  cu_srec *recs;           /* the launches' since the last wait */
+  int nrecs, caprecs;
+};
+
+int cu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
+{
+  gj_stream *s;
+  CUresult r;
+  int pushed;
+  *out = NULL;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  s = calloc(1, sizeof(*s));
+  if (!s) {
+    cu_leave(st, pushed);
+    return gj_err_set(err, "cuda: out of memory");
+  }
+  s->dev = dev;
+  r = st->drv->api.StreamCreate(&s->cs, 0);
+  cu_leave(st, pushed);
+  if (r != CUDA_SUCCESS) {
+    free(s);
+    return cu_fail_dev(dev, err, "cuStreamCreate", r);
+  }
+  *out = s;
+  return 0;
+}
+
+/* Synchronize s (in the device's context), then give each launch's record
+** to the core and free the buffers. */
+static CUresult stream_drain(gj_bstate *st, gj_stream *s)
+{
+  const cu_api *a = &st->drv->api;
+  CUresult r = a->StreamSynchronize(s->cs);
+  int i;
+  for (i = 0; i < s->nrecs; i++) {
+    cu_srec *x = &s->recs[i];
+    if (r == CUDA_SUCCESS) memcpy(x->core, x->pinned, x->bytes);
+    a->MemFree(x->dev);
+    a->MemFreeHost(x->pinned);
+  }
+  s->nrecs = 0;
+  return r;
+}
+
+void cu_stream_free(gj_bstate *st, int dev, gj_stream *s)
+{
+  gj_err e;
+  int pushed;
+  if (!s) return;
+  if (cu_enter(st, dev, &pushed, &e) == 0) {
+    stream_drain(st, s);
+    st->drv->api.StreamDestroy(s->cs);
+    cu_leave(st, pushed);
+  }
+  free(s->recs);
+  free(s);
+}
+
+int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
+{
+  CUresult r;
+  int pushed;
+  *failed = -1;
+  if (!s) return 0;        /* the default stream: launch finished it */
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  r = stream_drain(st, s);
+  cu_leave(st, pushed);
+  return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuStreamSynchronize", r);
+}
+
+struct gj_event {
+  int dev;
+  CUevent ev;
+};
+
+int cu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                    gj_err *err)
+{
+  const cu_api *a;
+  gj_event *e;
+  CUresult r;
+  int pushed;
+  *out = NULL;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  a = &st->drv->api;
+  e = calloc(1, sizeof(*e));
+  if (!e) {
+    cu_leave(st, pushed);
+    return gj_err_set(err, "cuda: out of memory");
+  }
+  e->dev = dev;
+  r = a->EventCreate(&e->ev, 0);
+  if (r == CUDA_SUCCESS) {
+    r = a->EventRecord(e->ev, s->cs);
+    if (r != CUDA_SUCCESS) a->EventDestroy(e->ev);
+  }
+  cu_leave(st, pushed);
+  if (r != CUDA_SUCCESS) {
+    free(e);
+    return cu_fail_dev(dev, err, "cuEventRecord", r);
+  }
+  *out = e;
+  return 0;
+}
+
+int cu_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  CUresult r = st->drv->api.EventQuery(e->ev);
+  if (r == CUDA_SUCCESS) return 1;
+  if (r == CUDA_ERROR_NOT_READY) return 0;
+  return cu_fail_dev(e->dev, err, "cuEventQuery", r);
+}
+
+int cu_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  CUresult r = st->drv->api.EventSynchronize(e->ev);
+  return r == CUDA_SUCCESS ? 0 : cu_fail_dev(e->dev, err, "cuEventSynchronize", r);
+}
+
+int cu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                  gj_err *err)
+{
+  CUresult r;
+  int pushed;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  r = st->drv->api.StreamWaitEvent(s->cs, e->ev, 0);
+  cu_leave(st, pushed);
+  return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuStreamWaitEvent", r);
+}
+
+int cu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                     gj_err *err)
+{
+  float f = 0;
+  CUresult r = st->drv->api.EventElapsedTime(&f, a->ev, b->ev);
+  if (r != CUDA_SUCCESS) return cu_fail_dev(a->dev, err, "cuEventElapsedTime", r);
+  *ms = f;
+  return 0;
+}
+
+void cu_event_free(gj_bstate *st, gj_event *e)
+{
+  if (!e) return;
+  st->drv->api.EventDestroy(e->ev);
+  free(e);
+}
+
+int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                   const void *src, size_t n, int dir, gj_err *err)
+{
+  const cu_api *a;
+  CUresult r;
+  int pushed;
+  if (n == 0) return 0;
+  if (cu_enter(st, dev, &pushed, err) != 0) return -1;
+  a = &st->drv->api;
+  if (dir == GJ_COPY_TO_DEVICE)
+    r = a->MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, s->cs);
+  else
+    r = a->MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, s->cs);
+  cu_leave(st, pushed);
+  if (r == CUDA_SUCCESS) return 0;
+  return cu_fail_dev(dev, err, dir == GJ_COPY_TO_DEVICE ? "cuMemcpyHtoDAsync"
+                                                        : "cuMemcpyDtoHAsync", r);
+}
+
+/* Enqueue p on stream s (the context entered; params filled but the
+** record's): a bounds-checked kernel gets a record of its own (device
+** buffer and pinned host copy, cu_srec), written before the kernel and read
+** back whole (print area included) after it, on the stream. */
+static CUresult launch_on_stream(const cu_api *a, gj_program *p, gj_stream *s,
+                                 const int64_t *grid, const int64_t *group,
+                                 gj_fault *fault, const char **call)
+{
+  cu_srec x = { 0, NULL, fault, 0 };
+  void **slot = p->sig.faults ? &p->params[p->nparams - 1] : NULL;
+  CUresult r;
+  if (fault && p->sig.faults) {
+    x.bytes = gj_record_size(&p->sig);
+    if (s->nrecs == s->caprecs) {
+      int cap = s->caprecs ? 2 * s->caprecs : 8;
+      cu_srec *v = realloc(s->recs, (size_t)cap * sizeof(*v));
+      if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+      s->recs = v;
+      s->caprecs = cap;
+    }
+    *call = "cuMemAlloc (fault record)";
+    if ((r = a->MemAlloc(&x.dev, x.bytes)) != CUDA_SUCCESS) return r;
+    *call = "cuMemHostAlloc (fault record)";
+    if ((r = a->MemHostAlloc(&x.pinned, x.bytes, 0)) != CUDA_SUCCESS) {
+      a->MemFree(x.dev);
+      return r;
+    }
+    memcpy(x.pinned, fault, head_bytes(&p->sig));
+    *call = "cuMemcpyHtoDAsync (fault record)";
+    r = a->MemcpyHtoDAsync(x.dev, x.pinned, head_bytes(&p->sig), s->cs);
+    if (r != CUDA_SUCCESS) {
+      a->MemFreeHost(x.pinned);
+      a->MemFree(x.dev);
+      return r;
+    }
+    *slot = &x.dev;        /* read by cuLaunchKernel, which copies it */
+  }
+  *call = "cuLaunchKernel (stream)";
+  r = a->LaunchKernel(p->fn, (unsigned)grid[0], (unsigned)grid[1],
+                      (unsigned)grid[2], (unsigned)group[0], (unsigned)group[1],
+                      (unsigned)group[2], 0, s->cs, p->params, NULL);
+  if (x.dev) {
+    *slot = &p->fault;
+    if (r == CUDA_SUCCESS) {
+      *call = "cuMemcpyDtoHAsync (fault record)";
+      r = a->MemcpyDtoHAsync(x.pinned, x.dev, x.bytes, s->cs);
+    }
+    if (r != CUDA_SUCCESS) {    /* nothing of it is waited for */
+      a->StreamSynchronize(s->cs);
+      a->MemFreeHost(x.pinned);
+      a->MemFree(x.dev);
+      return r;
+    }
+    s->recs[s->nrecs++] = x;
+  }
+  return r;
+}
+
 /* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
 int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
               void *args, gj_fault *fault, gj_err *err)
@@ -290,8 +533,10 @@ int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
   char b1[96], b2[96], call[256];
   int pushed, k;
   if (!p || !p->fn) return gj_err_set(err, "cuda: launch of no program");
-  if (s) return gj_err_set(err, "cuda: launch on a stream other than the default one");
   d = &st->drv->devs[p->dev];
+  if (s && s->dev != p->dev)
+    return gj_err_set(err, "cuda: the stream is on device %d, the kernel on %d",
+                      s->dev, p->dev);
   for (k = 0; k < 3; k++) lim.max_dim[k] = d->info.max_group_dim[k];
   lim.max_group = p->max_group;
   lim.default_group = CU_DEFAULT_GROUP;
@@ -312,6 +557,12 @@ int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
   for (i = 0; i < p->nuser; i++) p->params[i] = (char *)args + p->offsets[i];
   if (cu_enter(st, p->dev, &pushed, err) != 0) return -1;
   a = &st->drv->api;
+  if (s) {
+    const char *what = "cuLaunchKernel (stream)";
+    r = launch_on_stream(a, p, s, grid, group, fault, &what);
+    cu_leave(st, pushed);
+    return r == CUDA_SUCCESS ? 0 : cu_fail_dev(p->dev, err, what, r);
+  }
   r = CUDA_SUCCESS;
   if (fault && p->shared_rec) {
     memcpy(p->shared_rec, fault, head_bytes(&p->sig));

@@ -583,8 +583,8 @@ static void ocl_free(gj_bstate *st, int dev, void *ptr)
   if (b && !b->reg) ocl_buf_drop(st, b);
 }
 
-static int ocl_copy(gj_bstate *st, int dev, void *dst, const void *src,
-                    size_t n, int dir, gj_err *err)
+int ocl_copy_on(gj_bstate *st, int dev, cl_command_queue q, int blocking,
+                void *dst, const void *src, size_t n, int dir, gj_err *err)
 {
   const void *dptr = dir == GJ_COPY_TO_DEVICE ? dst : src;
   cl_mem mem;
@@ -599,16 +599,23 @@ static int ocl_copy(gj_bstate *st, int dev, void *dst, const void *src,
     return gj_err_set(err, "opencl: copy of %zu bytes at offset %lld is "
                       "outside the allocation of %zu bytes", n,
                       (long long)off, size);
+  if (!q) q = st->devs[dev].queue;
   if (dir == GJ_COPY_TO_DEVICE)
-    rc = st->cl.EnqueueWriteBuffer(st->devs[dev].queue, mem, CL_TRUE,
+    rc = st->cl.EnqueueWriteBuffer(q, mem, blocking ? CL_TRUE : CL_FALSE,
                                    (size_t)off, n, src, 0, NULL, NULL);
   else
-    rc = st->cl.EnqueueReadBuffer(st->devs[dev].queue, mem, CL_TRUE,
+    rc = st->cl.EnqueueReadBuffer(q, mem, blocking ? CL_TRUE : CL_FALSE,
                                   (size_t)off, n, dst, 0, NULL, NULL);
   if (rc != CL_SUCCESS)
     return ocl_fail(err, dir == GJ_COPY_TO_DEVICE ? "clEnqueueWriteBuffer"
                                                   : "clEnqueueReadBuffer", rc);
   return 0;
+}
+
+static int ocl_copy(gj_bstate *st, int dev, void *dst, const void *src,
+                    size_t n, int dir, gj_err *err)
+{
+  return ocl_copy_on(st, dev, NULL, 1, dst, src, n, dir, err);
 }
 
 static int ocl_sync(gj_bstate *st, int dev, gj_err *err)
@@ -639,6 +646,11 @@ const gj_backend gj_backend_opencl = {
   .device_info = ocl_device_info, .job = ocl_job,
   .target = ocl_target, .load = ocl_load, .unload = ocl_unload,
   .launch = ocl_launch, .wait = ocl_wait,
+  .stream_new = ocl_stream_new, .stream_free = ocl_stream_free,
+  .copy_async = ocl_stream_copy,
+  .event_record = ocl_event_record, .event_query = ocl_event_query,
+  .event_sync = ocl_event_sync, .event_wait = ocl_event_wait,
+  .event_elapsed = ocl_event_elapsed, .event_free = ocl_event_free,
   .alloc = ocl_alloc, .free = ocl_free, .copy = ocl_copy, .sync = ocl_sync,
   .cache_save = ocl_cache_save, .cache_load = ocl_cache_load,
   .host_shares = ocl_host_shares, .host_register = ocl_host_register,

@@ -32,7 +32,9 @@
   X(ReleaseProgram) X(CreateKernel) X(ReleaseKernel) X(SetKernelArg)     \
   X(GetKernelInfo) X(GetKernelWorkGroupInfo) X(EnqueueNDRangeKernel)     \
   X(Finish) X(Flush) X(GetEventInfo) X(ReleaseEvent)                    \
-  X(EnqueueMapBuffer) X(EnqueueUnmapMemObject)
+  X(EnqueueMapBuffer) X(EnqueueUnmapMemObject)                          \
+  X(EnqueueMarkerWithWaitList) X(EnqueueBarrierWithWaitList)             \
+  X(WaitForEvents) X(GetEventProfilingInfo)
 
 typedef struct ocl_api {
 #define OCL_FIELD(n) __typeof__(cl##n) *n;
@@ -158,7 +160,28 @@ void ocl_unload(gj_bstate *st, gj_program *p);
 ** ocl_wait finishes the queue and reads the record back. */
 int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
                void *args, gj_fault *fault, gj_err *err);
-int ocl_wait(gj_bstate *st, int dev, gj_stream *s, gj_err *err);
+int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+/* A copy (gj_backend.copy) on queue q (NULL: the device's default one),
+** blocking or not (then src or dst must stay valid until q finishes). */
+int ocl_copy_on(gj_bstate *st, int dev, cl_command_queue q, int blocking,
+                void *dst, const void *src, size_t n, int dir, gj_err *err);
+/* gj_backend.copy_async: ocl_copy_on the stream's queue, not blocking. */
+int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                    const void *src, size_t n, int dir, gj_err *err);
+/* Events: a marker on the stream's queue (queues of streams profile, for
+** event_elapsed). */
+int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                     gj_err *err);
+int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err);
+int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err);
+int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                   gj_err *err);
+int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                      gj_err *err);
+void ocl_event_free(gj_bstate *st, gj_event *e);
+/* A stream: a command queue of its own on the device's context. */
+int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
+void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s);
 /* The disk cache keeps a program's device binary (CL_PROGRAM_BINARIES),
 ** so that the next process skips the device compiler's build. */
 int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,

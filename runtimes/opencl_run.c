@@ -9,8 +9,11 @@
 ** A launch sets only the arguments that changed since the program's last
 ** launch (each one's last value is kept in its arg slot), then
 ** clEnqueueNDRangeKernel, then (ocl_wait) clFinish and the record read
-** back: the core waits right after each launch, so launches are synchronous
-** for the caller (API.md).
+** back: the core waits right after each launch on the default stream, so
+** those are synchronous for the caller (API.md).  A stream (gpu.stream) is
+** a command queue of its own: a launch on it enqueues the kernel (and its
+** record's copies, launch_on_stream) and returns; ocl_wait on it is one
+** clFinish.
 */
 #include "opencl_int.h"
 
@@ -252,7 +255,8 @@ void ocl_unload(gj_bstate *st, gj_program *p)
   if (!p) return;
   if (st->devs[p->dev].pending.p == p) {   /* its launch, finished first */
     gj_err e;
-    ocl_wait(st, p->dev, NULL, &e);
+    int failed;
+    ocl_wait(st, p->dev, NULL, &failed, &e);
   }
   for (i = 0; i < 2; i++) {
     if (p->entry[i].kernel) st->cl.ReleaseKernel(p->entry[i].kernel);
@@ -360,15 +364,185 @@ static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
                                   NULL, NULL);
 }
 
+/* -- streams: one command queue each ------------------------------------- */
+
+struct gj_stream {
+  int dev;
+  cl_command_queue q;
+};
+
+int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
+{
+  gj_stream *s;
+  cl_int rc;
+  *out = NULL;
+  if (ocl_ready(st, dev, err) != 0) return -1;
+  s = calloc(1, sizeof(*s));
+  if (!s) return gj_err_set(err, "opencl: out of memory");
+  s->dev = dev;
+  s->q = st->cl.CreateCommandQueue(st->devs[dev].ctx, st->devs[dev].id,
+                                   CL_QUEUE_PROFILING_ENABLE, &rc);
+  if (!s->q) {
+    free(s);
+    return ocl_fail(err, "clCreateCommandQueue (stream)", rc);
+  }
+  *out = s;
+  return 0;
+}
+
+void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
+{
+  (void)dev;
+  if (!s) return;
+  st->cl.Finish(s->q);
+  st->cl.ReleaseCommandQueue(s->q);
+  free(s);
+}
+
+/* -- events: markers on a stream's queue ---------------------------------- */
+
+struct gj_event {
+  int dev;
+  cl_event ev;
+};
+
+int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                     gj_err *err)
+{
+  gj_event *e;
+  cl_int rc;
+  *out = NULL;
+  e = calloc(1, sizeof(*e));
+  if (!e) return gj_err_set(err, "opencl: out of memory");
+  e->dev = dev;
+  rc = st->cl.EnqueueMarkerWithWaitList(s->q, 0, NULL, &e->ev);
+  if (rc == CL_SUCCESS) rc = st->cl.Flush(s->q);
+  if (rc != CL_SUCCESS) {
+    if (e->ev) st->cl.ReleaseEvent(e->ev);
+    free(e);
+    return ocl_fail(err, "clEnqueueMarkerWithWaitList", rc);
+  }
+  *out = e;
+  return 0;
+}
+
+int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  cl_int status = CL_QUEUED;
+  cl_int rc = st->cl.GetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                  sizeof(status), &status, NULL);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetEventInfo", rc);
+  if (status < 0) return ocl_fail(err, "the event's stream", status);
+  return status == CL_COMPLETE;
+}
+
+int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+{
+  cl_int rc = st->cl.WaitForEvents(1, &e->ev);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clWaitForEvents", rc);
+}
+
+int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                   gj_err *err)
+{
+  cl_int rc;
+  if (e->dev != dev) return ocl_event_sync(st, e, err);  /* another context */
+  rc = st->cl.EnqueueBarrierWithWaitList(s->q, 1, &e->ev, NULL);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clEnqueueBarrierWithWaitList", rc);
+}
+
+int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                      gj_err *err)
+{
+  cl_ulong ta = 0, tb = 0;
+  cl_int rc = st->cl.GetEventProfilingInfo(a->ev, CL_PROFILING_COMMAND_END,
+                                           sizeof(ta), &ta, NULL);
+  if (rc == CL_SUCCESS)
+    rc = st->cl.GetEventProfilingInfo(b->ev, CL_PROFILING_COMMAND_END,
+                                      sizeof(tb), &tb, NULL);
+  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetEventProfilingInfo", rc);
+  *ms = ((double)tb - (double)ta) * 1e-6;
+  return 0;
+}
+
+void ocl_event_free(gj_bstate *st, gj_event *e)
+{
+  if (!e) return;
+  st->cl.ReleaseEvent(e->ev);
+  free(e);
+}
+
+int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                    const void *src, size_t n, int dir, gj_err *err)
+{
+  cl_int rc;
+  if (ocl_copy_on(st, dev, s->q, 0, dst, src, n, dir, err) != 0) return -1;
+  rc = st->cl.Flush(s->q);
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFlush (stream)", rc);
+}
+
+/* Enqueue entry e (its arguments set) on stream s without waiting.  A
+** bounds-checked kernel's record gets a buffer of its own for this launch
+** (the program's is the default stream's, and another stream's launch of
+** the same program may run meanwhile): the host record written into it
+** before the kernel and the whole record (print area included) read back
+** after it, both without blocking, into the core's record of the launch,
+** which lives until the wait.  The buffer is released at once: OpenCL
+** frees it when the commands that use it have finished. */
+static int launch_on_stream(gj_bstate *st, gj_program *p, ocl_entry *e,
+                            gj_stream *s, cl_uint nd, const size_t *gl,
+                            const size_t *lo, gj_fault *fault, gj_err *err)
+{
+  ocl_device *d = &st->devs[p->dev];
+  size_t bytes = gj_record_size(&p->sig);
+  cl_mem rec = NULL;
+  cl_int rc;
+  const char *what = "clEnqueueNDRangeKernel (stream)";
+  if (fault && p->fault) {
+    rec = st->cl.CreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    if (!rec) return ocl_fail(err, "clCreateBuffer (fault record)", rc);
+    rc = st->cl.EnqueueWriteBuffer(s->q, rec, CL_FALSE, 0,
+                                   p->sig.prints ? sizeof(*fault) + sizeof(gj_print_head)
+                                                 : sizeof(*fault),
+                                   fault, 0, NULL, NULL);
+    if (rc == CL_SUCCESS)
+      rc = st->cl.SetKernelArg(e->kernel, p->fault_arg, sizeof(cl_mem), &rec);
+    if (rc != CL_SUCCESS) {
+      st->cl.ReleaseMemObject(rec);
+      return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
+    }
+  }
+  rc = st->cl.EnqueueNDRangeKernel(s->q, e->kernel, nd, NULL, gl, lo, 0, NULL,
+                                   NULL);
+  if (rec) {
+    cl_int r2 = st->cl.SetKernelArg(e->kernel, p->fault_arg, sizeof(cl_mem),
+                                    &p->fault);
+    if (rc == CL_SUCCESS)
+      rc = st->cl.EnqueueReadBuffer(s->q, rec, CL_FALSE, 0, bytes, fault, 0,
+                                    NULL, NULL);
+    if (rc == CL_SUCCESS && r2 != CL_SUCCESS) {
+      rc = r2;
+      what = "clSetKernelArg (fault record)";
+    }
+    st->cl.ReleaseMemObject(rec);
+  }
+  if (rc == CL_SUCCESS) rc = st->cl.Flush(s->q);   /* start it now */
+  return rc == CL_SUCCESS ? 0 : ocl_fail(err, what, rc);
+}
+
 /* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
-int ocl_wait(gj_bstate *st, int dev, gj_stream *s, gj_err *err)
+int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
 {
   ocl_device *d = &st->devs[dev];
   gj_program *p = d->pending.p;
   gj_fault *fault = d->pending.fault;
   cl_event ev = d->pending.ev;
   cl_int rc;
-  if (s) return gj_err_set(err, "opencl: wait on a stream other than the default one");
+  *failed = -1;
+  if (s) {
+    rc = st->cl.Finish(s->q);
+    return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFinish (stream)", rc);
+  }
   if (!p) return 0;
   d->pending.p = NULL;
   d->pending.fault = NULL;
@@ -401,12 +575,12 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
   cl_int rc;
   cl_event ev = NULL;
   char b1[96], b2[96];
-  int i, nd = dm->ndim;
+  int i, failed, nd = dm->ndim;
   if (!p || !p->entry[0].kernel)
     return gj_err_set(err, "opencl: launch of no program");
-  if (s) return gj_err_set(err, "opencl: launch on a stream other than the default one");
   d = &st->devs[p->dev];
-  if (d->pending.p && ocl_wait(st, p->dev, NULL, err) != 0) return -1;
+  if (!s && d->pending.p && ocl_wait(st, p->dev, NULL, &failed, err) != 0)
+    return -1;
   /* Below 2^31 per dimension, which the !range of local ids assumes
   ** (targets/spir.c); devices report far less. */
   for (i = 0; i < 3; i++)
@@ -455,6 +629,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
     lo[i] = (size_t)group[i];
     gl[i] = (size_t)((g + group[i] - 1) / group[i] * group[i]);
   }
+  if (s) return launch_on_stream(st, p, e, s, (cl_uint)nd, gl, lo, fault, err);
   if (fault && p->fault) {   /* zeroed (the core's copy) before the run */
     rc = st->cl.EnqueueWriteBuffer(d->queue, p->fault, CL_TRUE, 0,
                                    p->sig.prints ? sizeof(*fault) + sizeof(gj_print_head)

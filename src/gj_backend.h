@@ -176,11 +176,14 @@ static inline size_t gj_record_size(const gj_sig *sig)
 
 typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
 /* A stream: a runtime's ordered queue of work on one device (a CUDA stream,
-** an OpenCL command queue).  NULL is the device's default stream, and the
-** only one the core passes today: streams are not exposed yet (the launch
-** contract below is ready for them). */
+** an OpenCL command queue, the cpu backend's worker thread).  NULL is the
+** device's default stream; others are made by stream_new (gpu.stream).
+** Launches on one stream run in the order they were made; launches on
+** different streams (the default one included) may overlap. */
 typedef struct gj_stream gj_stream;
 typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
+/* An event: a point in a stream's work (gpu.stream's s:record()). */
+typedef struct gj_event gj_event;
 
 /* Direction for gj_backend.copy. */
 enum { GJ_COPY_TO_DEVICE = 0, GJ_COPY_TO_HOST = 1 };
@@ -246,22 +249,64 @@ typedef struct gj_backend {
   int (*load)(gj_bstate *st, int dev, const char *art, size_t len,
               const gj_sig *sig, gj_program **out, gj_err *err);
   void (*unload)(gj_bstate *st, gj_program *p);
-  /* Enqueue the kernel on stream s (NULL: the default stream).  args is
-  ** the argument block laid out by gj_sig_layout, read before launch
-  ** returns; fault: the host record of a bounds-checked kernel
+  /* Enqueue the kernel on stream s (NULL: the default stream).  dims and
+  ** args (the argument block laid out by gj_sig_layout) are read before
+  ** launch returns; fault: the host record of a bounds-checked kernel
   ** (sig->faults), NULL otherwise.  A runtime with `wait` may return before
   ** the kernel has finished: the record (and a print area after it) is
   ** final only when `wait` on s returns, and the core reads it, and the
   ** Lua face copies arrays back, only then.  A runtime without `wait`
-  ** returns when the kernel has finished, the record final. */
+  ** returns when the kernel has finished, the record final (it can have
+  ** no streams but the default one).
+  ** On a stream of stream_new: each launch gets a record of its own
+  ** (gj_record_size bytes, the head set, alive until wait returns), never
+  ** a kernel with a timeout (sig->cancel), and launch returns at once:
+  ** what it finds wrong before enqueueing is its error; what goes wrong
+  ** while the kernel runs is wait's.  The arrays in args stay valid until
+  ** wait returns (the core's caller keeps them). */
   int (*launch)(gj_bstate *st, gj_program *p, gj_stream *s,
                 const gj_dims *dims, void *args, gj_fault *fault, gj_err *err);
   /* Optional: wait until what was launched on stream s (NULL: the default
   ** stream) of device dev has finished, with the records of those launches
   ** final in the host memory given to launch.  The core calls it right
-  ** after each launch today, and a timed launch's watchdog runs through
-  ** it (the host's fault->cancel must reach the device meanwhile). */
-  int (*wait)(gj_bstate *st, int dev, gj_stream *s, gj_err *err);
+  ** after each launch on the default stream, and a timed launch's watchdog
+  ** runs through it (the host's fault->cancel must reach the device
+  ** meanwhile).  -1 with err when a launch failed while it ran; *failed
+  ** is then its index among the launches on s since the previous wait
+  ** (0-based), or -1 when the runtime cannot tell.  Launches made after a
+  ** failed one, up to the wait, may not have run. */
+  int (*wait)(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+  /* 1: launch on the default stream returns when the kernel has finished
+  ** (its record final), so the core calls wait only for other streams
+  ** (the cpu backend: one indirect call less per launch). */
+  int default_finishes;
+  /* Optional, all three or none (NULL: the backend has the default stream
+  ** only): a new stream on device dev, and its end (stream_free first
+  ** waits for what was enqueued on s, errors dropped); copy_async is copy
+  ** enqueued on s after what is there: it counts as one of s's launches
+  ** for wait's *failed, and the host memory stays valid until wait. */
+  int (*stream_new)(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
+  void (*stream_free)(gj_bstate *st, int dev, gj_stream *s);
+  int (*copy_async)(gj_bstate *st, int dev, gj_stream *s, void *dst,
+                    const void *src, size_t n, int dir, gj_err *err);
+  /* Optional, all or none (a backend with streams): events, which are not
+  ** launches (wait's *failed does not count them).  event_record: a new
+  ** event that finishes when what was enqueued on s so far has finished.
+  ** event_query: 1 finished, 0 not yet (-1 with err: the device failed).
+  ** event_sync: the host waits for it.  event_wait: what is enqueued on s
+  ** from now on waits for e (an event of this backend; of another device
+  ** of it, the runtime may wait on the host).  event_elapsed: *ms from a to
+  ** b, both finished, on the device's clock.  event_free: the event goes
+  ** (what was enqueued keeps working). */
+  int (*event_record)(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+                      gj_err *err);
+  int (*event_query)(gj_bstate *st, gj_event *e, gj_err *err);
+  int (*event_sync)(gj_bstate *st, gj_event *e, gj_err *err);
+  int (*event_wait)(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+                    gj_err *err);
+  int (*event_elapsed)(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+                       gj_err *err);
+  void (*event_free)(gj_bstate *st, gj_event *e);
   void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
   void (*free)(gj_bstate *st, int dev, void *ptr);
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,

@@ -23,6 +23,7 @@ struct gj_ctx {
   gj_cache_stats cache;
   /* gj_mem_host_register calls that succeeded, and those not released. */
   int64_t host_regs, host_live;
+  struct gj_queue *queues;       /* the live streams (gj_stream.h) */
 };
 
 /* Open backend bk on first use.  0, or -1 with ctx->berr[bk] copied to err. */

@@ -24,6 +24,7 @@
 #include "gj_lua_types.h"
 #include "gj_pipeline_lua.h"
 #include "gj_plugin.h"
+#include "gj_stream.h"
 #include "gpujit.h"
 
 #define CTX_MT "gpujit.ctx"
@@ -601,6 +602,7 @@ static int ctx_gc(lua_State *L)
   ctxobj *c = (ctxobj *)luaL_checkudata(L, 1, CTX_MT);
   int i;
   if (c->closed) return 0;
+  gj_streams_close(&c->ctx);   /* their launches end before the kernels go */
   while (c->head.next) kobj_release(c->head.next);
   for (i = 0; i < gj_nbackends; i++) {
     if (c->ctx.bopened[i] > 0) gj_backends[i]->close(c->ctx.bst[i]);

@@ -30,6 +30,7 @@
 #include "gj_cg.h"
 #include "gj_kv.h"
 #include "gj_pipeline.h"
+#include "gj_stream.h"
 #include "gj_plugin.h"
 #include "gj_target.h"
 #include "gj_typer.h"
@@ -698,6 +699,13 @@ static int dims_in_range(const gj_kernel *k, const gj_dims *dims)
   return 1;
 }
 
+int gj_kernel_check_dims(gj_kernel *k, const gj_dims *dims)
+{
+  if (dims_in_range(k, dims)) return 0;
+  return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the kernel's "
+                    "ids are typed below it)", k->sig.lnum ? 31 : 51);
+}
+
 /* The record a launch of k passes: on the stack for checks and timeouts,
 ** k->rec (with its print area's head set) for a kernel that prints. */
 static gj_fault *launch_record(gj_kernel *k, gj_fault *local)
@@ -727,8 +735,10 @@ static gj_fault *launch_record(gj_kernel *k, gj_fault *local)
 static int run_on_default(gj_kernel *k, const gj_dims *dims, void *args,
                           gj_fault *f)
 {
+  int failed;
   if (k->be->launch(k->bst, k->prog, NULL, dims, args, f, &k->ctx->err)) return -1;
-  if (k->be->wait) return k->be->wait(k->bst, k->dev, NULL, &k->ctx->err);
+  if (k->be->wait && !k->be->default_finishes)
+    return k->be->wait(k->bst, k->dev, NULL, &failed, &k->ctx->err);
   return 0;
 }
 
@@ -737,9 +747,7 @@ int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
   gj_fault local, *f;
   gj_watch w;
   int rc;
-  if (!dims_in_range(k, dims))
-    return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the kernel's "
-                      "ids are typed below it)", k->sig.lnum ? 31 : 51);
+  if (!dims_in_range(k, dims)) return gj_kernel_check_dims(k, dims);
   if (!k->sig.faults) return run_on_default(k, dims, args, NULL);
   if (!(f = launch_record(k, &local))) return -1;
   if (!k->sig.cancel) {
@@ -771,6 +779,7 @@ const void *gj_kernel_prints(const gj_kernel *k, uint64_t *written,
 void gj_kernel_free(gj_kernel *k)
 {
   if (!k) return;
+  gj_streams_forget_kernel(k->ctx, k);   /* its launches on streams end first */
   if (k->prog && k->bst) k->be->unload(k->bst, k->prog);
   gj_sites_free(&k->sites);
   gj_psites_free(&k->prints);

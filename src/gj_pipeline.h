@@ -104,6 +104,11 @@ struct gj_kernel {
 ** records in k->rec (gj_kernel_prints), also when it fails. */
 int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args);
 
+/* 0 when every dimension of dims is in the range k's ids were typed for
+** (docs/typing.md: below 2^51, 2^31 with an lnum parameter); else -1 with
+** the message in k->ctx->err. */
+int gj_kernel_check_dims(gj_kernel *k, const gj_dims *dims);
+
 /* The print records of k's last launch (sig.prints; else NULL and 0s):
 ** the first *written records from the returned address (src/gj_backend.h,
 ** gj_print_rec), and how many did not fit. */

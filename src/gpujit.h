@@ -67,6 +67,39 @@ GJ_API void *gj_mem_host_register(gj_ctx *c, int bk, int dev, void *host,
 GJ_API int gj_mem_host_release(gj_ctx *c, int bk, int dev, void *p,
                                int quiet);
 
+/* FFI: streams (gpu.stream; the protocol is in src/gj_stream.h).  new:
+** a stream on device dev of backend bk, or NULL with gj_errmsg().  free
+** waits for its launches first.  launch enqueues k and returns; wait
+** returns how many launches were waited for; status gives 0, or -1 with
+** gj_errmsg() for launch i's error (i = -1: an error of the stream that no
+** launch owns); prints is gj_prints for launch i; done forgets them. */
+typedef struct gj_queue gj_queue;
+GJ_API gj_queue *gj_stream_new(gj_ctx *c, int bk, int dev);
+GJ_API void gj_stream_free(gj_queue *q);
+GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
+                            void *args);
+/* copy: gj_mem_copy enqueued on q after what is there (one more of q's
+** launches for wait and status); the host memory stays valid until wait. */
+GJ_API int gj_stream_copy(gj_queue *q, void *dst, const void *src,
+                          uint64_t bytes, int dir);
+GJ_API int gj_stream_wait(gj_queue *q);
+GJ_API int gj_stream_status(gj_queue *q, int i);
+GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,
+                                    uint64_t *dropped);
+GJ_API void gj_stream_done(gj_queue *q);
+/* FFI: events (s:record()).  record: an event at q's current end, or NULL
+** with gj_errmsg().  query: 1 finished, 0 not yet, -1 error.  sync: the
+** host waits.  wait_event: q's later work waits for e (of another backend:
+** the host waits now).  elapsed: *ms from a to b (waits for both; one
+** device).  Errors (-1) in gj_errmsg() of the queue's or a's context. */
+typedef struct gj_evt gj_evt;
+GJ_API gj_evt *gj_event_record(gj_queue *q);
+GJ_API void gj_event_free(gj_evt *e);
+GJ_API int gj_event_query(gj_evt *e);
+GJ_API int gj_event_sync(gj_evt *e);
+GJ_API int gj_stream_wait_event(gj_queue *q, gj_evt *e);
+GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms);
+
 /* The compile job backend `backend` ("cpu", "opencl", "cuda") proposes for
 ** device dev, before any kernel's job option or plugin (gpu.job gives it
 ** after those, for one kernel).  Returns 0, or -1 with gj_errmsg(). */

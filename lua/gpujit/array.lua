@@ -38,7 +38,14 @@ R.impl = impl
 -- -> target or nil.  A target is { backend, bk, dev, sim, shared, entry, label }.
 local env = {}
 function M.setup(e)
+  local streams = env.streams
   env = e
+  env.streams = env.streams or streams
+end
+
+-- gpujit.stream, for copies on a stream (set by gpujit after both load).
+function M.set_streams(streams)
+  env.streams = streams
 end
 
 -- A struct element (types.structs, by its C name) gets an anonymous struct
@@ -158,15 +165,57 @@ function impl.newindex(e, k, v)
   e.ptr[k] = v
 end
 
+-- Arrays in use by launches on a stream (gpujit.stream): how many launches
+-- use each, and the memory of those freed (e:free()) meanwhile, released
+-- when the last of those launches is synchronized.  The stream keeps the
+-- array object alive until then, so its finalizer cannot run before.
+local inuse = setmetatable({}, { __mode = "k" })
+local deferred = setmetatable({}, { __mode = "k" })
+
+local function release_mem(p, ctx, bk, dev)
+  if bk == SIM_BK then
+    C.free(p)
+  elseif env.lib then
+    env.lib.gj_mem_free(ctx, bk, dev, p)
+  end
+end
+
 function impl.free(e)
   local p = e.ptr
   if p == nil then return end
   e.ptr = nil
   e.n = 0
-  if e.bk == SIM_BK then
-    C.free(p)
-  elseif env.lib then
-    env.lib.gj_mem_free(e.ctx, e.bk, e.dev, p)
+  if inuse[e] then
+    deferred[e] = { p, e.ctx, e.bk, e.dev }
+    return
+  end
+  release_mem(p, e.ctx, e.bk, e.dev)
+end
+
+local function is_garray(v)
+  if type(v) ~= "cdata" then return false end
+  local info = types.ctype_info(v)
+  return info ~= nil and info.kind == "garray"
+end
+
+-- v (any launch argument) is used by a launch on a stream.
+function M.hold(v)
+  if is_garray(v) then inuse[v] = (inuse[v] or 0) + 1 end
+end
+
+-- That launch is synchronized.
+function M.release(v)
+  local c = inuse[v]
+  if c == nil then return end
+  if c > 1 then
+    inuse[v] = c - 1
+    return
+  end
+  inuse[v] = nil
+  local d = deferred[v]
+  if d then
+    deferred[v] = nil
+    release_mem(d[1], d[2], d[3], d[4])
   end
 end
 
@@ -236,22 +285,45 @@ local function alloc(elem, n, tgt, fname, level)
   return e
 end
 
-local function upload(e, src, bytes, fname, level)
+-- The copies: now, or on stream s (gpujit.stream) when given, which then
+-- keeps `keep` (the array and the host memory) alive and runs `done` at its
+-- synchronize.  On sim (plain host memory) they are made now.
+local function upload(e, src, bytes, fname, level, s, keep)
   if bytes == 0 then return end
   if e.bk == SIM_BK then
     ffi.copy(e.ptr, src, bytes)
+  elseif s then
+    env.streams.copy(s, e.ptr, src, bytes, 0, keep, nil, fname .. ": copy to " .. label(e), level + 1)
   elseif env.lib.gj_mem_copy(e.ctx, e.bk, e.dev, e.ptr, src, bytes, 0) ~= 0 then
     fail(fname .. ": copy to " .. label(e) .. " failed: " .. errmsg(), level + 1)
   end
 end
 
-local function download(e, dst, bytes, fname, level)
-  if bytes == 0 then return end
-  if e.bk == SIM_BK then
-    ffi.copy(dst, e.ptr, bytes)
-  elseif env.lib.gj_mem_copy(e.ctx, e.bk, e.dev, dst, e.ptr, bytes, 1) ~= 0 then
-    fail(fname .. ": copy from " .. label(e) .. " failed: " .. errmsg(), level + 1)
+local function download(e, dst, bytes, fname, level, s, keep, done)
+  if bytes == 0 or e.bk == SIM_BK or not s then
+    if bytes > 0 then
+      if e.bk == SIM_BK then
+        ffi.copy(dst, e.ptr, bytes)
+      elseif env.lib.gj_mem_copy(e.ctx, e.bk, e.dev, dst, e.ptr, bytes, 1) ~= 0 then
+        fail(fname .. ": copy from " .. label(e) .. " failed: " .. errmsg(), level + 1)
+      end
+    end
+    if done then done() end
+    return
   end
+  env.streams.copy(s, dst, e.ptr, bytes, 1, keep, done, fname .. ": copy from " .. label(e), level + 1)
+end
+
+-- The stream that `arg` (a device argument, or a stream) names, checked
+-- against array e's device; nil for none.
+local function stream_arg(v, e, fname, level)
+  if not (env.streams and env.streams.is_stream(v)) then return nil end
+  local same = e == nil or (v.tgt.sim and e.bk == SIM_BK)
+    or (not v.tgt.sim and v.tgt.bk == e.bk and v.tgt.dev == e.dev)
+  if not same then
+    fail(fname .. ": the stream is on " .. v.tgt.label .. ", the array on " .. label(e), level + 1)
+  end
+  return v
 end
 
 local function target(device, fname, level)
@@ -304,11 +376,14 @@ local function ffi_len(v, info)
 end
 M.ffi_len = ffi_len
 
--- gpu.to_device(src [, ctype [, device]]): src an FFI array, a Lua table of
--- numbers or a gpu.array.
+-- gpu.to_device(src [, ctype [, device or stream]]): src an FFI array, a
+-- Lua table of numbers or a gpu.array.  With a stream: on its device, the
+-- copy enqueued on it (a table is read now, an FFI array when the copy runs).
 function M.to_device(src, ctype, device)
   local fname = "gpu.to_device"
   local elem = ctype ~= nil and elem_name(ctype, fname, 2) or nil
+  local s = stream_arg(device, nil, fname, 2)
+  local function tgt() return s and s.tgt or target(device, fname, 3) end
   local ts = type(src)
   if ts == "table" then
     elem = elem or "double"
@@ -319,25 +394,29 @@ function M.to_device(src, ctype, device)
     local n = #src
     local buf = types.vla(elem)(n)
     fill_from_table(buf, src, n, elem, fname, 2)
-    local e = alloc(elem, n, target(device, fname, 2), fname, 2)
-    upload(e, buf, n * types.size[elem], fname, 2)
+    local e = alloc(elem, n, tgt(), fname, 2)
+    upload(e, buf, n * types.size[elem], fname, 2, s, { e, buf })
     return e
   elseif ts == "cdata" then
     local info = types.ctype_info(src)
     if info and info.kind == "garray" then
       if src.ptr == nil then fail(fname .. ": use of a freed array", 2) end
+      if s then
+        fail(fname .. ": a gpu.array source and a stream: copy it to the host first (on the "
+          .. "stream: src:to_host(nil, s))", 2)
+      end
       return M.to_device(src:to_host(), ctype or info.elem, device)
     elseif info and info.kind == "farray" then
       local n = ffi_len(src, info)
       elem = elem or info.elem
-      local e = alloc(elem, n, target(device, fname, 2), fname, 2)
+      local e = alloc(elem, n, tgt(), fname, 2)
       local bytes = n * types.size[elem]
       if elem == info.elem then
-        upload(e, src, bytes, fname, 2)
+        upload(e, src, bytes, fname, 2, s, { e, src })
       else
         local buf = types.vla(elem)(n)
         for i = 0, n - 1 do buf[i] = src[i] end
-        upload(e, buf, bytes, fname, 2)
+        upload(e, buf, bytes, fname, 2, s, { e, buf })
       end
       return e
     elseif info and info.kind == "fptr" then
@@ -348,31 +427,38 @@ function M.to_device(src, ctype, device)
     .. types.describe(src), 2)
 end
 
--- e:to_host([dst]): a new FFI array, or dst (an FFI array or a Lua table)
--- filled with the contents.
-function methods.to_host(e, dst)
+-- e:to_host([dst [, stream]]): a new FFI array, or dst (an FFI array or a
+-- Lua table) filled with the contents.  With a stream: the copy enqueued
+-- on it, dst (or the new array) filled by its synchronize.
+function methods.to_host(e, dst, stream)
   local fname = "to_host"
   if type(e) ~= "cdata" or not types.ctype_info(e) or types.ctype_info(e).kind ~= "garray" then
-    fail("to_host: call it as e:to_host([dst]) on a gpu.array", 2)
+    fail("to_host: call it as e:to_host([dst [, stream]]) on a gpu.array", 2)
   end
   if e.ptr == nil then fail("to_host: use of a freed array", 2) end
+  local s = stream_arg(stream, e, fname, 2)
+  if stream ~= nil and not s then
+    fail("to_host: argument #2 must be a gpu.stream, got " .. types.describe(stream), 2)
+  end
   local elem = types.ctype_info(e).elem
   local n = tonumber(e.n)
   local bytes = n * types.size[elem]
   if dst == nil then
     local out = types.vla(elem)(n)
-    download(e, out, bytes, fname, 2)
+    download(e, out, bytes, fname, 2, s, { e, out })
     return out
   end
   local td = type(dst)
   if td == "table" then
     local buf = types.vla(elem)(n)
-    download(e, buf, bytes, fname, 2)
-    if types.is_int64[elem] then
-      for i = 1, n do dst[i] = tonumber(buf[i - 1]) end
-    else
-      for i = 1, n do dst[i] = buf[i - 1] end
-    end
+    local int64 = types.is_int64[elem]
+    download(e, buf, bytes, fname, 2, s, { e, buf, dst }, function()
+      if int64 then
+        for i = 1, n do dst[i] = tonumber(buf[i - 1]) end
+      else
+        for i = 1, n do dst[i] = buf[i - 1] end
+      end
+    end)
     return dst
   elseif td == "cdata" then
     local info = types.ctype_info(dst)
@@ -382,11 +468,12 @@ function methods.to_host(e, dst)
         fail("to_host: the destination holds " .. len .. " elements, the array has " .. n, 2)
       end
       if info.elem == elem then
-        download(e, dst, bytes, fname, 2)
+        download(e, dst, bytes, fname, 2, s, { e, dst })
       else
         local buf = types.vla(elem)(n)
-        download(e, buf, bytes, fname, 2)
-        for i = 0, n - 1 do dst[i] = buf[i] end
+        download(e, buf, bytes, fname, 2, s, { e, buf, dst }, function()
+          for i = 0, n - 1 do dst[i] = buf[i] end
+        end)
       end
       return dst
     end

@@ -3,9 +3,10 @@
 --
 -- The module is a factory: gpujit.dispatch calls it once with its error
 -- function and gets set_dims(K, d, cfg), which returns run (false: nothing
--- to do), partial (some group is cut by global) and huge (a global or group
+-- to do), partial (some group is cut by global), huge (a global or group
 -- dimension is 2^31 or more: number arguments are then doubles, since the
--- whole-number classes count on ids below 2^31; types.numtag).
+-- whole-number classes count on ids below 2^31; types.numtag) and the
+-- table's `stream` (gpujit.stream; checked by the caller).
 local type = type
 
 return function(raise)
@@ -79,7 +80,7 @@ return function(raise)
       partial = x % gx ~= 0 or y % gy ~= 0 or z % gz ~= 0
       huge = huge or gx >= 2147483648 or gy >= 2147483648 or gz >= 2147483648
     end
-    return x * y * z > 0, partial, huge
+    return x * y * z > 0, partial, huge, cfg.stream
   end
 
   return set_dims

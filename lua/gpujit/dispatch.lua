@@ -111,12 +111,17 @@ local function devcheck(K, i, a, tgt)
     .. tgt.label)
 end
 
-local function launch_failed(K)
-  local msg = env.lib and ffi.string(env.lib.gj_errmsg(env.ctx)) or "launch failed"
+-- The message of a failed launch of K whose error is msg.
+local function fail_text(K, msg)
   -- a timeout's message names the kernel already
   local named = "kernel '" .. K.name .. "' "
-  if msg:sub(1, #named) == named then error(msg, 0) end
-  error(msg .. " (in kernel " .. K.name .. ")", 0)
+  if msg:sub(1, #named) == named then return msg end
+  return msg .. " (in kernel " .. K.name .. ")"
+end
+D.fail_text = fail_text
+
+local function launch_failed(K)
+  error(fail_text(K, env.lib and ffi.string(env.lib.gj_errmsg(env.ctx)) or "launch failed"), 0)
 end
 
 local function dims_text(d, what)
@@ -429,10 +434,12 @@ end
 
 local new_launchers = require("gpujit.launcher")
 own[debug.getinfo(new_launchers, "S").source] = true
+local streams = require("gpujit.stream")
+own[debug.getinfo(streams.new, "S").source] = true
 local launchers = new_launchers({
   env = function() return env end, raise = raise, argerr = argerr, elemerr = elemerr,
   freed = freed, devcheck = devcheck, launch_failed = launch_failed,
-  barrier_fail = barrier_fail, label_of = label_of, tag_of = tag_of,
+  barrier_fail = barrier_fail, label_of = label_of, tag_of = tag_of, push = streams.push,
 })
 local gen_launcher, sim_launcher = launchers.gen_launcher, launchers.sim_launcher
 D.gen_launcher = gen_launcher
@@ -441,7 +448,10 @@ local function no_target()
   raise(env.state.cur_err or "no backend selected (gpu.use)")
 end
 
-local function build(K, tgt, huge, ...)
+-- async: the launcher for launches on a stream (gpujit.launcher), kept
+-- beside the other one in the tree (node[true]); the inline cache is only
+-- for launches without a stream.
+local function build(K, tgt, huge, async, ...)
   local n = K.nparams
   local args = { ... }
   local kinds = {}
@@ -481,7 +491,7 @@ local function build(K, tgt, huge, ...)
   elseif tgt.sim then
     L = sim_launcher(K, tgt, ov, kinds)
   else
-    L = gen_launcher(K, tgt, ov, kinds)
+    L = gen_launcher(K, tgt, ov, kinds, async)
   end
   local node = K._tree[tgt]
   if node == nil then
@@ -497,27 +507,57 @@ local function build(K, tgt, huge, ...)
     end
     node = nxt
   end
-  node[false] = L
-  K._ic = L
+  node[async] = L
+  if not async then K._ic = L end
   return L
 end
 
--- An inline-cache miss: find the launcher for these argument tags.
-local function slow(K, tgt, huge, ...)
-  if tgt == nil then no_target() end
+-- The launcher for these argument tags (async: for a launch on a stream).
+local function find(K, tgt, huge, async, ...)
   local node = K._tree[tgt]
   if node ~= nil then
     for i = 1, K.nparams do
       node = node[tag_of(K, (select(i, ...)), huge)]
       if node == nil then break end
     end
-    local L = node and node[false]
-    if L then
-      K._ic = L
-      return L
-    end
+    local L = node and node[async]
+    if L then return L end
   end
-  return build(K, tgt, huge, ...)
+  return build(K, tgt, huge, async, ...)
+end
+
+-- An inline-cache miss.
+local function slow(K, tgt, huge, ...)
+  if tgt == nil then no_target() end
+  local L = find(K, tgt, huge, false, ...)
+  K._ic = L
+  return L
+end
+
+-- k:launch({ ..., stream = s }, ...): on s's device; returns once the
+-- launch is enqueued (the sim backend runs it at once).
+local function on_stream(K, s, run, partial, huge, ...)
+  if not streams.is_stream(s) then
+    raise("bad launch configuration for kernel '" .. K.name .. "': 'stream' must be a "
+      .. "gpu.stream, got " .. types.describe(s))
+  end
+  local tgt = s.tgt
+  if K.pin and K.pin ~= tgt then
+    raise("kernel '" .. K.name .. "' runs on " .. K.pin.label .. " (its device option), the "
+      .. "stream is on " .. tgt.label)
+  end
+  if K.opts.timeout and not tgt.sim then   -- before anything is staged (the core checks too)
+    raise("kernel '" .. K.name .. "' has a timeout, which launches on a stream do not support"
+      .. " (launch it without a stream)")
+  end
+  if not run then return end
+  if tgt.sim or env.precompile then
+    slow(K, tgt, huge, ...)(tgt, partial, huge, ...)
+    return
+  end
+  if not find(K, tgt, huge, true, ...)(tgt, partial, huge, s, ...) then
+    error("gpujit internal error: no launcher on a stream for kernel " .. K.name, 0)
+  end
 end
 
 local function miss()
@@ -550,18 +590,19 @@ end
 local function make_entry(K)
   local pc = arglist(K.nparams)
   local code = ([[
-local K, set_dims, slow, extra, selferr, S, dims, select = ...
+local K, set_dims, slow, extra, selferr, S, dims, select, on_stream = ...
 return function(self, cfg%s, ...)
   if self ~= K then selferr(K, self) end
   if select("#", ...) ~= 0 then extra(K, ...) end
-  local run, partial, huge = set_dims(K, dims, cfg)
+  local run, partial, huge, strm = set_dims(K, dims, cfg)
+  if strm ~= nil then return on_stream(K, strm, run, partial, huge%s) end
   if not run then return end
   local tgt = K.pin or S.cur
   if K._ic(tgt, partial, huge%s) then return end
   slow(K, tgt, huge%s)(tgt, partial, huge%s)
-end]]):format(pc, pc, pc, pc)
+end]]):format(pc, pc, pc, pc, pc)
   local chunk = assert(load(code, "=[gpujit entry " .. K.name .. "]"))
-  return chunk(K, set_dims, slow, extra, selferr, env.state, K._dims, select)
+  return chunk(K, set_dims, slow, extra, selferr, env.state, K._dims, select, on_stream)
 end
 
 local function make_binder(K)

@@ -16,6 +16,7 @@ local plugins = require("gpujit.plugins")
 local util = require("gpujit.util")
 require("gpujit.cdefs")
 local rng = require("gpujit.rng")
+local streams = require("gpujit.stream")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -104,11 +105,15 @@ function gpu.device()
   return S.cur and copy(S.cur.entry) or nil
 end
 
+-- gpu.synchronize(): every stream's launches (gpujit.stream), then the
+-- current device; raises the first error.
 function gpu.synchronize()
+  local err = streams.synchronize_all()
   local t = S.cur
   if t and not t.sim and lib.gj_sync(ctx, t.bk, t.dev) ~= 0 then
-    error("gpu.synchronize: " .. ffi.string(lib.gj_errmsg(ctx)), 2)
+    err = err or ("gpu.synchronize: " .. ffi.string(lib.gj_errmsg(ctx)))
   end
+  if err then error(err, 0) end
 end
 
 ---------------------------------------------------------------------------
@@ -177,7 +182,7 @@ gpu.cache = {
 
 local known_opts = {
   name = "string", backend = true, device = true, cache = "boolean", fastmath = "boolean",
-  precision = "string", boundscheck = "boolean", async = "boolean",
+  precision = "string", boundscheck = "boolean",
   plugins = "table", job = true, timeout = true, print_buffer = "number",
   vectorize = "boolean",
 }
@@ -213,6 +218,11 @@ local function check_opts(opts)
   local o = {}
   for k, v in pairs(opts) do
     local want = known_opts[k]
+    if k == "async" then
+      error("gpu.kernel: option 'async' was removed: launch on a stream instead, "
+        .. "k:launch({ global = n, stream = s }, ...) with s = gpu.stream(), and call "
+        .. "s:synchronize()", 3)
+    end
     if want == nil then
       error("gpu.kernel: unknown option '" .. tostring(k) .. "'", 3)
     end
@@ -313,6 +323,14 @@ gpu.philox4x32 = rng.philox4x32
 gpu.uniform = rng.uniform
 gpu.uniform_float = rng.uniform_float
 gpu.normal = rng.normal
+
+-- Streams (gpujit.stream).
+streams.setup({
+  lib = lib, ctx = ctx, current = current, resolve = resolve,
+  fail_text = dispatch.fail_text, hold = array.hold, release = array.release, now = util.now,
+})
+gpu.stream = streams.new
+array.set_streams(streams)
 
 gpu.array = array.array
 gpu.zeros = array.zeros

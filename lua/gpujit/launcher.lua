@@ -70,13 +70,96 @@ return function(h)
     return buf, cap, buf - (esz or 0)
   end
 
-  local function gen_launcher(K, tgt, ov, kinds)
+  -- Launches on a stream stage each table, and each array that goes
+  -- through a device buffer, once per stream until its synchronize: a
+  -- later launch on the stream with the same table (or array) uses the same
+  -- buffer, which by the stream's order holds what the earlier launches
+  -- left, and the stream copies it back once, at synchronize (gpujit.stream
+  -- runs `back` of each staging that a launch writes, in the order they were
+  -- made: device buffers before the tables they stage).
+  local function restage_err(K, i, what)
+    raise("bad argument #" .. i .. " to kernel '" .. K.name .. "': the " .. what
+      .. " is already used by a launch on this stream with another element type or"
+      .. " length; synchronize the stream first")
+  end
+
+  -- The host staging buffer of table t (n elements of elem) on stream S:
+  -- buf, its 1-based view, and the staging.  A new one is filled from t
+  -- (its elements checked); the stream gets it (commit) only once the
+  -- launch is enqueued, so that a launch that fails leaves nothing behind.
+  local function stage_table(S, K, i, t, elem, n)
+    local st = S.staged[t]
+    if st then
+      if st.elem ~= elem or st.n ~= n then restage_err(K, i, "table") end
+      return st.buf, st.bufm, st
+    end
+    local buf, bufm = newbuf(elem, n)
+    local want = elem == "bool" and "boolean" or "number"
+    for j = 1, n do
+      local v = t[j]
+      if type(v) ~= want then elemerr(K, i, j, v, elem) end
+      buf[j - 1] = v
+    end
+    local int64 = types.is_int64[elem]
+    st = { key = t, new = true, elem = elem, n = n, buf = buf, bufm = bufm, written = false }
+    st.back = function()
+      if int64 then
+        for j = 1, n do t[j] = tonumber(buf[j - 1]) end
+      else
+        for j = 1, n do t[j] = buf[j - 1] end
+      end
+    end
+    return buf, bufm, st
+  end
+
+  -- The device buffer staging host memory `host` (a table's staging buffer
+  -- or an FFI array; bytes of it) on stream S: the buffer, the address the
+  -- kernel gets (minus bias), and the staging; a new one is copied in
+  -- first, as in stage_table.
+  local function commit(S, st, written)
+    if st.new then
+      st.new = nil
+      S.staged[st.key] = st
+      S.order[#S.order + 1] = st
+    end
+    if written then st.written = true end
+  end
+
+  local function stage_dev(S, K, i, TGT, host, bytes, bias)
+    local st = S.staged[host]
+    if st then
+      if st.bytes ~= bytes or st.bias ~= bias then restage_err(K, i, "array") end
+      return st.dbuf, st.dbufm, st
+    end
+    local dbuf, _, dbufm = newdbuf(K, TGT, bytes, bias)
+    local env = env_of()
+    local lib, ctx = env.lib, env.ctx
+    if bytes > 0 and lib.gj_mem_copy(ctx, TGT.bk, TGT.dev, dbuf, host, bytes, 0) ~= 0 then
+      launch_failed(K)
+    end
+    st = { key = host, new = true, bytes = bytes, bias = bias, dbuf = dbuf, dbufm = dbufm,
+           written = false }
+    st.back = function()
+      if bytes > 0 and lib.gj_mem_copy(ctx, TGT.bk, TGT.dev, host, dbuf, bytes, 1) ~= 0 then
+        launch_failed(K)
+      end
+    end
+    return dbuf, dbufm, st
+  end
+
+  -- async: the launcher of launches on a stream (gpujit.stream): it takes
+  -- the stream after `huge`, stages through the stream (stage_table,
+  -- stage_dev), enqueues with gj_stream_launch, and hands the stream its
+  -- arguments (kept alive until its synchronize) and the release of its
+  -- host registrations as a closure (run at the synchronize).
+  local function gen_launcher(K, tgt, ov, kinds, async)
     local env = env_of()
     local n = K.nparams
     local info = ov.info
     local params = info.params
     local shared, hostreg = tgt.shared, tgt.hostreg
     local top, guard, fill, regs, after = {}, {}, {}, {}, {}
+    local marks = {}    -- async: the stagings a launch uses, committed once it is enqueued
     local U = {
       type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
       lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
@@ -116,8 +199,15 @@ return function(h)
     -- bytes (a Lua table's element size: it indexes from 1).
     local function stage(i, host, esz, bias, written)
       if hostreg then return register(i, host, esz, bias, written) end
-      g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
       g(fill, "local b%d = n%d * %d", i, i, esz)
+      if async then
+        g(fill, "local dbuf%d, dbufm%d, dst%d = STAGE_D(S, K, %d, TGT, %s, b%d, %d)",
+          i, i, i, i, host, i, bias)
+        g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
+        marks[#marks + 1] = ("COMMIT(S, dst%d, %s)"):format(i, tostring(written))
+        return
+      end
+      g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
       g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
         i, i, i, i, i, i, bias)
       g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, %s, b%d, 0) ~= 0 then"
@@ -165,18 +255,25 @@ return function(h)
         local elem = types.elem(ov.types[i])
         local esz = types.size[elem]
         g(guard, "if type(a%d) ~= 'table' then return false end", i)
-        g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
         g(fill, "local n%d = #a%d", i, i)
-        g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
-        g(fill, "for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then elemerr(K, %d, j, v, %q) end;"
-          .. " buf%d[j - 1] = v end", i, i, elem == "bool" and "boolean" or "number", i, elem, i)
+        local copyin = ("for j = 1, n%d do local v = a%d[j]; if type(v) ~= %q then"
+          .. " elemerr(K, %d, j, v, %q) end; buf%d[j - 1] = v end")
+          :format(i, i, elem == "bool" and "boolean" or "number", i, elem, i)
+        if async then
+          g(fill, "local buf%d, bufm%d, st%d = STAGE_T(S, K, %d, a%d, %q, n%d)", i, i, i, i, i, elem, i)
+          marks[#marks + 1] = ("COMMIT(S, st%d, %s)"):format(i, tostring(written))
+        else
+          g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
+          g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
+          g(fill, "%s", copyin)
+        end
         local back = types.is_int64[elem] and "tonumber(buf%d[j - 1])" or "buf%d[j - 1]"
         if shared then
           g(fill, "args.a%d = bufm%d; args.a%d_len = n%d", i, i, i, i)
         else
           stage(i, "buf" .. i, esz, esz, written)
         end
-        if written then
+        if written and not async then
           g(after, "for j = 1, n%d do a%d[j] = " .. back .. " end", i, i, i)
         end
       else
@@ -206,12 +303,18 @@ return function(h)
       end
     end
     if #params > n then    -- the plugins' buffers (gpujit.plugins)
+      if async then
+        raise("kernel '" .. K.name .. "': its plugins' launch buffers cannot be used by a "
+          .. "launch on a stream yet; launch it without a stream")
+      end
       U.PB_PRE, U.PB_POST = plugins.launch_buffers(K, tgt, ov.plugins, n + 1)
       g(fill, "PB_PRE(args, dims)")
     end
     for _, l in ipairs(regs) do fill[#fill + 1] = l end
     local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
-    if info.prints then   -- print in the kernel: its records, also when it failed
+    if async then
+      launch = "if lib.gj_stream_launch(S.h, H, dims, args) ~= 0 then fail(K) end"
+    elseif info.prints then   -- print in the kernel: its records, also when it failed
       U.PRINTS = function() printer.flush(K, env.lib, ov.handle, info.prints) end
       launch = "local rc = lib.gj_launch(H, dims, args); U.PRINTS(); if rc ~= 0 then fail(K) end"
     end
@@ -233,9 +336,13 @@ return function(h)
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
     src[#src + 1] = "local U8P, cast, tobit = U.U8P, U.cast, U.tobit"
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
+    if async then
+      U.STAGE_T, U.STAGE_D, U.COMMIT = stage_table, stage_dev, commit
+      src[#src + 1] = "local STAGE_T, STAGE_D, COMMIT = U.STAGE_T, U.STAGE_D, U.COMMIT"
+    end
     for _, l in ipairs(top) do src[#src + 1] = l end
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
-    src[#src + 1] = "return function(tgt, partial, huge" .. plist .. ")"
+    src[#src + 1] = "return function(tgt, partial, huge" .. (async and ", S" or "") .. plist .. ")"
     src[#src + 1] = "  if tgt ~= TGT then return false end"
     for _, l in ipairs(guard) do src[#src + 1] = "  " .. l end
     if info.uses_barrier then
@@ -243,7 +350,17 @@ return function(h)
     end
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
-    for _, l in ipairs(after) do src[#src + 1] = "  " .. l end
+    if async then
+      for _, m in ipairs(marks) do src[#src + 1] = "  " .. m end
+      -- what the stream keeps until its synchronize: the arguments, and the
+      -- release of host registrations as a closure (nil: none); the
+      -- stagings are the stream's already (STAGE_T, STAGE_D)
+      U.OV, U.PUSH = ov, h.push
+      src[#src + 1] = "  U.PUSH(S, K, U.OV, " .. (#after > 0 and "function()" or "nil")
+      for _, l in ipairs(after) do src[#src + 1] = "    " .. l end
+      src[#src + 1] = (#after > 0 and "  end" or "") .. ", { " .. concat(anames, ", ") .. " })"
+    end
+    for _, l in ipairs(async and {} or after) do src[#src + 1] = "  " .. l end
     -- the plugins' reports last: one that fails raises after the results
     -- are copied back (and host registrations released)
     if U.PB_POST then src[#src + 1] = "  PB_POST(dims)" end

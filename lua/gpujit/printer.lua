@@ -56,9 +56,9 @@ local function values(p, s, vals)
   return #kinds
 end
 
--- Print what launch H of kernel K (compiled with print sites `sites`) left.
-function M.flush(K, lib, H, sites)
-  local base = lib.gj_prints(H, written, dropped)
+-- Print the records a launch of kernel K (compiled with print sites
+-- `sites`) left at base (written[0] of them, dropped[0] dropped).
+local function show(K, base, sites)
   local n, nd = tonumber(written[0]), tonumber(dropped[0])
   if base ~= nil and n > 0 then
     local p = ffi.cast(U8P, base)
@@ -83,6 +83,16 @@ function M.flush(K, lib, H, sites)
     M.out()(("gpujit: kernel '%s': %d print record%s dropped: the print buffer is full"
       .. " (the kernel's print_buffer option sets its bytes)"):format(K.name, nd, nd == 1 and "" or "s"))
   end
+end
+
+-- Print what the last launch H of kernel K left.
+function M.flush(K, lib, H, sites)
+  show(K, lib.gj_prints(H, written, dropped), sites)
+end
+
+-- Print what launch i (0-based) of stream Q left (gpujit.stream).
+function M.flush_stream(K, lib, Q, i, sites)
+  show(K, lib.gj_stream_prints(Q, i, written, dropped), sites)
 end
 
 return M

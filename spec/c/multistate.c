@@ -3,7 +3,8 @@
 ** launching at once (issue 7).  Every thread opens its own state, requires
 ** gpujit, compiles kernels that differ per thread and per round (so no two
 ** threads share a compile), launches them on its backend (large enough
-** launches to use the cpu thread pool) and checks every result.
+** launches to use the cpu thread pool), launches on two streams (one
+** waiting for the other's event), and checks every result.
 **
 **   multistate [threads [rounds [backends]]]     defaults: 4 3 cpu,opencl
 **
@@ -60,6 +61,20 @@ static const char chunk[] =
   "  local cnt = ffi.new('int64_t[1]')\n"
   "  count:launch(8192, cnt, 3)\n"
   "  if cnt[0] ~= 8192 * 3 * c then error('count: ' .. tostring(cnt[0])) end\n"
+  /* streams (issue 22): a worker thread (cpu) or queue (opencl) each, one
+  ** waiting for the other's event */
+  "  local s1, s2 = gpu.stream(), gpu.stream()\n"
+  "  local a2, b2 = ffi.new('double[?]', n), ffi.new('double[?]', n)\n"
+  "  saxpy:launch({ global = n, stream = s1 }, a, a2, 2)\n"
+  "  local e = s1:record()\n"
+  "  s2:wait(e)\n"
+  "  saxpy:launch({ global = n, stream = s2 }, a2, b2, 1)\n"
+  "  s2:synchronize(); s1:synchronize()\n"
+  "  for i = 0, n - 1 do\n"
+  "    if b2[i] ~= i * 2 + 2 * c then\n"
+  "      error(('streams: b2[%d] = %s, expected %s'):format(i, b2[i], i * 2 + 2 * c))\n"
+  "    end\n"
+  "  end\n"
   "end\n"
   "return 'ok'\n";
 

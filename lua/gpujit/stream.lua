@@ -1,0 +1,253 @@
+-- gpujit.stream: streams (gpu.stream), their launches' bookkeeping on the
+-- Lua side, and synchronize (docs/api.md, "Streams").
+--
+-- A stream object is a table { h = the core's gj_queue (cdata, freed by its
+-- finalizer, which waits first), tgt = its target, n, pend, staged, order }.
+-- Each launch on it (gpujit.launcher's async launchers) pushes an entry: the
+-- kernel, its overload (whose handle keeps the loaded kernel alive), the
+-- closure that releases its host registrations, and its arguments; each
+-- copy on it (gpujit.array) one with the closure that finishes it.  The
+-- tables and arrays the launches stage are in `staged` (by table or array,
+-- one staging per stream) and `order` (as made), each with `back`, which
+-- copies the result back.  A stream with launches not yet synchronized is
+-- held in `busy`, so that neither it nor what its launches use can be
+-- collected while they run, whatever the program drops.  synchronize waits
+-- (gj_stream_wait), then for each launch in order prints its records, runs
+-- its closure and notes its error, copies the stagings back, and raises
+-- the first error after all of that: no launch's results are lost to an
+-- earlier one's error.
+local ffi = require("ffi")
+local printer = require("gpujit.printer")
+require("gpujit.cdefs")
+
+local M = {}
+
+-- Filled by gpujit (init.lua): lib, ctx, current(fname, level) -> target,
+-- resolve(device, fname, level) -> target, fail_text(K, msg) -> the message
+-- a failed launch of K raises, hold(v) / release(v): a gpu.array v is in use
+-- by a launch (gpujit.array).
+local env = {}
+function M.setup(e)
+  env = e
+end
+
+local methods = {}
+local mt = { __index = methods, __metatable = "gpu.stream" }
+mt.__tostring = function(s)
+  return "gpu.stream on " .. s.tgt.label .. (s.n > 0 and (" (" .. s.n .. " launches pending)") or "")
+end
+
+local live = setmetatable({}, { __mode = "k" })   -- every stream, for gpu.synchronize
+local busy = {}                                   -- streams with launches pending
+
+-- gpu.stream([device]) -> a stream on the current (or the given) device.
+function M.new(device)
+  local tgt
+  if device == nil then tgt = env.current("gpu.stream", 2)
+  else tgt = env.resolve(device, "gpu.stream", 2) end
+  local s = { tgt = tgt, n = 0, pend = {}, staged = {}, order = {} }
+  if not tgt.sim then
+    local lib = env.lib
+    local h = lib.gj_stream_new(env.ctx, tgt.bk, tgt.dev)
+    if h == nil then error("gpu.stream: " .. ffi.string(lib.gj_errmsg(env.ctx)), 2) end
+    s.h = ffi.gc(h, lib.gj_stream_free)
+  end
+  live[s] = true
+  return setmetatable(s, mt)
+end
+
+function M.is_stream(v)
+  return type(v) == "table" and live[v] == true
+end
+
+-- A launch enqueued on s (called by the async launchers).
+function M.push(s, K, ov, done, keep)
+  local n = s.n + 1
+  s.n = n
+  s.pend[n] = { K = K, ov = ov, done = done, keep = keep }
+  for i = 1, #keep do env.hold(keep[i]) end
+  busy[s] = true
+end
+
+-- A copy of bytes from src to dst enqueued on s (dir: 0 to the device, 1
+-- to the host; gpujit.array); keep: what it uses; done: what to do at
+-- synchronize (nil: nothing).  Raises on failure, with what at the front.
+function M.copy(s, dst, src, bytes, dir, keep, done, what, level)
+  local lib = env.lib
+  if s.h == nil then error("gpujit internal error: a copy on a stream of sim", 0) end
+  if lib.gj_stream_copy(s.h, dst, src, bytes, dir) ~= 0 then
+    error(what .. ": " .. ffi.string(lib.gj_errmsg(env.ctx)), level + 1)
+  end
+  local n = s.n + 1
+  s.n = n
+  s.pend[n] = { done = done, keep = keep, what = what }
+  for i = 1, #keep do env.hold(keep[i]) end
+  busy[s] = true
+end
+
+local function sync(s)
+  local n = s.n
+  if n == 0 then return nil end
+  local lib, ctx, h = env.lib, env.ctx, s.h
+  local got = lib.gj_stream_wait(h)
+  local first
+  for i = 1, n do
+    local e = s.pend[i]
+    local prints = e.ov and e.ov.info and e.ov.info.prints
+    if prints then printer.flush_stream(e.K, lib, h, i - 1, prints) end
+    if lib.gj_stream_status(h, i - 1) ~= 0 and not first then
+      local msg = ffi.string(lib.gj_errmsg(ctx))
+      first = e.K and env.fail_text(e.K, msg) or (e.what .. ": " .. msg)
+    end
+    if e.done then
+      local ok, err = pcall(e.done)
+      if not ok and not first then first = tostring(err) end
+    end
+    for j = 1, #e.keep do env.release(e.keep[j]) end
+    s.pend[i] = nil
+  end
+  -- the stagings the launches wrote, newest first: a device buffer before
+  -- the table's host buffer it stages
+  local order = s.order
+  for i = #order, 1, -1 do
+    local st = order[i]
+    if st.written then
+      local ok, err = pcall(st.back)
+      if not ok and not first then first = tostring(err) end
+    end
+    order[i] = nil
+  end
+  s.staged = {}
+  if not first and lib.gj_stream_status(h, -1) ~= 0 then
+    first = "stream on " .. s.tgt.label .. ": " .. ffi.string(lib.gj_errmsg(ctx))
+  end
+  if not first and got ~= n then
+    first = "gpujit internal error: the stream had " .. tonumber(got) .. " launches, expected " .. n
+  end
+  lib.gj_stream_done(h)
+  s.n = 0
+  busy[s] = nil
+  return first
+end
+
+-- s:synchronize(): wait for every launch made on s; raises the first error.
+function methods.synchronize(s)
+  if getmetatable(s) ~= "gpu.stream" then
+    error("bad argument #1 to 'synchronize' (gpu.stream expected, got " .. type(s)
+      .. "): call it with a colon, s:synchronize()", 2)
+  end
+  local err = sync(s)
+  if err then error(err, 0) end   -- as a launch without a stream raises it
+end
+
+-- s:pending(): the launches made on s since its last synchronize.
+function methods.pending(s)
+  return s.n
+end
+
+function methods.device(s)
+  local c = {}
+  for k, v in pairs(s.tgt.entry) do c[k] = v end
+  return c
+end
+
+---------------------------------------------------------------------------
+-- Events: s:record() -> a point in s's work.  { h = the core's event
+-- (cdata, freed by its finalizer), tgt, stream } or, on sim (whose launches
+-- run when they are made), { sim = true, t = the host's clock }.
+
+local ev_methods = {}
+local ev_mt = { __index = ev_methods, __metatable = "gpu.event" }
+ev_mt.__tostring = function(e) return "gpu.event on " .. e.tgt.label end
+local ms_out = ffi.new("double[1]")
+
+local function is_event(v)
+  return type(v) == "table" and getmetatable(v) == "gpu.event"
+end
+
+local function check_self(s, fname)
+  if getmetatable(s) ~= "gpu.stream" then
+    error("bad argument #1 to '" .. fname .. "' (gpu.stream expected, got " .. type(s)
+      .. "): call it with a colon, s:" .. fname .. "(...)", 3)
+  end
+end
+
+local function check_event(e, fname, argn)
+  if not is_event(e) then
+    error("bad argument #" .. argn .. " to '" .. fname .. "' (gpu.event expected, got "
+      .. type(e) .. ")", 3)
+  end
+end
+
+local function core_err(what)
+  error(what .. ": " .. ffi.string(env.lib.gj_errmsg(env.ctx)), 3)
+end
+
+-- s:record(): an event that finishes when the work enqueued on s so far has.
+function methods.record(s)
+  check_self(s, "record")
+  local e = { tgt = s.tgt, stream = s }
+  if s.tgt.sim then
+    e.sim, e.t = true, env.now()
+  else
+    local h = env.lib.gj_event_record(s.h)
+    if h == nil then core_err("record") end
+    e.h = ffi.gc(h, env.lib.gj_event_free)
+  end
+  return setmetatable(e, ev_mt)
+end
+
+-- s:wait(e): what is enqueued on s from now on starts after e has finished.
+function methods.wait(s, e)
+  check_self(s, "wait")
+  check_event(e, "wait", 2)
+  if e.sim or s.tgt.sim then
+    if not e.sim and env.lib.gj_event_sync(e.h) ~= 0 then core_err("wait") end
+    return
+  end
+  if env.lib.gj_stream_wait_event(s.h, e.h) ~= 0 then core_err("wait") end
+end
+
+-- e:query(): has it finished?  (Never waits.)
+function ev_methods.query(e)
+  check_event(e, "query", 1)
+  if e.sim then return true end
+  local r = env.lib.gj_event_query(e.h)
+  if r < 0 then core_err("query") end
+  return r == 1
+end
+
+-- e:synchronize(): the host waits until it has finished.
+function ev_methods.synchronize(e)
+  check_event(e, "synchronize", 1)
+  if not e.sim and env.lib.gj_event_sync(e.h) ~= 0 then core_err("synchronize") end
+end
+
+-- start:elapsed(stop): milliseconds from start to stop, on the device's
+-- clock (waits for both).
+function ev_methods.elapsed(a, b)
+  check_event(a, "elapsed", 1)
+  check_event(b, "elapsed", 2)
+  if a.sim or b.sim then
+    if not (a.sim and b.sim) then
+      error("elapsed: the events are on different devices (their clocks differ)", 2)
+    end
+    return (b.t - a.t) * 1e3
+  end
+  if env.lib.gj_event_elapsed(a.h, b.h, ms_out) ~= 0 then core_err("elapsed") end
+  return ms_out[0]
+end
+
+M.is_event = is_event
+
+-- gpu.synchronize(): every stream; then the first error, if any.
+function M.synchronize_all()
+  local first
+  for s in pairs(busy) do
+    local err = sync(s)
+    first = first or err
+  end
+  return first
+end
+
+return M

@@ -1,0 +1,162 @@
+/*
+** The ordered background worker (worker.h): a mutex, two condition
+** variables (work posted; all done) and a singly linked FIFO of jobs.
+*/
+#include "worker.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct wjob {
+  struct wjob *next;
+  gj_work_fn run;
+  gj_work_done done;
+  void *job;
+  int index;               /* among the jobs since the last wait */
+} wjob;
+
+struct gj_worker {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t work;     /* a job was posted, or stop */
+  pthread_cond_t idle;     /* the queue is empty and nothing runs */
+  wjob *head, *tail;
+  int running;             /* a job is running now */
+  int stop;
+  int posted;              /* jobs posted since the last wait */
+  int failed;              /* index of the first that failed, or -1 */
+  gj_err err;              /* its error */
+};
+
+static void *worker_main(void *arg)
+{
+  gj_worker *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    wjob *j;
+    int skip, rc = 0;
+    gj_err e;
+    while (!w->head && !w->stop) pthread_cond_wait(&w->work, &w->mu);
+    if (!w->head) break;                  /* stop, and nothing left */
+    j = w->head;
+    w->head = j->next;
+    if (!w->head) w->tail = NULL;
+    w->running = 1;
+    skip = w->failed >= 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!skip && j->run) rc = j->run(j->job, &e);
+    if (j->done) j->done(j->job);
+    pthread_mutex_lock(&w->mu);
+    if (rc && w->failed < 0) {
+      w->failed = j->index;
+      w->err = e;
+    }
+    free(j);
+    w->running = 0;
+    if (!w->head) pthread_cond_broadcast(&w->idle);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+gj_worker *gj_worker_new(gj_err *err)
+{
+  gj_worker *w = calloc(1, sizeof(*w));
+  sigset_t all, old;
+  int rc;
+  if (!w) {
+    gj_err_set(err, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->work, NULL);
+  pthread_cond_init(&w->idle, NULL);
+  w->failed = -1;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  rc = pthread_create(&w->thread, NULL, worker_main, w);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    pthread_cond_destroy(&w->idle);
+    pthread_cond_destroy(&w->work);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    gj_err_set(err, "cannot start the stream's thread (%s)", strerror(rc));
+    return NULL;
+  }
+  return w;
+}
+
+static int post(gj_worker *w, gj_work_fn run, gj_work_done done, void *job,
+                int counted, gj_err *err)
+{
+  wjob *j = malloc(sizeof(*j));
+  if (!j) return gj_err_set(err, "out of memory");
+  j->next = NULL;
+  j->run = run;
+  j->done = done;
+  j->job = job;
+  pthread_mutex_lock(&w->mu);
+  j->index = counted ? w->posted++ : -1;
+  if (w->tail) w->tail->next = j;
+  else w->head = j;
+  w->tail = j;
+  pthread_cond_signal(&w->work);
+  pthread_mutex_unlock(&w->mu);
+  return 0;
+}
+
+int gj_worker_post(gj_worker *w, gj_work_fn run, gj_work_done done,
+                   void *job, gj_err *err)
+{
+  return post(w, run, done, job, 1, err);
+}
+
+int gj_worker_mark(gj_worker *w, gj_work_done done, void *job, gj_err *err)
+{
+  return post(w, NULL, done, job, 0, err);
+}
+
+int gj_worker_wait(gj_worker *w, int *failed, gj_err *err)
+{
+  int rc = 0;
+  pthread_mutex_lock(&w->mu);
+  while (w->head || w->running) pthread_cond_wait(&w->idle, &w->mu);
+  if (w->failed >= 0) {
+    *failed = w->failed;
+    *err = w->err;
+    rc = -1;
+  }
+  w->failed = -1;
+  w->posted = 0;
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
+int gj_worker_idle(gj_worker *w)
+{
+  int idle;
+  pthread_mutex_lock(&w->mu);
+  idle = !w->head && !w->running;
+  pthread_mutex_unlock(&w->mu);
+  return idle;
+}
+
+void gj_worker_free(gj_worker *w)
+{
+  int failed;
+  gj_err e;
+  if (!w) return;
+  gj_worker_wait(w, &failed, &e);
+  pthread_mutex_lock(&w->mu);
+  w->stop = 1;
+  pthread_cond_signal(&w->work);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  pthread_cond_destroy(&w->idle);
+  pthread_cond_destroy(&w->work);
+  pthread_mutex_destroy(&w->mu);
+  free(w);
+}
