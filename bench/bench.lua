@@ -145,12 +145,15 @@ do -- mandelbrot: iterations until escape
   local og, oc, ol = ffi.new("int32_t[?]", W * Hh), ffi.new("int32_t[?]", W * Hh),
     ffi.new("int32_t[?]", W * Hh)
   local k = gpu.kernel(K.mandel, { name = "mandelbrot", precision = "single" })
-  local Wi, Hi, Mi = i32(W), i32(Hh), i32(MAXIT)
+  local Mi = i32(MAXIT)
   local cfg = { global = { W, Hh } }
   cases[#cases + 1] = {
     name = "mandelbrot", what = "1024x1024, 256 iterations", bound = "compute", reps = 1,
     gj = function() k:launch(cfg, og, W, Hh, MAXIT) end,
-    gji = function() k:launch(cfg, og, Wi, Hi, Mi) end,
+    -- maxit as int32_t, the width and height as Lua numbers: as int32_t cdata
+    -- `3.0 * px / Wd` would be LuaJIT's cdata (integer) division (docs/typing.md,
+    -- "C integers"), another image
+    gji = function() k:launch(cfg, og, W, Hh, Mi) end,
     c = function(L) L.ref_mandel(oc, W, Hh, MAXIT) end,
     lua = function()
       for py = 0, Hh - 1 do

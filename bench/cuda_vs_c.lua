@@ -220,10 +220,12 @@ do
   local W, Hh, MAXIT = 2048, 2048, 256
   local og, oc = buffer("int32_t", W * Hh), buffer("int32_t", W * Hh)
   local k = gpu.kernel(K.mandel, single)
-  local Wi, Hi, Mi = ffi.new("int32_t", W), ffi.new("int32_t", Hh), ffi.new("int32_t", MAXIT)
+  -- the width and height as Lua numbers: as int32_t cdata, `3.0 * px / Wd` would be
+  -- LuaJIT's cdata (integer) division (docs/typing.md, "C integers"), another image
+  local Mi = ffi.new("int32_t", MAXIT)
   local pa = params({ oc, ffi.new("int[1]", W), ffi.new("int[1]", Hh), ffi.new("int[1]", MAXIT) })
   local f = cufunc("mandel")
-  local tg, tc = measure(function() k:launch({ global = { W, Hh }, group = { 64, 4 } }, og.dev, Wi, Hi,
+  local tg, tc = measure(function() k:launch({ global = { W, Hh }, group = { 64, 4 } }, og.dev, W, Hh,
     Mi) end, function() run_c(f, { W / 64, Hh / 4 }, { 64, 4 }, pa) end, 10)
   report("mandelbrot 2048x2048 x256", tg, tc, agree(og, oc))
 end

@@ -168,11 +168,13 @@ do
   local W, Hh, MAXIT = 1024, 1024, 256
   local og, oc = buffer("int32_t", W * Hh), buffer("int32_t", W * Hh)
   local k = gpu.kernel(K.mandel, single)
-  local Wi, Hi, Mi = ffi.new("int32_t", W), ffi.new("int32_t", Hh), ffi.new("int32_t", MAXIT)
+  -- the width and height as Lua numbers: as int32_t cdata, `3.0 * px / Wd` would be
+  -- LuaJIT's cdata (integer) division (docs/typing.md, "C integers"), another image
+  local Mi = ffi.new("int32_t", MAXIT)
   local kc = clkernel("mandel", { oc, ffi.new("int[1]", W), ffi.new("int[1]", Hh),
     ffi.new("int[1]", MAXIT) })
   local cfg = { global = { W, Hh }, group = { 64, 4 } }
-  local tg, tc = measure(function() k:launch(cfg, og.dev, Wi, Hi, Mi) end,
+  local tg, tc = measure(function() k:launch(cfg, og.dev, W, Hh, Mi) end,
     function() run_cl(kc, { W, Hh }, { 64, 4 }) end, 2)
   same(og, oc, "mandelbrot")
   report("mandelbrot", "mandelbrot 1024x1024 x256", tg, tc)

@@ -85,8 +85,10 @@ do
   local out = ffi.new("int32_t[?]", W * H)
   local k = single(K.mandel, "mandelbrot")
   local cfg = { global = { W, H } }
-  local Wi, Hi, Mi = I(W), I(H), I(MAXIT)
-  cases.mandelbrot = { run = function() k:launch(cfg, out, Wi, Hi, Mi) end,
+  -- the width and height as Lua numbers: as int32_t cdata, `3.0 * px / Wd` would be
+  -- LuaJIT's cdata (integer) division (docs/typing.md, "C integers"), another image
+  local Mi = I(MAXIT)
+  cases.mandelbrot = { run = function() k:launch(cfg, out, W, H, Mi) end,
                        sum = function() return checksum(out, W * H) end }
 end
 
