@@ -429,3 +429,54 @@ for _, bk in ipairs(H.backends) do
     end)
   end)
 end
+
+-- A device that does not share host memory stages every array through a
+-- device buffer that the launcher keeps between launches (cuda; opencl with
+-- its host_register fact removed, as streams_spec does).  A launcher with a
+-- local per buffer exceeded Lua's 60 upvalues at about 15 staged arguments
+-- (a fuzz kernel of 17 arguments on an H200).
+describe("arrays staged through device buffers", function()
+  local run = H.testing("opencl") and it or pending
+  run("a kernel of 24 staged arguments (FFI arrays and tables) launches twice, results back", function()
+    local ok, out = H.run_isolated("opencl", [[
+      local core = require("gpujit.core")
+      local devices = core.devices
+      core.devices = function()
+        local d = devices()
+        for _, e in ipairs(d) do e.host_register = nil end
+        return d
+      end
+      package.loaded.gpujit = nil
+      gpu = require("gpujit")
+      gpu.use("opencl")
+      local names, body = {}, {}
+      for j = 1, 24 do
+        names[j] = "a" .. j
+        local base = j % 2 == 1 and "i" or "i + 1"   -- odd: FFI arrays, even: tables
+        body[j] = ("a%d[%s] = a%d[%s] * 2 + %d"):format(j, base, j, base, j)
+      end
+      local src = ("local gpu = ...\nreturn function(%s)\n local i = gpu.global_id(0)\n %s\nend")
+        :format(table.concat(names, ", "), table.concat(body, "\n "))
+      local k = gpu.kernel(assert(loadstring(src))(gpu))
+      for round = 1, 2 do
+        local args = {}
+        for j = 1, 24 do
+          if j % 2 == 1 then
+            args[j] = ffi.new("double[4]", j, j + 1, j + 2, j + 3)
+          else
+            args[j] = { j, j + 1, j + 2, j + 3 }
+          end
+        end
+        k:launch(4, unpack(args))
+        for j = 1, 24 do
+          for e = 0, 3 do
+            local v = j % 2 == 1 and args[j][e] or args[j][e + 1]
+            assert(v == (j + e) * 2 + j, ("round %d, argument %d[%d]: %s"):format(round, j, e, v))
+          end
+        end
+      end
+      print("ok")
+    ]])
+    assert.is_true(ok and out:find("ok") ~= nil, out)
+  end)
+end)

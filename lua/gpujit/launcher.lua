@@ -207,9 +207,10 @@ return function(h)
         marks[#marks + 1] = ("COMMIT(S, dst%d, %s)"):format(i, tostring(written))
         return
       end
-      g(top, "local dbuf%d, dcap%d, dbufm%d = nil, 0, nil", i, i, i)
-      g(fill, "if b%d > dcap%d then dbuf%d, dcap%d, dbufm%d = newdbuf(K, TGT, b%d, %d) end",
+      g(top, "ST.dcap%d = 0", i)
+      g(fill, "if b%d > ST.dcap%d then ST.dbuf%d, ST.dcap%d, ST.dbufm%d = newdbuf(K, TGT, b%d, %d) end",
         i, i, i, i, i, i, bias)
+      g(fill, "local dbuf%d, dbufm%d = ST.dbuf%d, ST.dbufm%d", i, i, i, i)
       g(fill, "if b%d > 0 and lib.gj_mem_copy(ctx, BK, DEV, dbuf%d, %s, b%d, 0) ~= 0 then"
         .. " fail(K) end", i, i, host, i)
       g(fill, "args.a%d = dbufm%d; args.a%d_len = n%d", i, i, i, i)
@@ -263,8 +264,10 @@ return function(h)
           g(fill, "local buf%d, bufm%d, st%d = STAGE_T(S, K, %d, a%d, %q, n%d)", i, i, i, i, i, elem, i)
           marks[#marks + 1] = ("COMMIT(S, st%d, %s)"):format(i, tostring(written))
         else
-          g(top, "local buf%d, bufm%d, cap%d = nil, nil, 0", i, i, i)
-          g(fill, "if n%d > cap%d then buf%d, bufm%d, cap%d = newbuf(%q, n%d) end", i, i, i, i, i, elem, i)
+          g(top, "ST.cap%d = 0", i)
+          g(fill, "if n%d > ST.cap%d then ST.buf%d, ST.bufm%d, ST.cap%d = newbuf(%q, n%d) end",
+            i, i, i, i, i, elem, i)
+          g(fill, "local buf%d, bufm%d = ST.buf%d, ST.bufm%d", i, i, i, i)
           g(fill, "%s", copyin)
         end
         local back = types.is_int64[elem] and "tonumber(buf%d[j - 1])" or "buf%d[j - 1]"
@@ -336,6 +339,10 @@ return function(h)
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
     src[#src + 1] = "local U8P, cast, tobit = U.U8P, U.cast, U.tobit"
     src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
+    -- the staging buffers each argument keeps between launches, in one
+    -- table: a local per buffer made a launcher of many staged arguments
+    -- exceed Lua's 60 upvalues (a fuzz kernel of 17 arguments on cuda)
+    src[#src + 1] = "local ST = {}"
     if async then
       U.STAGE_T, U.STAGE_D, U.COMMIT = stage_table, stage_dev, commit
       src[#src + 1] = "local STAGE_T, STAGE_D, COMMIT = U.STAGE_T, U.STAGE_D, U.COMMIT"
