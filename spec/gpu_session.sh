@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.." || exit 1
 DEPS=.gpudeps
 # Packages whose files the session needs, and libraries LLVM 15 needs that
 # a non-Debian image may lack (unpacked apart, used only where missing).
-PKGS="luajit libluajit-5.1-2 libllvm15 libz3-4 lua-busted lua-cliargs lua-dkjson lua-filesystem
+PKGS="luajit libluajit-5.1-2 libluajit-5.1-common libllvm15 libz3-4 lua-busted lua-cliargs lua-dkjson lua-filesystem
       lua-luassert lua-mediator lua-penlight lua-say lua-system lua-term"
 FALLBACK_PKGS="libxml2 libicu72 libffi8 libedit2 libtinfo6 libbsd0 libmd0"
 
@@ -37,6 +37,9 @@ if [ "${1:-}" = prepare ]; then
   rm -rf "$DEPS" && mkdir -p "$DEPS/fallback" || exit 1
   (cd "$DEPS" && apt-get download $PKGS) || exit 1
   (cd "$DEPS/fallback" && apt-get download $FALLBACK_PKGS) || exit 1
+  # LLVM's C headers, for the specs that build a C plugin (the GPU machine
+  # has no llvm-config-15: the session gives them a stand-in)
+  mkdir -p "$DEPS/include" && cp -a /usr/include/llvm-c-15/llvm-c "$DEPS/include/" || exit 1
   du -sh "$DEPS" build
   echo "now, with the device tool: run command 'sh spec/gpu_session.sh' carry [\"build\", \"$DEPS\"]"
   exit 0
@@ -71,7 +74,17 @@ if [ -n "${GJ_FORCE_DEPS:-}" ] || ! command -v luajit >/dev/null 2>&1 || [ ! -f 
   export LD_LIBRARY_PATH=$LIBS:$ROOT/lib-missing${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PATH=$ROOT/usr/bin:$PATH
   export BUSTED=$ROOT/usr/bin/busted
-  SHARE="$ROOT/usr/share/lua/5.1/?.lua;$ROOT/usr/share/lua/5.1/?/init.lua"
+  SHARE="$ROOT/usr/share/lua/5.1/?.lua;$ROOT/usr/share/lua/5.1/?/init.lua;$ROOT/usr/share/luajit-2.1.0-beta3/?.lua"
+  # llvm-config-15 for the specs that build C plugins: the carried headers;
+  # the plugin needs no link of its own (the core has LLVM loaded)
+  if ! command -v llvm-config-15 >/dev/null 2>&1; then
+    mkdir -p "$ROOT/shim"
+    printf '#!/bin/sh\ncase "$1" in --cflags) echo "-I%s";; *) echo "";; esac\n' "$PWD/$DEPS/include" \
+      >"$ROOT/shim/llvm-config-15"
+    chmod +x "$ROOT/shim/llvm-config-15"
+    ln -sf "$ROOT/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1" "$ROOT/shim/libLLVM-15.so"
+    export PATH=$ROOT/shim:$PATH LIBRARY_PATH=$ROOT/shim${LIBRARY_PATH:+:$LIBRARY_PATH}
+  fi
   CLIB="$ROOT/usr/lib/x86_64-linux-gnu/lua/5.1/?.so"
 else
   SHARE="" CLIB=""

@@ -756,6 +756,23 @@ function H.build_plugin(name, src)
   return so
 end
 
+-- Assemble PTX text with ptxas for the architecture its `.target` names
+-- (on a machine with a GPU the PTX targets that GPU, sm_90 on an H200, and
+-- a fixed -arch below it is refused).  Returns true when ptxas accepted it,
+-- and ptxas's output.
+function H.ptxas_accepts(ptxas, text)
+  local arch = text:match("\n%.target%s+([%w_]+)") or "sm_80"
+  local path = os.tmpname()
+  local fh = assert(io.open(path, "w"))
+  fh:write(text)
+  fh:close()
+  local p = assert(io.popen("'" .. ptxas .. "' -arch=" .. arch .. " '" .. path .. "' -o /dev/null 2>&1; echo rc=$?"))
+  local out = p:read("*a")
+  p:close()
+  os.remove(path)
+  return out:find("rc=0", 1, true) ~= nil, out
+end
+
 -- Run Lua code in a separate luajit process (for what might crash: a bad
 -- write must not take the whole suite down).  The code gets `gpu` (the
 -- module, its current backend set to bk) and `ffi`.  Returns the exit
