@@ -530,10 +530,27 @@ static void bitop(gj_cg *g, int intr, int nargs, LLVMValueRef *args, const gj_ty
   case GJ_I_B_RSHIFT: res[0] = LLVMBuildLShr(B, x, n, ""); break;
   case GJ_I_B_ARSHIFT: res[0] = LLVMBuildAShr(B, x, n, ""); break;
   default:
-    m = LLVMBuildAnd(B, LLVMBuildSub(B, LLVMConstInt(t, w, 0), n, ""), mask, "");
-    res[0] = intr == GJ_I_B_ROL
-                 ? LLVMBuildOr(B, LLVMBuildShl(B, x, n, ""), LLVMBuildLShr(B, x, m, ""), "")
-                 : LLVMBuildOr(B, LLVMBuildLShr(B, x, n, ""), LLVMBuildShl(B, x, m, ""), "");
+    if (w == 32) {
+      m = LLVMBuildAnd(B, LLVMBuildSub(B, LLVMConstInt(t, w, 0), n, ""), mask, "");
+      res[0] = intr == GJ_I_B_ROL
+                   ? LLVMBuildOr(B, LLVMBuildShl(B, x, n, ""), LLVMBuildLShr(B, x, m, ""), "")
+                   : LLVMBuildOr(B, LLVMBuildLShr(B, x, n, ""), LLVMBuildShl(B, x, m, ""), "");
+      break;
+    }
+    /* 64 bits: the other half shifted by 1 and then by 63 - n, a form LLVM
+    ** 15 does not turn into a funnel shift.  NVPTX lowers a 64-bit rotate
+    ** by a variable count with PTX shifts that do not take the count
+    ** modulo 64, after the DAG combiner dropped our mask as redundant for
+    ** a rotate: bit.rol(1LL, 65) gave 0 on an H200. */
+    m = LLVMBuildXor(B, n, mask, "");
+    {
+      LLVMValueRef one = LLVMConstInt(t, 1, 0);
+      res[0] = intr == GJ_I_B_ROL
+                   ? LLVMBuildOr(B, LLVMBuildShl(B, x, n, ""),
+                                 LLVMBuildLShr(B, LLVMBuildLShr(B, x, one, ""), m, ""), "")
+                   : LLVMBuildOr(B, LLVMBuildLShr(B, x, n, ""),
+                                 LLVMBuildShl(B, LLVMBuildShl(B, x, one, ""), m, ""), "");
+    }
   }
 }
 
