@@ -50,13 +50,15 @@ function M.philox4x32(c0, c1, c2, c3, k0, k1)
 end
 local philox = M.philox4x32
 
--- The low and high 32-bit words of a whole number x below 2^53.  No
--- division: x - lo is a multiple of 2^32 below 2^53, which even a float
--- holds exactly (precision = "single" kernels), and so its product with
--- 2^-32.
+-- The low and high 32-bit words of a whole number x below 2^53, or of an
+-- int64_t/uint64_t cdata.  x - lo is a multiple of 2^32 below 2^53, which
+-- even a float holds exactly (precision = "single" kernels), and so its
+-- quotient by 2^32.  A division, not a product with 2^-32: on a C integer
+-- LuaJIT converts 2^-32 to an integer, 0 (the high word of an int64_t
+-- counter was lost, on the host and, computed as LuaJIT does, in kernels).
 local function words(x)
   local lo = x % TWO32
-  return lo, (x - lo) * (1 / TWO32)
+  return lo, (x - lo) / TWO32
 end
 
 -- The four words for (seed, counter): the counter in the low two counter
