@@ -321,21 +321,26 @@ for _, bk in ipairs(H.compilers) do
       local t0 = now()
       k:launch(n, x, n, reps, 1.0, 0.0)
       local tsync = now() - t0
-      for i = 0, n - 1 do x[i] = 0 end
+      -- device arrays: an FFI array passed to launches on two streams is
+      -- undefined on a device that stages it (cuda: each stream has its
+      -- own copy until its synchronize; docs/api.md, "Ownership")
+      local xd, yd = gpu.zeros("double", n), gpu.zeros("double", n)
       local s1, s2 = gpu.stream(), gpu.stream()
       local h0 = now()
       local e0 = s1:record()
-      k:launch({ global = n, stream = s1 }, x, n, reps, 1.0, 1.0)
+      k:launch({ global = n, stream = s1 }, xd, n, reps, 1.0, 1.0)
       local e1 = s1:record()
       assert.is_false(e1:query())                       -- a launch of hundreds of ms is running
       s2:wait(e1)
-      copy:launch({ global = n, stream = s2 }, y, x, n) -- after s1's launch, or y would be 1
+      copy:launch({ global = n, stream = s2 }, yd, xd, n) -- after s1's launch, or y would be 1
       e1:synchronize()
       assert.is_true(e1:query())
       assert.is_true(e0:query())
       local ms = e0:elapsed(e1)
       gpu.synchronize()
       local wall = (now() - h0) * 1e3
+      xd:to_host(x)
+      yd:to_host(y)
       assert.equal(reps, x[n - 1])
       assert.equal(reps + 1, y[0])
       assert.equal(reps + 1, y[n - 1])
