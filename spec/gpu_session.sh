@@ -39,7 +39,8 @@ if [ "${1:-}" = prepare ]; then
   (cd "$DEPS/fallback" && apt-get download $FALLBACK_PKGS) || exit 1
   # LLVM's C headers, for the specs that build a C plugin (the GPU machine
   # has no llvm-config-15: the session gives them a stand-in)
-  mkdir -p "$DEPS/include" && cp -a /usr/include/llvm-c-15/llvm-c "$DEPS/include/" || exit 1
+  mkdir -p "$DEPS/include/llvm" && cp -rL /usr/lib/llvm-15/include/llvm-c "$DEPS/include/" &&
+    cp -rL /usr/lib/llvm-15/include/llvm/Config "$DEPS/include/llvm/" || exit 1
   du -sh "$DEPS" build
   echo "now, with the device tool: run command 'sh spec/gpu_session.sh' carry [\"build\", \"$DEPS\"]"
   exit 0
