@@ -45,6 +45,25 @@ void ref_nbody(float *ax, float *ay, float *az, const float *px, const float *py
                const float *pz, const float *m, int n, float eps);
 void ref_matmul(float *C, const float *A, const float *B, int N);
 ]]
+-- Three thread pools share this process's two cores: gpujit's, libgomp's
+-- (gcc's C) and libomp's (clang's C).  After a parallel region an OpenMP
+-- runtime's workers spin before they sleep: libgomp about 300,000 polls,
+-- libomp 200 ms (KMP_BLOCKTIME), where gpujit's pool spins 4,096 polls
+-- (about 50 us).  A side timed right after another then shares the cores
+-- with its spinning threads (conv3x3 took 1.85-2.06 ms after gcc's loop and
+-- 1.1-1.2 ms in a process of its own).  So the OpenMP runtimes are passive
+-- (their workers sleep at once), set here before the libraries load unless
+-- the caller set OMP_WAIT_POLICY: ref_init's setenv came after libgomp's
+-- constructor had read the environment, so gcc's side kept spinning (libomp
+-- reads it at its first call and was passive).  And each sample starts after SETTLE_US
+-- without work, more than gpujit's spin: every side starts with its threads
+-- asleep and the cores free.
+ffi.cdef [[
+int setenv(const char *name, const char *value, int overwrite);
+int usleep(unsigned int us);
+]]
+ffi.C.setenv("OMP_WAIT_POLICY", "passive", 0)
+local SETTLE_US = 2000
 for _, ref in ipairs(REFS) do
   local ok, lib = pcall(ffi.load, ref.path)
   if not ok then
@@ -307,6 +326,7 @@ local function range(a, b)
 end
 
 local function sample(f, reps)
+  ffi.C.usleep(SETTLE_US)
   local t0 = now()
   for _ = 1, reps do f() end
   return (now() - t0) / reps
@@ -447,6 +467,8 @@ p("Command: `make bench` (BENCH_RUNS=%d: medians of %d rounds, sides interleaved
   .. " built with gcc and with clang-15; the faster of the two is the anchor.", RUNS, RUNS, CFLAGS)
 p("gpujit is called as Lua code calls it, sizes as Lua numbers; the int32 column passes them as"
   .. " `ffi.new(\"int32_t\", n)`.")
+p("OMP_WAIT_POLICY=%s; each sample starts after %d us without work (no side's idle threads spin"
+  .. " into another's time: bench/bench.lua).", os.getenv("OMP_WAIT_POLICY") or "?", SETTLE_US)
 p("Load average (1 min) at start %s; per row below, when the row finished.", LOAD0)
 p("")
 p("| kernel | size | gpujit cpu ms | gpujit, int32 sizes ms | C gcc ms | C clang ms "
