@@ -612,6 +612,7 @@ static int ctx_gc(lua_State *L)
     gj_err_set(&c->ctx.berr[i], "the gpujit context is closed");
   }
   c->closed = 1;
+  gj_ctx_fini(&c->ctx);
   return 0;
 }
 
@@ -670,6 +671,7 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
   if (!c) {
     c = (ctxobj *)lua_newuserdata(L, sizeof(ctxobj));
     memset(c, 0, sizeof(*c));
+    gj_ctx_init(&c->ctx);
     luaL_newmetatable(L, CTX_MT);
     lua_pushcfunction(L, ctx_gc);
     lua_setfield(L, -2, "__gc");
