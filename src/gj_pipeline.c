@@ -359,13 +359,11 @@ static int stage_job(gj_ctx *ctx, const gj_compile_opts *o, gj_plugset *ps,
                      gpujit_kernel_desc *kd, gj_job *job, gj_err *err)
 {
   const gj_backend *be = gj_backends[o->bk];
-  int r;
+  /* no compile_mu: a back half on the worker reads only an opened
+  ** backend's state, and the runtimes' job hooks only read (cpu: locked) */
+  if (gj_ctx_backend(ctx, o->bk, err)) return -1;
   memset(job, 0, sizeof(*job));
-  pthread_mutex_lock(&ctx->compile_mu);   /* a back half may run (gj_bg.h) */
-  r = gj_ctx_backend(ctx, o->bk, err) ||
-      be->job(ctx->bst[o->bk], o->dev, job, err);
-  pthread_mutex_unlock(&ctx->compile_mu);
-  if (r) return -1;
+  if (be->job(ctx->bst[o->bk], o->dev, job, err)) return -1;
   job->vectorize = o->vectorize;
   return gj_plugset_job(ps, kd, job, err);
 }
