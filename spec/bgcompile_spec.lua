@@ -12,11 +12,16 @@ local now = require("gpujit.util").now
 local SIG = { "double[]", "double[]", "int32_t" }
 
 -- A long kernel: `steps` generated statements (its sync compile takes a
--- few hundred ms here), loaded anew on each call so that no two kernels
--- share a function (nor, with cache = false, a disk cache entry).
+-- few hundred ms here), loaded anew on each call with a constant of its
+-- own, so that no two kernels share a function, a disk cache entry or a
+-- device compiler's cached build (PoCL keeps one per program text, also
+-- across runs: the constant starts from the clock).
+local salt = os.time() % 1000000 * 100
 local function long_fn(steps)
+  salt = salt + 1
   local b = { "local gpu = ...\nreturn function(x, y, n)\n  local i = gpu.global_id()\n",
-              "  if i < n then\n    local a, b, c = x[i], y[i], 0.5\n" }
+              "  if i < n then\n    local a, b, c = x[i], y[i], 0.5\n",
+              string.format("    c = c * %d.5 / %d.5\n", salt, salt) }
   for j = 1, steps do
     b[#b + 1] = string.format("    a = a * %d.25 + b; b = math.sin(b) * c + a / %d.5; "
       .. "c = c + a * b - %d\n", j % 7 + 1, j % 5 + 1, j % 3)
@@ -190,6 +195,12 @@ for _, bk in ipairs(H.compilers) do
     end)
 
     it("closing the state with compiles in flight joins them", function()
+      if (os.getenv("LD_PRELOAD") or ""):find("tsan", 1, true) then
+        -- a process with threads cannot start one under ThreadSanitizer;
+        -- spec/c/multistate.c (make tsan) closes states with a compile in flight
+        pending("no child process under ThreadSanitizer")
+        return
+      end
       local script = os.tmpname()
       local fh = assert(io.open(script, "w"))
       fh:write(([[
