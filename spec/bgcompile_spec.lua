@@ -226,6 +226,34 @@ for _, bk in ipairs(H.compilers) do
       assert.is_truthy(out:find("rc=0", 1, true), out)
     end)
 
+    it("a kernel with plugins is refused in the background, with the reason", function()
+      gpu.plugin({ name = "bgc_mark", version = "1", ir = function() end })
+      local k = H.kernel(bk, saxpy_fn, { plugins = { "bgc_mark" }, name = "plugged" })
+      local msg = H.error_of(function() k:compile(SIG, { async = true }) end)
+      gpu.remove_plugin("bgc_mark")
+      assert.is_truthy(msg:find("kernel plugged: a compile in the background takes no plugins "
+        .. "(plugin 'bgc_mark' applies)", 1, true), msg)
+      assert.is_truthy(msg:find(H.this_file(), 1, true), msg)   -- raised at the caller
+      assert.are.equal(0, k.ncompiles)
+    end)
+
+    it("compile events: start at k:compile, done when the result is taken", function()
+      local seen = {}
+      local off = gpu.on_compile(function(e) seen[#seen + 1] = e end)
+      local k = H.kernel(bk, saxpy_fn, { name = "evented" })
+      local h = k:compile(SIG, { async = true })
+      assert.are.equal(1, #seen)
+      assert.are.equal("start", seen[1].phase)
+      assert.is_true(seen[1].async)
+      h:wait()
+      off()
+      assert.are.equal(2, #seen)
+      assert.are.equal("done", seen[2].phase)
+      assert.are.equal("evented", seen[2].kernel)
+      assert.is_true(seen[2].total_ms >= 0)
+      assert.is_number(seen[2].ms.optimize)
+    end)
+
     it("without async it compiles at once and returns a handle that is done", function()
       local k = H.kernel(bk, saxpy_fn)
       local h = k:compile(SIG)
