@@ -9,6 +9,8 @@
 -- signature (dispatch.lua's overload) waits for it through wait_pending
 -- instead of compiling again.  Finishing a handle installs the overload
 -- in the kernel's in-memory cache exactly as a synchronous compile does.
+local events = require("gpujit.events")
+
 return function(I)
   local B = {}
   local env = I.env
@@ -63,16 +65,13 @@ return function(I)
     end
     if ok then
       h.status_ = "ready"
-      if ev then
-        ev.phase, ev.cache, ev.stages, ev.note = "done", info.cache, info.stages, info.note
-        ev.ms = {}
-        for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
-      end
     else
       h.status_, h.error_ = "failed", tostring(info)
-      if ev then ev.phase, ev.error = "error", h.error_ end
     end
-    if ev then pcall(I.notify, ev) end
+    if ev then
+      events.finish(ev, ok, info)
+      pcall(I.notify, ev)   -- a callback's error is not the compile's
+    end
   end
 
   -- h:done(): true once the compile has finished, successfully or not.
@@ -138,8 +137,8 @@ return function(I)
     if not e.core then I.no_core() end
     local copts = I.compile_opts(K, tgt)
     local ev
-    if e.verbose or I.listeners[1] then
-      ev = I.event_of(K, tgt, tl)
+    if e.verbose or events.listeners[1] then
+      ev = events.event(K, tgt, tl)
       ev.async = true
       I.notify(ev)
     end

@@ -378,13 +378,7 @@ local function core_compile(K, tgt, tl, opts)
   local t0 = now_ms()
   local ok, info = pcall(env.core.compile, K.fn, core_types(tl), opts)
   ev.total_ms = now_ms() - t0
-  if ok then
-    ev.phase, ev.cache, ev.stages, ev.note = "done", info.cache, info.stages, info.note
-    ev.ms = {}
-    for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
-  else
-    ev.phase, ev.error = "error", tostring(info)
-  end
+  events.finish(ev, ok, info)
   return ok, info, ev
 end
 
@@ -405,7 +399,6 @@ local function install(K, tl, key, info, plugins)
 end
 
 local bg   -- gpujit.bgcompile, below
-
 local function overload(K, tgt, tl, kinds)
   local key = types.sig_key(tl)
   local one_based = one_based_of(K, kinds)
@@ -755,12 +748,9 @@ end
 -- k:compile(types [, opts]) and its handles (gpujit.bgcompile).
 local new_bg = require("gpujit.bgcompile")
 own[debug.getinfo(new_bg, "S").source] = true
-bg = new_bg({
-  env = function() return env end, check_types = check_types, no_target = no_target,
-  no_core = no_core, compile_opts = compile_opts, core_types = core_types,
-  install = install, overload = overload, record_sig = record_sig, notify = notify,
-  listeners = listeners, event_of = event_of, now_ms = now_ms, raise = raise,
-})
+bg = new_bg({ env = function() return env end, check_types = check_types, no_target = no_target,
+  no_core = no_core, compile_opts = compile_opts, core_types = core_types, install = install,
+  overload = overload, record_sig = record_sig, notify = notify, now_ms = now_ms, raise = raise })
 methods.compile = bg.compile
 
 -- The target that inspect and gpu.job compile for: the given device (also
