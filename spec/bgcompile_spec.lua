@@ -80,18 +80,26 @@ for _, bk in ipairs(H.compilers) do
     it("an async compile returns in well under the time of a sync compile, finishes, "
       .. "and its launch gives plain LuaJIT's result", function()
       local steps = 100
-      local ks = H.kernel(bk, long_fn(steps))
-      local t0 = now()
-      local hs = ks:compile(SIG)
-      local sync = now() - t0
-      assert.is_true(hs:done())
-      assert.are.equal("ready", hs:status())
-      local fa = long_fn(steps)
-      local ka = H.kernel(bk, fa)
-      t0 = now()
-      local h = ka:compile(SIG, { async = true })
-      local async = now() - t0
-      assert.is_true(async < 0.25 * sync, string.format(
+      H.kernel(bk, saxpy_fn):compile(SIG)   -- the device made ready before the timing
+      -- the shortest of two each: the front half (typing, codegen) against the
+      -- whole compile (on PoCL, whose build is quick, ~10%; on cpu ~1%)
+      local sync, async = math.huge, math.huge
+      local ka, fa, h
+      for _ = 1, 2 do
+        local ks = H.kernel(bk, long_fn(steps))
+        local t0 = now()
+        local hs = ks:compile(SIG)
+        sync = math.min(sync, now() - t0)
+        assert.is_true(hs:done())
+        assert.are.equal("ready", hs:status())
+        fa = long_fn(steps)
+        ka = H.kernel(bk, fa)
+        t0 = now()
+        h = ka:compile(SIG, { async = true })
+        async = math.min(async, now() - t0)
+        h:wait()
+      end
+      assert.is_true(async < 0.3 * sync, string.format(
         "async compile returned in %.1f ms, the sync compile took %.1f ms", async * 1e3, sync * 1e3))
       assert.are.equal(ka, h:wait())
       assert.is_true(h:done())
