@@ -37,7 +37,8 @@ local step = gpu.kernel(function(px, py, vx, vy, n, dt)
   if i < n then
     px[i], py[i], vx[i], vy[i] = update(px[i], py[i], vx[i], vy[i], dt)
   end
-end, { name = "particles_step" })
+end, { name = "particles_step", cache = false })   -- cache = false: every run shows the
+-- compile; a game keeps the disk cache, and a kernel found there is ready in a frame or two
 
 local function lua_step(px, py, vx, vy, n, dt)
   for i = 0, n - 1 do
