@@ -37,7 +37,11 @@
 ** too, so launch maps its address like an allocation's.
 **
 ** Invariant: a gj_bstate belongs to one lua_State and is used by one thread
-** at a time (launches are synchronous, API.md), so it needs no lock.
+** at a time (launches are synchronous, API.md), so it needs no lock, except
+** that `target`, `load` and the cache hooks may run on the context's
+** compile worker (src/gj_bg.h, one at a time, ctx->compile_mu) while the
+** owning thread launches: they use only the device's context (made ready
+** under ocl_ready's lock) and the program they make.
 */
 #include "opencl_int.h"
 
@@ -390,21 +394,35 @@ static int ocl_device_info(gj_bstate *st, int dev, gj_device_info *out)
   return 0;
 }
 
+/* load runs on the compile worker (gj_bg.h) while the owning thread may
+** launch or allocate: the device is made ready once, under this lock, and
+** d->queue is published last (release; the fast path acquires it). */
+static pthread_mutex_t ocl_ready_mu = PTHREAD_MUTEX_INITIALIZER;
+
 int ocl_ready(gj_bstate *st, int dev, gj_err *err)
 {
   ocl_device *d;
-  cl_int rc;
+  cl_command_queue q;
+  cl_int rc = CL_SUCCESS;
+  const char *what = NULL;
   if (dev < 0 || dev >= st->ndevs)
     return gj_err_set(err, "opencl: no device %d", dev);
   d = &st->devs[dev];
-  if (d->queue) return 0;
-  if (!d->ctx) {
-    d->ctx = st->cl.CreateContext(NULL, 1, &d->id, NULL, NULL, &rc);
-    if (!d->ctx) return ocl_fail(err, "clCreateContext", rc);
+  if (__atomic_load_n(&d->queue, __ATOMIC_ACQUIRE)) return 0;
+  pthread_mutex_lock(&ocl_ready_mu);
+  if (!d->queue) {
+    if (!d->ctx) {
+      d->ctx = st->cl.CreateContext(NULL, 1, &d->id, NULL, NULL, &rc);
+      if (!d->ctx) what = "clCreateContext";
+    }
+    if (d->ctx) {
+      q = st->cl.CreateCommandQueue(d->ctx, d->id, 0, &rc);
+      if (q) __atomic_store_n(&d->queue, q, __ATOMIC_RELEASE);
+      else what = "clCreateCommandQueue";
+    }
   }
-  d->queue = st->cl.CreateCommandQueue(d->ctx, d->id, 0, &rc);
-  if (!d->queue) return ocl_fail(err, "clCreateCommandQueue", rc);
-  return 0;
+  pthread_mutex_unlock(&ocl_ready_mu);
+  return what ? ocl_fail(err, what, rc) : 0;
 }
 
 /* -- Compile job --------------------------------------------------------- */

@@ -160,6 +160,8 @@ static int make_entry(gj_bstate *st, gj_program *p, const char *name,
   return 0;
 }
 
+static void program_free(gj_bstate *st, gj_program *p);
+
 /* What load_binary is given: the device's own binary (PTX, or what
 ** CL_PROGRAM_BINARIES gave), SPIR bitcode, or SPIR-V. */
 enum { LOAD_BINARY, LOAD_SPIR, LOAD_IL };
@@ -218,7 +220,7 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
   *out = p;
   return 0;
 fail:
-  ocl_unload(st, p);
+  program_free(st, p);
   return -1;
 }
 
@@ -249,15 +251,11 @@ int ocl_cache_load(gj_bstate *st, int dev, const char *bin, size_t len,
   return load_binary(st, dev, bin, len, LOAD_BINARY, sig, out, err);
 }
 
-void ocl_unload(gj_bstate *st, gj_program *p)
+/* Free p's objects; p was never launched (load's failures: they may run on
+** the compile worker, which must not read the device's pending launch). */
+static void program_free(gj_bstate *st, gj_program *p)
 {
   int i;
-  if (!p) return;
-  if (st->devs[p->dev].pending.p == p) {   /* its launch, finished first */
-    gj_err e;
-    int failed;
-    ocl_wait(st, p->dev, NULL, &failed, &e);
-  }
   for (i = 0; i < 2; i++) {
     if (p->entry[i].kernel) st->cl.ReleaseKernel(p->entry[i].kernel);
     free(p->entry[i].slots);
@@ -266,6 +264,17 @@ void ocl_unload(gj_bstate *st, gj_program *p)
   if (p->fault) st->cl.ReleaseMemObject(p->fault);
   free(p->shared_rec);
   free(p);
+}
+
+void ocl_unload(gj_bstate *st, gj_program *p)
+{
+  if (!p) return;
+  if (st->devs[p->dev].pending.p == p) {   /* its launch, finished first */
+    gj_err e;
+    int failed;
+    ocl_wait(st, p->dev, NULL, &failed, &e);
+  }
+  program_free(st, p);
 }
 
 int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,

@@ -228,7 +228,15 @@ typedef struct gj_codegen {
 } gj_codegen;
 
 /* A device runtime (runtimes/): devices, the compile job for one, memory,
-** copies, programs and launches.  Filled by field name. */
+** copies, programs and launches.  Filled by field name.
+**
+** Threads: a gj_bstate belongs to one context, used by its owning thread,
+** except that `target`, `load`, `cache_load` and `cache_save` (stages
+** 4-11) may run on the context's compile worker (src/gj_bg.h) while the
+** owning thread launches, allocates, copies and unloads other programs.
+** The core runs those four for one context one compile at a time
+** (ctx->compile_mu); a runtime makes them safe beside its launch path
+** (the cpu locks its JIT, opencl makes a device ready under a lock). */
 typedef struct gj_backend {
   const char *name;
   /* Open the backend in one context.  -1 (with err) when its driver or

@@ -12,6 +12,20 @@
 #include "gj_pipeline.h"
 #include "gpujit.h"
 
+void gj_ctx_init(gj_ctx *ctx)
+{
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&ctx->compile_mu, &a);
+  pthread_mutexattr_destroy(&a);
+}
+
+void gj_ctx_fini(gj_ctx *ctx)
+{
+  pthread_mutex_destroy(&ctx->compile_mu);
+}
+
 int gj_ctx_backend(gj_ctx *ctx, int bk, gj_err *err)
 {
   if (bk < 0 || bk >= gj_nbackends)

@@ -18,6 +18,8 @@
 #include <lua.h>
 
 #include "gj_bc_lua.h"
+#include "gj_bg.h"
+#include "gj_bg_lua.h"
 #include "gj_ctx.h"
 #include "gj_intr.h"
 #include "gj_job_lua.h"
@@ -336,23 +338,13 @@ static void push_timing(lua_State *L, const gj_compile_out *out)
   }
 }
 
-static int core_compile(lua_State *L)
+void gj_lua_push_compiled(lua_State *L, const gj_compile_out *out)
 {
   ctxobj *c = ctx_of(L);
-  gj_compile_opts o;
-  gj_compile_out out;
-  gj_err err;
   kobj *ko;
-  int plist = read_compile_args(L, &o);
-  o.want_kernel = 1;
-  if (gj_pipeline_lua_compile(&c->ctx, c->ref_intr, L, 1, plist, &o, &out,
-                              &err)) {
-    lua_pushstring(L, err.msg);
-    return lua_error(L);
-  }
   lua_createtable(L, 0, 6);
   ko = (kobj *)lua_newuserdata(L, sizeof(kobj));
-  ko->k = out.kernel;
+  ko->k = out->kernel;
   ko->next = c->head.next;
   ko->prev = &c->head;
   if (c->head.next) c->head.next->prev = ko;
@@ -360,12 +352,39 @@ static int core_compile(lua_State *L)
   luaL_getmetatable(L, KERNEL_MT);
   lua_setmetatable(L, -2);
   lua_setfield(L, -2, "owner");
-  lua_pushlightuserdata(L, out.kernel);
+  lua_pushlightuserdata(L, out->kernel);
   lua_setfield(L, -2, "handle");
-  push_sig(L, &out.kernel->sig);
-  push_prints(L, &out.kernel->prints);
-  push_timing(L, &out);
+  push_sig(L, &out->kernel->sig);
+  push_prints(L, &out->kernel->prints);
+  push_timing(L, out);
+}
+
+static int core_compile(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  gj_compile_opts o;
+  gj_compile_out out;
+  gj_err err;
+  int plist = read_compile_args(L, &o);
+  o.want_kernel = 1;
+  if (gj_pipeline_lua_compile(&c->ctx, c->ref_intr, L, 1, plist, &o, &out,
+                              &err)) {
+    lua_pushstring(L, err.msg);
+    return lua_error(L);
+  }
+  gj_lua_push_compiled(L, &out);
   return 1;
+}
+
+/* core.compile_start(fn, types, opts): a compile in the background
+** (gj_bg_lua.c), its handle. */
+static int core_compile_start(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  gj_compile_opts o;
+  int plist = read_compile_args(L, &o);
+  o.want_kernel = 1;
+  return gj_bg_lua_start(L, &c->ctx, c->ref_intr, plist, &o);
 }
 
 static int core_inspect(lua_State *L)
@@ -602,6 +621,7 @@ static int ctx_gc(lua_State *L)
   ctxobj *c = (ctxobj *)luaL_checkudata(L, 1, CTX_MT);
   int i;
   if (c->closed) return 0;
+  gj_bg_close(&c->ctx);        /* compiles in flight end first */
   gj_streams_close(&c->ctx);   /* their launches end before the kernels go */
   while (c->head.next) kobj_release(c->head.next);
   for (i = 0; i < gj_nbackends; i++) {
@@ -612,6 +632,7 @@ static int ctx_gc(lua_State *L)
     gj_err_set(&c->ctx.berr[i], "the gpujit context is closed");
   }
   c->closed = 1;
+  gj_ctx_fini(&c->ctx);
   return 0;
 }
 
@@ -647,6 +668,7 @@ static const luaL_Reg core_funcs[] = {
   { "backends", core_backends },
   { "devices", core_devices },
   { "compile", core_compile },
+  { "compile_start", core_compile_start },
   { "inspect", core_inspect },
   { "job", core_job },
   { "load_plugin", core_load_plugin },
@@ -670,6 +692,7 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
   if (!c) {
     c = (ctxobj *)lua_newuserdata(L, sizeof(ctxobj));
     memset(c, 0, sizeof(*c));
+    gj_ctx_init(&c->ctx);
     luaL_newmetatable(L, CTX_MT);
     lua_pushcfunction(L, ctx_gc);
     lua_setfield(L, -2, "__gc");
@@ -695,6 +718,7 @@ GJ_API int luaopen_gpujit_core(lua_State *L)
   lua_newtable(L);
   luaL_register(L, NULL, core_funcs);
   gj_lua_types_register(L);   /* core.types, core.lnum_classes */
+  gj_bg_lua_register(L, &c->ctx);      /* core.compile_done, compile_finish, ... */
   lua_pushlightuserdata(L, &c->ctx);
   lua_setfield(L, -2, "ctx");
   lua_pushstring(L, GPUJIT_VERSION);

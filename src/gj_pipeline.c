@@ -30,11 +30,9 @@
 #include "gj_cg.h"
 #include "gj_kv.h"
 #include "gj_pipeline.h"
-#include "gj_stream.h"
 #include "gj_plugin.h"
 #include "gj_target.h"
 #include "gj_typer.h"
-#include "gj_watch.h"
 
 /* A struct: the layout text "{...}" (gj_type.h) into cs's struct table;
 ** with "[]" after it, an array of them.  A struct alone is passed as
@@ -282,7 +280,7 @@ static gj_kernel *kernel_new(gj_ctx *ctx, const gj_backend *be,
 /* A sound entry for key, loaded: 1 and *out.  0 on a miss, which includes
 ** an entry the backend no longer takes (a new driver, say): the compile
 ** goes on and replaces it. */
-static int cache_lookup(gj_ctx *ctx, const gj_backend *be,
+static int cache_lookup(gj_ctx *ctx, gj_cache_stats *st, const gj_backend *be,
                         const gj_compile_opts *o, const gj_cache_key *key,
                         const gj_sig *sig, gj_kernel **out)
 {
@@ -292,8 +290,8 @@ static int cache_lookup(gj_ctx *ctx, const gj_backend *be,
   gj_err e;
   gj_kernel *k;
   if (!gj_cache_get(o->cache_dir, key, &bin, &len, &bad)) {
-    ctx->cache.misses++;
-    ctx->cache.rejected += bad != 0;
+    st->misses++;
+    st->rejected += bad != 0;
     return 0;
   }
   k = kernel_new(ctx, be, o, sig, &e);
@@ -302,18 +300,18 @@ static int cache_lookup(gj_ctx *ctx, const gj_backend *be,
   free(bin);
   if (r) {
     free(k);
-    ctx->cache.misses++;
-    ctx->cache.rejected++;
+    st->misses++;
+    st->rejected++;
     return 0;
   }
-  ctx->cache.hits++;
+  st->hits++;
   *out = k;
   return 1;
 }
 
 /* Keep what the backend wants kept for k (else the emitted artifact).  A
 ** failure is counted, never fatal: the kernel is compiled and loaded. */
-static int cache_store(gj_ctx *ctx, const gj_compile_opts *o,
+static int cache_store(gj_cache_stats *st, const gj_compile_opts *o,
                        const gj_cache_key *key, gj_kernel *k,
                        const char *art, size_t artlen)
 {
@@ -323,7 +321,7 @@ static int cache_store(gj_ctx *ctx, const gj_compile_opts *o,
   int ok;
   if (k->be->cache_save) {
     if (k->be->cache_save(k->bst, k->prog, &bin, &len, &e)) {
-      ctx->cache.write_errors++;
+      st->write_errors++;
       return 0;
     }
     art = bin;
@@ -331,9 +329,9 @@ static int cache_store(gj_ctx *ctx, const gj_compile_opts *o,
   }
   ok = gj_cache_put(o->cache_dir, key, art, artlen, &e) == 0;
   if (ok)
-    ctx->cache.writes++;
+    st->writes++;
   else
-    ctx->cache.write_errors++;
+    st->write_errors++;
   free(bin);
   return ok;
 }
@@ -361,6 +359,8 @@ static int stage_job(gj_ctx *ctx, const gj_compile_opts *o, gj_plugset *ps,
                      gpujit_kernel_desc *kd, gj_job *job, gj_err *err)
 {
   const gj_backend *be = gj_backends[o->bk];
+  /* no compile_mu: a back half on the worker reads only an opened
+  ** backend's state, and the runtimes' job hooks only read (cpu: locked) */
   if (gj_ctx_backend(ctx, o->bk, err)) return -1;
   memset(job, 0, sizeof(*job));
   if (be->job(ctx->bst[o->bk], o->dev, job, err)) return -1;
@@ -468,42 +468,66 @@ static int optimize(LLVMModuleRef m, const gj_job *job, gj_plugset *ps,
   return 0;
 }
 
-int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
-                        gj_compile_out *out, gj_err *err)
-{
-  const gj_backend *be = gj_backends[o->bk];
-  const gj_codegen *cg;
-  void *ts = NULL;           /* the target's state (gj_backend.target) */
+/* A compile between its halves (gj_pipeline.h). */
+struct gj_pmid {
+  gj_ctx *ctx;
+  const gj_compile_opts *o;   /* the caller's, alive until back returns */
+  gj_cache_stats *stats;      /* where the disk cache's counts go */
+  gj_plugset none, *ps;
+  gpujit_kernel_desc kd;      /* kd.job is &job */
   gj_job job;
+  gj_sig sig;
+  gj_sites sites;             /* the kernel takes them at load */
+  gj_psites prints;
+  LLVMContextRef C;           /* this compile's own; m is in it */
+  LLVMModuleRef m;
+};
+
+void gj_pipeline_mid_free(gj_pmid *mid)
+{
+  if (!mid) return;
+  if (mid->m) LLVMDisposeModule(mid->m);
+  if (mid->C) LLVMContextDispose(mid->C);
+  gj_sites_free(&mid->sites);
+  gj_psites_free(&mid->prints);
+  free(mid);
+}
+
+void gj_pipeline_mid_stats(gj_pmid *mid, gj_cache_stats *stats)
+{
+  mid->stats = stats;
+}
+
+int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
+                      gj_compile_out *out, gj_pmid **midp, gj_err *err)
+{
+  gj_pmid *mid = calloc(1, sizeof(gj_pmid));
+  gj_plugset *ps;
   gj_cs cs;
   gj_fn *kfn;
   gj_ty params[GJ_MAXPARAMS];
   gj_cgopts cgo;
-  gj_sig sig;
-  gj_sites sites = { 0, 0, NULL };
-  gj_psites prints = { 0, 0, NULL };
-  gj_plugset none, *ps = o->plugins;
-  gpujit_kernel_desc kd;
   const char *xnames[GJ_MAXPARAMS];
   gj_bufname xbuf[GJ_MAXPARAMS];
   gj_scalar xelems[GJ_MAXPARAMS];
-  LLVMContextRef C = NULL;
-  LLVMModuleRef m = NULL;
   LLVMValueRef body;
-  LLVMTargetMachineRef tm = NULL;
-  char *msg = NULL, *art = NULL;
-  size_t artlen = 0;
-  gj_cache_key key;
-  int use_cache = o->cache_dir && o->want_kernel && !o->want_llvm &&
-                  !o->want_asm;
   int rc = -1;
   double t0 = now_ms();
 
   memset(out, 0, sizeof(*out));
-  /* the session owns src from here: gj_cs_free closes it */
+  *midp = NULL;
+  /* the session owns src from here: gj_cs_free closes it, below */
   gj_cs_init(&cs, src, &ctx->bcmap, o->single, o->name, err);
-  kernel_desc(o, &kd);
-  if (!ps) gj_plugset_init(ps = &none);
+  if (!mid) {
+    gj_err_set(err, "out of memory");
+    goto done;
+  }
+  mid->ctx = ctx;
+  mid->o = o;
+  mid->stats = &ctx->cache;
+  ps = mid->ps = o->plugins;
+  if (!ps) gj_plugset_init(ps = mid->ps = &mid->none);
+  kernel_desc(o, &mid->kd);
   if (o->nparams + ps->nbuf > GJ_MAXPARAMS) {
     gj_err_set(err, "kernel %s: its %d parameters and the plugins' %d "
                "buffers are more than %d", o->name, o->nparams, ps->nbuf,
@@ -511,15 +535,15 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
     goto done;
   }
   /* 1. the compile job */
-  if (stage_job(ctx, o, ps, &kd, &job, err)) goto done;
-  kd.job = &job;
+  if (stage_job(ctx, o, ps, &mid->kd, &mid->job, err)) goto done;
+  mid->kd.job = &mid->job;
   if (param_types(&cs, o, params, err)) goto done;
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */
   {
     int bad = gj_typer_kernel(&cs, o->nparams, params, &kfn) ||
-              frontend_hooks(ps, &kd, &cs, err);
+              frontend_hooks(ps, &mid->kd, &cs, err);
     /* a lookup that raised an error (gj_kv.h) wins over what the typer
     ** made of the nil it gave */
     if (src && src->failed) {
@@ -530,55 +554,89 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   }
   lap(out, GJ_ST_FRONTEND, &t0);
 
-  /* 3. codegen, then the plugins' ir hooks */
-  C = LLVMContextCreate();
-  LLVMContextSetOpaquePointers(C, 1);
+  /* 3. codegen (it types instructions again: the source is still asked),
+  ** then the plugins' ir hooks and keys */
+  mid->C = LLVMContextCreate();
+  LLVMContextSetOpaquePointers(mid->C, 1);
   memset(&cgo, 0, sizeof(cgo));
   cgo.fastmath = o->fastmath;
-  cgo.sites = o->boundscheck ? &sites : NULL;
+  cgo.sites = o->boundscheck ? &mid->sites : NULL;
   cgo.cancel = o->timeout > 0;
-  cgo.prints = &prints;
+  cgo.prints = &mid->prints;
   cgo.argnames = o->argnames;
   gj_plugset_buffers(ps, xbuf, xnames, xelems);
   cgo.nextra = ps->nbuf;
   cgo.extra_names = xnames;
   cgo.extra_elems = xelems;
   cgo.locs = ps->n > 0;
-  if (gj_cg_module(&cs, kfn, &job, &cgo, C, &m, &body, &sig)) goto done;
+  if (gj_cg_module(&cs, kfn, &mid->job, &cgo, mid->C, &mid->m, &body,
+                   &mid->sig))
+    goto done;
   /* not in the module (the record's size is the program's, at load) */
-  sig.print_cap = sig.prints ? (o->print_cap ? o->print_cap : GJ_PRINT_DEFAULT_CAP) : 0;
+  mid->sig.print_cap = mid->sig.prints ?
+      (o->print_cap ? o->print_cap : GJ_PRINT_DEFAULT_CAP) : 0;
   ps->buf_base = (int)LLVMCountParams(body) - 2 * ps->nbuf;
-  if (gj_plugset_module(ps, GJ_STAGE_IR, &kd, &m, err)) goto done;
+  if (gj_plugset_module(ps, GJ_STAGE_IR, &mid->kd, &mid->m, err)) goto done;
+  if (gj_plugset_keys(ps, &mid->kd, err)) goto done;   /* on every compile */
   lap(out, GJ_ST_CODEGEN, &t0);
+  rc = 0;
+done:
+  gj_cs_free(&cs);   /* the source is closed on this thread */
+  if (rc) {
+    gj_pipeline_mid_free(mid);
+    return -1;
+  }
+  *midp = mid;
+  return 0;
+}
+
+/* Stages 4-11 on mid (gj_pipeline_back), with ctx->compile_mu held. */
+static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
+{
+  gj_ctx *ctx = mid->ctx;
+  const gj_compile_opts *o = mid->o;
+  const gj_backend *be = gj_backends[o->bk];
+  const gj_codegen *cg;
+  void *ts = NULL;           /* the target's state (gj_backend.target) */
+  gj_plugset *ps = mid->ps;
+  gpujit_kernel_desc *kd = &mid->kd;
+  gj_job *job = &mid->job;
+  LLVMValueRef body;
+  LLVMTargetMachineRef tm = NULL;
+  char *msg = NULL, *art = NULL;
+  size_t artlen = 0;
+  gj_cache_key key;
+  int use_cache = o->cache_dir && o->want_kernel && !o->want_llvm &&
+                  !o->want_asm;
+  int rc = -1;
+  double t0 = now_ms();
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
   ** (unless GPUJIT_DUMP asks to see them) */
-  if (gj_plugset_keys(ps, &kd, err)) goto done;   /* on every compile */
   if (use_cache) {
-    content_key(be, &job, o, ps, m, &key);
+    content_key(be, job, o, ps, mid->m, &key);
     if (!getenv("GPUJIT_DUMP") &&
-        cache_lookup(ctx, be, o, &key, &sig, &out->kernel)) {
+        cache_lookup(ctx, mid->stats, be, o, &key, &mid->sig, &out->kernel)) {
       /* The check sites (file, line, argument names) are not in the
       ** module, only their numbers: this compile's describe the code. */
-      out->kernel->sites = sites;
-      sites.v = NULL;
-      out->kernel->prints = prints;
-      memset(&prints, 0, sizeof(prints));
+      out->kernel->sites = mid->sites;
+      mid->sites.v = NULL;
+      out->kernel->prints = mid->prints;
+      memset(&mid->prints, 0, sizeof(mid->prints));
       out->cache = GJ_CACHE_HIT;
       lap(out, GJ_ST_CACHE, &t0);
-      rc = 0;
-      goto done;
+      return 0;
     }
     out->cache = GJ_CACHE_MISS;
     lap(out, GJ_ST_CACHE, &t0);
   }
 
   /* 5. target intrinsics and libraries, 6. the target's entry point */
-  if (gj_link_intrinsics(m, &job, err) || link_libraries(m, &job, err))
+  if (gj_link_intrinsics(mid->m, job, err) || link_libraries(mid->m, job, err))
     goto done;
-  body = LLVMGetNamedFunction(m, "gj_body");
-  cg = be->target(ctx->bst[o->bk], &job, &ts);
-  if (cg->wrap(ts, &job, m, body, &sig, err)) {
+  body = LLVMGetNamedFunction(mid->m, "gj_body");
+  cg = be->target(ctx->bst[o->bk], job, &ts);
+  if (cg->wrap(ts, job, mid->m, body, &mid->sig, err)) {
     size_t used = strlen(err->msg);
     snprintf(err->msg + used, sizeof(err->msg) - used, " (in kernel %s)",
              o->name);
@@ -586,7 +644,7 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   }
 
   /* 7. verify, 8. optimize, then the plugins' optimized hooks */
-  if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+  if (LLVMVerifyModule(mid->m, LLVMReturnStatusAction, &msg)) {
     gj_err_set(err, "%s: invalid IR for kernel %s: %s",
                ps->n ? "after the plugins' ir stage" : "internal error", o->name,
                msg ? msg : "?");
@@ -594,7 +652,7 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   }
   /* 7b. the target's finish_module, verified again */
   if (cg->finish_module) {
-    if (cg->finish_module(ts, &job, m, out->note,
+    if (cg->finish_module(ts, job, mid->m, out->note,
                           sizeof(out->note), err)) {
       size_t used = strlen(err->msg);
       snprintf(err->msg + used, sizeof(err->msg) - used, " (in kernel %s)",
@@ -603,23 +661,23 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
     }
     if (msg) LLVMDisposeMessage(msg);
     msg = NULL;
-    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+    if (LLVMVerifyModule(mid->m, LLVMReturnStatusAction, &msg)) {
       gj_err_set(err, "internal error: invalid IR for kernel %s after the "
                  "target's finish_module: %s", o->name, msg ? msg : "?");
       goto done;
     }
     if (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "module")) {
-      char *ir = LLVMPrintModuleToString(m);
+      char *ir = LLVMPrintModuleToString(mid->m);
       dump("module", o->name, ir);
       LLVMDisposeMessage(ir);
     }
   }
   lap(out, GJ_ST_LINK, &t0);
-  if (gj_target_machine(&job, &tm, err)) goto done;
-  if (optimize(m, &job, ps, &kd, tm, err)) goto done;
-  if (gj_plugset_module(ps, GJ_STAGE_OPTIMIZED, &kd, &m, err)) goto done;
+  if (gj_target_machine(job, &tm, err)) goto done;
+  if (optimize(mid->m, job, ps, kd, tm, err)) goto done;
+  if (gj_plugset_module(ps, GJ_STAGE_OPTIMIZED, kd, &mid->m, err)) goto done;
   {
-    char *ir = LLVMPrintModuleToString(m);
+    char *ir = LLVMPrintModuleToString(mid->m);
     dump("llvm", o->name, ir);
     if (o->want_llvm) out->llvm = dup_text(ir, strlen(ir));
     LLVMDisposeMessage(ir);
@@ -627,12 +685,12 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   lap(out, GJ_ST_OPTIMIZE, &t0);
 
   /* 9. the target's finish_ir, emit, then the plugins' emit hooks */
-  if (cg->finish_ir && cg->finish_ir(ts, &job, m, err))
+  if (cg->finish_ir && cg->finish_ir(ts, job, mid->m, err))
     goto done;
   if (o->want_asm || (getenv("GPUJIT_DUMP") && strstr(getenv("GPUJIT_DUMP"), "asm"))) {
     char *as = NULL;
     size_t aslen = 0;
-    if (cg->emit(ts, &job, tm, m, 1, &as, &aslen, err)) goto done;
+    if (cg->emit(ts, job, tm, mid->m, 1, &as, &aslen, err)) goto done;
     out->asm_text = dup_text(as, aslen);
     free(as);
     dump("asm", o->name, out->asm_text ? out->asm_text : "");
@@ -645,144 +703,57 @@ int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
     rc = 0;
     goto done;
   }
-  if (cg->emit(ts, &job, tm, m, 0, &art, &artlen, err)) goto done;
-  if (gj_plugset_emit(ps, &kd, &art, &artlen, err)) goto done;
-  ctx->cache.compiles++;
+  if (cg->emit(ts, job, tm, mid->m, 0, &art, &artlen, err)) goto done;
+  if (gj_plugset_emit(ps, kd, &art, &artlen, err)) goto done;
+  mid->stats->compiles++;
   lap(out, GJ_ST_EMIT, &t0);
 
   /* 10. load, 11. store in the disk cache */
   {
-    gj_kernel *k = kernel_new(ctx, be, o, &sig, err);
+    gj_kernel *k = kernel_new(ctx, be, o, &mid->sig, err);
     if (!k) goto done;
-    if (be->load(k->bst, o->dev, art, artlen, &sig, &k->prog, err)) {
+    if (be->load(k->bst, o->dev, art, artlen, &mid->sig, &k->prog, err)) {
       free(k);
-      gj_plugset_emit_blame(ps, &kd, err);
+      gj_plugset_emit_blame(ps, kd, err);
       goto done;
     }
-    k->sites = sites;     /* the kernel owns them now */
-    sites.v = NULL;
-    k->prints = prints;
-    memset(&prints, 0, sizeof(prints));
+    k->sites = mid->sites;     /* the kernel owns them now */
+    mid->sites.v = NULL;
+    k->prints = mid->prints;
+    memset(&mid->prints, 0, sizeof(mid->prints));
     out->kernel = k;
     lap(out, GJ_ST_LOAD, &t0);
-    if (use_cache && cache_store(ctx, o, &key, k, art, artlen))
+    if (use_cache && cache_store(mid->stats, o, &key, k, art, artlen))
       out->cache = GJ_CACHE_WRITTEN;
     lap(out, GJ_ST_STORE, &t0);
   }
   rc = 0;
 done:
+  free(art);
+  if (msg) LLVMDisposeMessage(msg);
+  if (tm) LLVMDisposeTargetMachine(tm);
+  return rc;
+}
+
+int gj_pipeline_back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
+{
+  int rc;
+  pthread_mutex_lock(&mid->ctx->compile_mu);
+  rc = back(mid, out, err);
+  pthread_mutex_unlock(&mid->ctx->compile_mu);
   if (rc) {
     free(out->llvm);
     free(out->asm_text);
     out->llvm = out->asm_text = NULL;
   }
-  free(art);
-  if (msg) LLVMDisposeMessage(msg);
-  if (tm) LLVMDisposeTargetMachine(tm);
-  if (m) LLVMDisposeModule(m);
-  if (C) LLVMContextDispose(C);
-  gj_cs_free(&cs);
-  gj_sites_free(&sites);
-  gj_psites_free(&prints);
+  gj_pipeline_mid_free(mid);
   return rc;
 }
 
-/* The ids' ranges the typer counted on (docs/typing.md): every dimension
-** below 2^51, and below 2^31 for a kernel with an lnum parameter (whose
-** launches the Lua launcher never sends here otherwise). */
-static int dims_in_range(const gj_kernel *k, const gj_dims *dims)
+int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
+                        gj_compile_out *out, gj_err *err)
 {
-  int64_t lim = k->sig.lnum ? ((int64_t)1 << 31) : ((int64_t)1 << 51);
-  int i;
-  for (i = 0; i < 3; i++)
-    if (dims->global[i] >= lim || dims->group[i] >= lim) return 0;
-  return 1;
-}
-
-int gj_kernel_check_dims(gj_kernel *k, const gj_dims *dims)
-{
-  if (dims_in_range(k, dims)) return 0;
-  return gj_err_set(&k->ctx->err, "launch: a dimension of 2^%d or more (the kernel's "
-                    "ids are typed below it)", k->sig.lnum ? 31 : 51);
-}
-
-/* The record a launch of k passes: on the stack for checks and timeouts,
-** k->rec (with its print area's head set) for a kernel that prints. */
-static gj_fault *launch_record(gj_kernel *k, gj_fault *local)
-{
-  gj_print_head *h;
-  if (!k->sig.prints) {
-    memset(local, 0, sizeof(*local));
-    return local;
-  }
-  if (!k->rec) {
-    k->rec = calloc(1, gj_record_size(&k->sig));
-    if (!k->rec) {
-      gj_err_set(&k->ctx->err, "launch: out of memory for the print buffer "
-                 "(%zu bytes)", gj_record_size(&k->sig));
-      return NULL;
-    }
-  }
-  memset(k->rec, 0, sizeof(gj_fault) + sizeof(gj_print_head));
-  h = (gj_print_head *)(void *)(k->rec + 1);
-  h->cap = k->sig.print_cap;
-  return k->rec;
-}
-
-/* Launch k on the default stream and wait for it (gj_backend.h: the
-** record f is final when wait returns): launches are synchronous for the
-** caller, whatever the runtime does in between. */
-static int run_on_default(gj_kernel *k, const gj_dims *dims, void *args,
-                          gj_fault *f)
-{
-  int failed;
-  if (k->be->launch(k->bst, k->prog, NULL, dims, args, f, &k->ctx->err)) return -1;
-  if (k->be->wait && !k->be->default_finishes)
-    return k->be->wait(k->bst, k->dev, NULL, &failed, &k->ctx->err);
-  return 0;
-}
-
-int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
-{
-  gj_fault local, *f;
-  gj_watch w;
-  int rc;
-  if (!dims_in_range(k, dims)) return gj_kernel_check_dims(k, dims);
-  if (!k->sig.faults) return run_on_default(k, dims, args, NULL);
-  if (!(f = launch_record(k, &local))) return -1;
-  if (!k->sig.cancel) {
-    if (run_on_default(k, dims, args, f)) return -1;
-    if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
-    return 0;
-  }
-  /* a timeout: the watchdog sets f->cancel at the deadline or on SIGINT */
-  if (gj_watch_start(&w, &f->cancel, k->timeout, &k->ctx->err)) return -1;
-  rc = run_on_default(k, dims, args, f);
-  if (gj_watch_stop(&w, k->name, &k->ctx->err)) return -1;   /* stopped */
-  if (rc) return -1;
-  if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
-  return 0;
-}
-
-const void *gj_kernel_prints(const gj_kernel *k, uint64_t *written,
-                             uint64_t *dropped)
-{
-  const gj_print_head *h;
-  *written = *dropped = 0;
-  if (!k->sig.prints || !k->rec) return NULL;
-  h = (const gj_print_head *)(const void *)(k->rec + 1);
-  *written = h->written;
-  *dropped = h->dropped;
-  return h + 1;
-}
-
-void gj_kernel_free(gj_kernel *k)
-{
-  if (!k) return;
-  gj_streams_forget_kernel(k->ctx, k);   /* its launches on streams end first */
-  if (k->prog && k->bst) k->be->unload(k->bst, k->prog);
-  gj_sites_free(&k->sites);
-  gj_psites_free(&k->prints);
-  free(k->rec);
-  free(k);
+  gj_pmid *mid;
+  if (gj_pipeline_front(ctx, src, o, out, &mid, err)) return -1;
+  return gj_pipeline_back(mid, out, err);
 }

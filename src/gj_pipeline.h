@@ -83,6 +83,29 @@ int gj_pipeline_job(gj_ctx *ctx, const gj_compile_opts *o, gj_job *job,
 int gj_pipeline_compile(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
                         gj_compile_out *out, gj_err *err);
 
+/* A compile in two halves, for compiling in the background (gj_bg.h).
+** gj_pipeline_front runs stages 1-3 (job, frontend and typer, codegen, the
+** plugins' ir hooks and keys): every question to the source is asked there
+** (codegen types instructions again, so it asks too), and src is closed
+** before it returns; so it runs on the thread that owns the frontend (a
+** lua_State's).  It leaves the LLVM module, in an LLVM context of its own,
+** in *mid.  gj_pipeline_back runs stages 4-11 (disk cache, link, wrap,
+** verify, optimize, emit, load, store) on *mid alone, no source and no
+** Lua: another thread may run it, one back half of a context at a time
+** (ctx->compile_mu), and it frees mid.  o must stay unchanged and alive
+** until then.  The back half calls the plugins' optimize, optimized and
+** emit hooks: a frontend's plugin (Lua) allows only the owning thread.
+** Each returns 0, or -1 with err set (front: *mid NULL). */
+typedef struct gj_pmid gj_pmid;
+int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
+                      gj_compile_out *out, gj_pmid **mid, gj_err *err);
+int gj_pipeline_back(gj_pmid *mid, gj_compile_out *out, gj_err *err);
+/* Where the back half counts what the disk cache did (default:
+** &ctx->cache, which only the owning thread may write). */
+void gj_pipeline_mid_stats(gj_pmid *mid, gj_cache_stats *stats);
+/* Free a front half's result that will not go on (NULL: nothing). */
+void gj_pipeline_mid_free(gj_pmid *mid);
+
 struct gj_kernel {
   gj_ctx *ctx;
   const gj_backend *be;

@@ -9,6 +9,7 @@
 
 #include <lua.h>
 
+#include "gj_bg.h"
 #include "gj_kv_lua.h"
 #include "gj_plugin_lua.h"
 #include "gj_pipeline_lua.h"
@@ -44,6 +45,27 @@ int gj_pipeline_lua_compile(gj_ctx *ctx, int ref_intr, lua_State *L,
   lo.plugins = &ps;
   return gj_pipeline_compile(
       ctx, gj_kv_lua_open(L, fidx, ref_intr, &ctx->bcmap), &lo, out, err);
+}
+
+gj_bgc *gj_pipeline_lua_start(gj_ctx *ctx, int ref_intr, lua_State *L,
+                              int fidx, int plist, const gj_compile_opts *o,
+                              gj_bgc **slot, gj_err *err)
+{
+  gj_compile_opts lo = *o;
+  gj_plugset ps;
+  gj_plugset_lua pl;
+  char src[256];
+  where(L, fidx, &lo, src, sizeof(src));
+  if (gj_plugset_lua_read(&ps, &pl, L, plist, err)) return NULL;
+  if (ps.n > 0) {
+    gj_err_set(err, "kernel %s: a compile in the background takes no "
+               "plugins (plugin '%s' applies): compile it without async",
+               o->name ? o->name : "?", ps.p[0].name ? ps.p[0].name : "?");
+    return NULL;
+  }
+  lo.plugins = NULL;
+  return gj_bg_start(ctx, gj_kv_lua_open(L, fidx, ref_intr, &ctx->bcmap),
+                     &lo, slot, err);
 }
 
 int gj_pipeline_lua_job(gj_ctx *ctx, lua_State *L, int fidx, int plist,

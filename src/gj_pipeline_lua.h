@@ -19,6 +19,15 @@ int gj_pipeline_lua_compile(gj_ctx *ctx, int ref_intr, lua_State *L,
                             int fidx, int plist, const gj_compile_opts *o,
                             gj_compile_out *out, gj_err *err);
 
+/* Start compiling the function at fidx in the background (gj_bg.h), as
+** gj_pipeline_lua_compile reads it; slot as gj_bg_start's.  A compile that
+** names plugins is refused (their hooks are Lua's, or may call it).  The
+** compile, or NULL with err set (the refusal, memory, the thread). */
+struct gj_bgc *gj_pipeline_lua_start(gj_ctx *ctx, int ref_intr, lua_State *L,
+                                     int fidx, int plist,
+                                     const gj_compile_opts *o,
+                                     struct gj_bgc **slot, gj_err *err);
+
 /* gj_pipeline_job for the function at fidx, as gj_pipeline_lua_compile. */
 int gj_pipeline_lua_job(gj_ctx *ctx, lua_State *L, int fidx, int plist,
                         const gj_compile_opts *o, gj_job *job, gj_err *err);

@@ -378,16 +378,27 @@ local function core_compile(K, tgt, tl, opts)
   local t0 = now_ms()
   local ok, info = pcall(env.core.compile, K.fn, core_types(tl), opts)
   ev.total_ms = now_ms() - t0
-  if ok then
-    ev.phase, ev.cache, ev.stages, ev.note = "done", info.cache, info.stages, info.note
-    ev.ms = {}
-    for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
-  else
-    ev.phase, ev.error = "error", tostring(info)
-  end
+  events.finish(ev, ok, info)
   return ok, info, ev
 end
 
+-- A compiled overload into the kernel's in-memory cache (info: what
+-- core.compile or core.compile_finish returned).
+local function install(K, tl, key, info, plugins)
+  K.ncompiles = K.ncompiles + 1
+  for i = 1, #tl do
+    local p = info.params and info.params[i]
+    if p and p.type and p.type ~= tl[i] then
+      error("gpujit internal error: core compiled parameter #" .. i .. " of kernel " .. K.name
+        .. " as " .. tostring(p.type) .. ", expected " .. tl[i], 0)
+    end
+  end
+  local argct = make_argct(K, info, tl)
+  return { types = tl, key = key, info = info, argct = argct, args = argct(),
+           handle = ffi.cast("void *", info.handle), plugins = plugins }
+end
+
+local bg   -- gpujit.bgcompile, below
 local function overload(K, tgt, tl, kinds)
   local key = types.sig_key(tl)
   local one_based = one_based_of(K, kinds)
@@ -399,6 +410,7 @@ local function overload(K, tgt, tl, kinds)
   end
   local ov = per[key]
   if ov then return ov end
+  if bg.wait_pending(K, tgt, key) then return overload(K, tgt, tl, kinds) end
   local ev   -- the compile event, when someone listens
   if tgt.sim then
     ov = { types = tl, key = key, sim = true }
@@ -411,17 +423,7 @@ local function overload(K, tgt, tl, kinds)
       if ev then notify(ev) end
       error(info, 0)
     end
-    K.ncompiles = K.ncompiles + 1
-    for i = 1, #tl do
-      local p = info.params and info.params[i]
-      if p and p.type and p.type ~= tl[i] then
-        error("gpujit internal error: core compiled parameter #" .. i .. " of kernel " .. K.name
-          .. " as " .. tostring(p.type) .. ", expected " .. tl[i], 0)
-      end
-    end
-    local argct = make_argct(K, info, tl)
-    ov = { types = tl, key = key, info = info, argct = argct, args = argct(),
-           handle = ffi.cast("void *", info.handle), plugins = opts.plugins }
+    ov = install(K, tl, key, info, opts.plugins)
   end
   per[key] = ov
   record_sig(K, tl, types.sig_key(tl))
@@ -742,6 +744,14 @@ function methods.precompile(K, tl, device)
   overload(K, tgt, tl)
   return K
 end
+
+-- k:compile(types [, opts]) and its handles (gpujit.bgcompile).
+local new_bg = require("gpujit.bgcompile")
+own[debug.getinfo(new_bg, "S").source] = true
+bg = new_bg({ env = function() return env end, check_types = check_types, no_target = no_target,
+  no_core = no_core, compile_opts = compile_opts, core_types = core_types, install = install,
+  overload = overload, record_sig = record_sig, notify = notify, now_ms = now_ms, raise = raise })
+methods.compile = bg.compile
 
 -- The target that inspect and gpu.job compile for: the given device (also
 -- one that compiles without launching), else the kernel's or the current

@@ -17,6 +17,18 @@ function M.event(K, tgt, tl)
            types = tcopy, backend = tgt.backend, device = tgt.dev }
 end
 
+-- ev after its compile: "done" with what core.compile returned (info), or
+-- "error" with the message (ok false).
+function M.finish(ev, ok, info)
+  if ok then
+    ev.phase, ev.cache, ev.stages, ev.note = "done", info.cache, info.stages, info.note
+    ev.ms = {}
+    for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
+  else
+    ev.phase, ev.error = "error", tostring(info)
+  end
+end
+
 -- GPUJIT_VERBOSE's line for a "done" or "error" event.
 function M.line(ev)
   local parts = {}

@@ -4,7 +4,9 @@
 ** gpujit, compiles kernels that differ per thread and per round (so no two
 ** threads share a compile), launches them on its backend (large enough
 ** launches to use the cpu thread pool), launches on two streams (one
-** waiting for the other's event), and checks every result.
+** waiting for the other's event), compiles a kernel in the background
+** meanwhile (and leaves one in flight for lua_close), and checks every
+** result.
 **
 **   multistate [threads [rounds [backends]]]     defaults: 4 3 cpu,opencl
 **
@@ -45,6 +47,12 @@ static const char chunk[] =
   "  local count = gpu.kernel(function(cnt, k)\n"
   "    for _ = 1, k do gpu.atomic_add(cnt, 0, c) end\n"
   "  end, { cache = false, name = 'count' .. tid, boundscheck = r % 2 == 0 })\n"
+  /* a compile in the background (issue 22) while the round goes on */
+  "  local bgk = gpu.kernel(function(x, m)\n"
+  "    local i = gpu.global_id()\n"
+  "    x[i] = x[i] * m + c\n"
+  "  end, { cache = false, name = 'bg' .. tid })\n"
+  "  local h = bgk:compile({ 'double[]', 'double' }, { async = true })\n"
   "  local a, b = ffi.new('double[?]', n), ffi.new('double[?]', n)\n"
   "  for i = 0, n - 1 do a[i] = i end\n"
   "  saxpy:launch(n, a, b, 0.5)\n"
@@ -75,7 +83,18 @@ static const char chunk[] =
   "      error(('streams: b2[%d] = %s, expected %s'):format(i, b2[i], i * 2 + 2 * c))\n"
   "    end\n"
   "  end\n"
+  "  h:wait()\n"
+  "  local xb = ffi.new('double[?]', 64)\n"
+  "  for i = 0, 63 do xb[i] = i end\n"
+  "  bgk:launch(64, xb, 0.5)\n"
+  "  for i = 0, 63 do\n"
+  "    if xb[i] ~= i * 0.5 + c then error(('bg: xb[%d] = %s'):format(i, xb[i])) end\n"
+  "  end\n"
+  "  if bgk.ncompiles ~= 1 then error('bg: compiled ' .. bgk.ncompiles .. ' times') end\n"
   "end\n"
+  /* left in flight: lua_close joins it */
+  "gpu.kernel(function(x) x[gpu.global_id()] = tid end, { cache = false })\n"
+  "  :compile({ 'double[]' }, { async = true })\n"
   "return 'ok'\n";
 
 typedef struct job {
