@@ -282,7 +282,17 @@ int cu_enter(gj_bstate *st, int dev, int *pushed, gj_err *err)
   CUresult r;
   *pushed = 0;
   if (cu_check_dev(st, dev, err) != 0) return -1;
-  if (!st->ctx[dev] && retain(dev, &st->ctx[dev], err) != 0) return -1;
+  /* The state's reference to the device's primary context, taken on first
+  ** use; a background compile (src/gj_bg.c) loads on its worker thread,
+  ** so two threads of one state may get here at once: the first to store
+  ** its reference keeps it, the other gives its own back. */
+  if (!__atomic_load_n(&st->ctx[dev], __ATOMIC_ACQUIRE)) {
+    CUcontext c = NULL, none = NULL;
+    if (retain(dev, &c, err) != 0) return -1;
+    if (!__atomic_compare_exchange_n(&st->ctx[dev], &none, c, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      release(dev);
+  }
   pthread_mutex_lock(&drv_lock);
   r = prim_lost[dev];
   pthread_mutex_unlock(&drv_lock);
