@@ -318,7 +318,7 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
   const gj_ins *in = &g->fn->proto->ins[i];
   LLVMValueRef args[GJ_MAXPARAMS];
   gj_ty at[GJ_MAXPARAMS];
-  int fslot, arg0, nargs, nres, j;
+  int fslot, arg0, nargs, nres;
   gj_ty f = PRE(in->a);
   gj_call_shape(cs, in, &fs->pre, &fslot, &arg0, &nargs, &nres);
   load_range(g, fs, arg0, nargs, args, at);
@@ -335,12 +335,23 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
     int intr = cs->kv[f.aux].intr;
     if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;
     return gj_cg_intr(g, i, intr, nargs, args, at, rt, *nout, res);
-  } else {
+  }
+  (void)nres;
+  return gj_cg_call_lua(g, i, f.aux, nargs, args, at, res, rt, nout);
+}
+
+int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
+                   const gj_ty *at, LLVMValueRef *res, gj_ty *rt, int *nout)
+{
+  gj_cs *cs = g->cs;
+  const gj_ins *in = &g->fn->proto->ins[i];
+  int j;
+  {
     gj_fn *callee, *saved = g->fn;
     LLVMValueRef cargs[GJ_MAXPARAMS + 1], r;
     LLVMTypeRef fty;
     unsigned n = 0;
-    if (gj_typer_callee(cs, f.aux, nargs, at, in->line, g->fn, &callee))
+    if (gj_typer_callee(cs, kv, nargs, at, in->line, g->fn, &callee))
       return -1;
     if (!callee->llfn) {
       /* deferred codegen: emit the callee now, with its own builder state */
@@ -384,7 +395,6 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
       if (gj_ty_byvalue(callee->ret[j]))   /* a new object of this function's */
         res[j] = gj_cg_struct_in(g, res[j], rt[j]);
     }
-    (void)nres;
     return 0;
   }
 }
@@ -485,11 +495,26 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
   ed->live[0] = ed->live[1] = 1;
   ed->copy_a = -1;
   if (gj_typer_step(cs, fn, i, &fs->st, ed)) return -1;
+  {
+    gj_meta m;
+    LLVMValueRef r;
+    int mr = gj_typer_meta(cs, fn, i, &fs->pre, &m);
+    if (mr < 0) return -1;
+    if (mr > 0) {   /* a metamethod call (or a constant of an __index table) */
+      if (gj_cg_meta(g, i, &m, &r)) return -1;
+      if (!gj_ins_isbranch(in->op)) {
+        gj_cg_store(g, in->a, POST(in->a), r);
+        return 0;
+      }
+      cond_branch(g, fs, b, ed->live[0] && ed->live[1] ? r : NULL, ed);
+      return 1;
+    }
+  }
   switch (in->op) {
   case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
   case GJ_BC_ISEQV: case GJ_BC_ISNEV: case GJ_BC_ISEQN: case GJ_BC_ISNEN:
-  case GJ_BC_ISEQP: case GJ_BC_ISNEP: {
-    LLVMValueRef cond = NULL;
+  case GJ_BC_ISEQP: case GJ_BC_ISNEP: case GJ_BC_ISEQS: case GJ_BC_ISNES: {
+    LLVMValueRef cond = NULL;   /* ISEQS: decided while typing */
     if (ed->live[0] && ed->live[1]) {
       gj_ty ta = PRE(in->a), tb;
       va = gj_cg_load(g, in->a, ta);

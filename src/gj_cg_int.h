@@ -163,6 +163,16 @@ LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t);
 LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
                               const LLVMValueRef *args, const gj_ty *at);
 
+/* A call at instruction i of Lua function kv (a device function, emitted
+** when first called): results into res[] (types rt[], *nout of them). */
+int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
+                   const gj_ty *at, LLVMValueRef *res, gj_ty *rt, int *nout);
+/* The metamethod call m at instruction i (gj_typer_meta, the state before
+** i in the slots): *out is the result (NULL where it has no storage, or m
+** is an __index table's value), for a comparison the i1 the branch takes
+** its jump on. */
+int gj_cg_meta(gj_cg *g, int i, const gj_meta *m, LLVMValueRef *out);
+
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);

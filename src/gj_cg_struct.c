@@ -197,3 +197,30 @@ LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t)
   LLVMSetAlignment(LLVMBuildStore(g->B, v, p), st->align);
   return gj_cg_sref(g, p, t.space);
 }
+
+/* --- Metatypes (docs/typing.md, "Metatypes") ---------------------------- */
+
+int gj_cg_meta(gj_cg *g, int i, const gj_meta *m, LLVMValueRef *out)
+{
+  LLVMValueRef args[2], res[GJ_MAXRET + 1], c;
+  gj_ty rt[GJ_MAXRET + 1];
+  int j, nout = 0, t;
+  *out = NULL;
+  if (m->kv < 0) return 0;   /* an __index table's value: known, no code */
+  for (j = 0; j < m->nargs; j++)
+    args[j] = m->slot[j] >= 0 ? gj_cg_load(g, m->slot[j], m->args[j])
+            : m->args[j].hasc ? gj_cg_const(g, m->args[j]) : NULL;
+  if (gj_cg_call_lua(g, i, m->kv, m->nargs, args, m->args, res, rt, &nout))
+    return -1;
+  if (!gj_ins_isbranch(g->fn->proto->ins[i].op)) {
+    /* rt[0] is m->res, the type the typer put in the slot */
+    *out = nout > 0 ? res[0] : NULL;
+    return 0;
+  }
+  /* a comparison: LuaJIT takes the truth of the metamethod's result */
+  t = nout > 0 ? gj_ty_truth(rt[0]) : 0;
+  if (t >= 0) c = LLVMConstInt(g->lt[LT_I1], (unsigned long long)t, 0);
+  else c = res[0];   /* a boolean */
+  *out = m->negate ? LLVMBuildNot(g->B, c, "") : c;
+  return 0;
+}

@@ -275,6 +275,48 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
   lua_pop(L, 1);
 }
 
+/* gpujit.types.metamethod (lua/gpujit/types.lua): it finds the metamethod
+** by doing the operation under a call hook, since LuaJIT gives Lua no way
+** to read a metatype's metatable. */
+static int kv_meta(gj_kvsrc *src, const char *sname, const char *mm,
+                   const char *key, int *isfn)
+{
+  kvlua *k = of(src);
+  lua_State *L = k->L;
+  int top = lua_gettop(L), got = 0;
+  *isfn = 0;
+  lua_getglobal(L, "package");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "loaded");
+    if (lua_istable(L, -1)) {
+      lua_getfield(L, -1, "gpujit.types");
+      if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "metamethod");
+        if (lua_isfunction(L, -1)) {
+          lua_pushstring(L, sname);
+          lua_pushstring(L, mm);
+          if (key) lua_pushstring(L, key);
+          else lua_pushnil(L);
+          if (lua_pcall(L, 3, 2, 0) != 0) {
+            fail(k);
+          } else {
+            *isfn = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+            lua_insert(L, top + 1);
+            got = 1;
+          }
+        }
+      }
+    }
+  }
+  if (!got) {
+    lua_settop(L, top);
+    lua_pushnil(L);
+  }
+  lua_settop(L, top + 1);   /* the metamethod, or nil */
+  return put(k);
+}
+
 static int kv_same(gj_kvsrc *src, int a, int b)
 {
   kvlua *k = of(src);
@@ -328,6 +370,7 @@ static const gj_kvops kv_lua_ops = {
   .field = kv_field,
   .classify = kv_classify,
   .same = kv_same,
+  .meta = kv_meta,
   .release = kv_release,
   .read = kv_read,
   .unread = kv_unread,
