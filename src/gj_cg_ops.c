@@ -573,6 +573,10 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   if (intr <= GJ_I_ATOMIC_CAS)
     return gj_cg_group_intr(g, i, intr, args, at, rt, res);
   if (intr == GJ_I_PRINT) return gj_cg_print(g, i, nargs, args, at);
+  if (intr == GJ_I_TYPE) {   /* a string constant: no code */
+    res[0] = NULL;
+    return 0;
+  }
   if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
     bitop(g, intr, nargs, args, at, s == GJ_I64 || s == GJ_U64 ? s : GJ_I32, res);
     return 0;
