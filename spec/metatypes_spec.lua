@@ -173,7 +173,17 @@ for _, bk in ipairs(H.backends) do
         vel[i] = v
         npos[i] = pi + v * 0.001
       end
-      check(bk, step, n, { vecs(n, 13), vecs(n, 17), ffi.new("mt_vec3[?]", n) }, { n, n, n })
+      local notes = {}
+      local off = gpu.on_compile(function(e)
+        if e.phase == "done" then notes[#notes + 1] = e.note or "" end
+      end)
+      local ok, err = pcall(check, bk, step, n, { vecs(n, 13), vecs(n, 17), ffi.new("mt_vec3[?]", n) },
+        { n, n, n })
+      off()
+      assert(ok, err)
+      -- on cpu the struct values become registers before the work-item
+      -- vectorizer looks (cpu_split's SROA runs): it vectorizes the step
+      if bk == "cpu" then assert.matches("^vectorized", notes[#notes]) end
     end)
   end)
 end

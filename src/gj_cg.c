@@ -57,7 +57,7 @@ void gj_cg_store(gj_cg *g, int slot, gj_ty t, LLVMValueRef v)
 ** value (its bytes), everything else as its slot holds it. */
 static LLVMTypeRef ret_llvm(gj_cg *g, gj_ty t)
 {
-  if (gj_ty_byvalue(t)) return gj_cg_struct_type(g, gj_ty_struct(g->cs, t));
+  if (gj_ty_byvalue(t)) return gj_cg_struct_value_type(g, gj_ty_struct(g->cs, t));
   return gj_cg_type(g, t);
 }
 

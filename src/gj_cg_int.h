@@ -157,6 +157,9 @@ void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
 ** struct_out gives the bytes of the struct ref refers to (type t), and
 ** struct_in a new object (type t, in this function) holding bytes v. */
 LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t);
+/* The LLVM type of those bytes: the struct's scalar members, packed at
+** LuaJIT's offsets (its size, bytes where it has too many members). */
+LLVMTypeRef gj_cg_struct_value_type(gj_cg *g, const gj_struct *st);
 LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t);
 /* A new struct of type t (a SREF in local space), zeroed, its first nargs
 ** fields set from args (types at): LuaJIT's ctype(...). */

@@ -181,10 +181,60 @@ LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
   return ref;
 }
 
+/* The scalar members of struct st at byte offset base, in order, into
+** el[*n] with [k x i8] padding before each (at most max; -1 beyond). */
+static int value_members(gj_cg *g, const gj_struct *st, uint32_t base,
+                         LLVMTypeRef *el, int *n, int max, uint32_t *at)
+{
+  int j;
+  uint32_t k;
+  for (j = 0; j < st->nfields; j++) {
+    const gj_field *f = &st->fields[j];
+    for (k = 0; k < (f->count ? f->count : 1); k++) {
+      if (f->scalar >= GJ_SCALAR__MAX) {
+        const gj_struct *sub = &g->cs->structs->s[f->sid - 1];
+        if (value_members(g, sub, base + f->offset + k * sub->size, el, n,
+                          max, at))
+          return -1;
+        continue;
+      }
+      {
+        gj_scalar sc = (gj_scalar)f->scalar;
+        uint32_t off = base + f->offset + k * (uint32_t)gj_scalar_size(sc);
+        if (off < *at || *n + 2 > max) return -1;
+        if (off > *at) el[(*n)++] = LLVMArrayType(g->lt[LT_I8], off - *at);
+        el[(*n)++] = sc == GJ_BOOL ? g->lt[LT_I8] : gj_cg_scalar_type(g, sc);
+        *at = off + (uint32_t)gj_scalar_size(sc);
+      }
+    }
+  }
+  return 0;
+}
+
+/* The type a struct crosses a return in: a packed LLVM struct of its
+** scalar members at LuaJIT's offsets (padding as i8 arrays), so that once
+** inlined, SROA splits the copy into the fields' own loads and stores; a
+** struct with too many members is its bytes. */
+static LLVMTypeRef value_type(gj_cg *g, const gj_struct *st)
+{
+  LLVMTypeRef el[64];
+  int n = 0;
+  uint32_t at = 0;
+  if (value_members(g, st, 0, el, &n, 63, &at) || at > st->size)
+    return gj_cg_struct_type(g, st);
+  if (at < st->size) el[n++] = LLVMArrayType(g->lt[LT_I8], st->size - at);
+  return LLVMStructTypeInContext(g->C, el, (unsigned)n, 1);
+}
+
+LLVMTypeRef gj_cg_struct_value_type(gj_cg *g, const gj_struct *st)
+{
+  return value_type(g, st);
+}
+
 LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t)
 {
   const gj_struct *st = gj_ty_struct(g->cs, t);
-  LLVMValueRef v = LLVMBuildLoad2(g->B, gj_cg_struct_type(g, st),
+  LLVMValueRef v = LLVMBuildLoad2(g->B, value_type(g, st),
                                   LLVMBuildExtractValue(g->B, ref, 0, ""), "");
   LLVMSetAlignment(v, st->align);
   return v;
