@@ -217,6 +217,14 @@ describe("metatypes: errors", function()
     end, { "mt_plain[]", "double[]" })
     H.check_compile_error(msg, file, H.line_of("--@nomethod"), "bad",
       { "no field 'norm' in struct mt_plain" })
+    -- a constructor LuaJIT would run __new for
+    ffi.cdef "typedef struct { double x; } mt_withnew;"
+    local withnew = ffi.metatype("mt_withnew", { __new = function(ct, x) return ffi.new(ct, 2 * x) end })
+    msg = compile_err(function(o)
+      o[0] = withnew(1) --@hasnew
+    end, { "mt_withnew[]" })
+    H.check_compile_error(msg, file, H.line_of("--@hasnew"), "bad",
+      { "struct mt_withnew(...): its metatype has __new, which kernels do not call" })
     -- LuaJIT raises too
     local plain = ffi.new("mt_plain[2]")
     assert.is_false(pcall(function() return plain[0] + plain[1] end))

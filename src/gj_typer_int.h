@@ -101,6 +101,10 @@ typedef struct gj_meta {
 int gj_typer_meta(gj_cs *cs, gj_fn *fn, int i, const gj_tstate *st,
                   gj_meta *m);
 
+/* A constructor call of struct st (instruction i): an error when its
+** metatype has __new, which LuaJIT would call and a kernel does not. */
+int gj_typer_meta_new(gj_cs *cs, gj_fn *fn, int i, const gj_struct *st);
+
 /* After fn's fixed point, when it uses gpu.barrier: a barrier in control
 ** flow that depends on the work item is an error (gj_uniform.c). */
 int gj_uniform_check(gj_cs *cs, gj_fn *fn);

@@ -211,3 +211,17 @@ int gj_typer_meta(gj_cs *cs, gj_fn *fn, int i, const gj_tstate *st,
   m->res = nout > 0 ? res[0] : gj_ty_kind(GJ_T_NIL);
   return 1;
 }
+
+int gj_typer_meta_new(gj_cs *cs, gj_fn *fn, int i, const gj_struct *st)
+{
+  gj_kvsrc *src = cs->src;
+  gj_kvinfo info;
+  int isfn, h = src->ops->meta(src, st->name, "__new", NULL, &isfn);
+  src->ops->classify(src, h, &info);
+  src->ops->release(src, h);
+  if (info.cls == GJ_KVC_NIL) return 0;
+  return gj_typer_error(cs, fn, i, "%s%s(...): its metatype has __new, "
+                                   "which kernels do not call (they "
+                                   "construct as ffi.new does)",
+                        gj_struct_word(st->name), st->name);
+}

@@ -405,7 +405,9 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     return gj_typer_error(cs, fn, i, "attempt to call a nil value (an "
                                      "undefined function?)");
   if (f.k == GJ_T_STR && f.sid) {   /* particle(x, y, ...): a new struct */
-    if (struct_ctor(cs, fn, i, f, nargs, args)) return -1;
+    if (struct_ctor(cs, fn, i, f, nargs, args) ||
+        gj_typer_meta_new(cs, fn, i, &cs->structs->s[f.sid - 1]))
+      return -1;
     memset(&res[0], 0, sizeof(res[0]));
     res[0].k = GJ_T_SREF;
     res[0].sid = f.sid;

@@ -613,6 +613,7 @@ local probes = {
   __unm = function(a) return -a end, __len = function(a) return #a end,
   __eq = function(a, b) return a == b end, __lt = function(a, b) return a < b end,
   __le = function(a, b) return a <= b end, __index = function(a, _, key) return a[key] end,
+  __new = function(_, _, _, ct) return ct() end,   -- __new(ct, ...)
 }
 for _, f in pairs(probes) do jit.off(f) end
 
@@ -630,10 +631,10 @@ function M.metamethod(name, mm, key)
     local info = debug.getinfo(2, "fS")
     if info.what == "C" or info.func == probe then return end
     local _, first = debug.getlocal(2, 1)
-    if first == a or first == b then found = info.func end
+    if rawequal(first, a) or rawequal(first, b) or rawequal(first, ct) then found = info.func end
     error(PROBE_STOP, 0)
   end, "c")
-  local ok, v = pcall(probe, a, b, key)
+  local ok, v = pcall(probe, a, b, key, ct)
   debug.sethook(oh, om, oc)
   if found then return found, true end
   if mm == "__index" and ok then return v, false end
