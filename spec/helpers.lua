@@ -656,6 +656,29 @@ function H.check_compile_error(msg, file, line, kname, words)
   return what
 end
 
+-- Assemble PTX text s with ptxas for the .target it names: nil when there
+-- is no ptxas (/usr/local/cuda/bin, $CUDA_HOME/bin), else true or false and
+-- ptxas's output.
+function H.ptxas(s)
+  local ptxas
+  for _, p in ipairs({ "/usr/local/cuda/bin/ptxas", (os.getenv("CUDA_HOME") or "") .. "/bin/ptxas" }) do
+    local f = io.open(p)
+    if f then f:close(); ptxas = ptxas or p end
+  end
+  if not ptxas then return nil end
+  local target = s:match("%.target%s+(sm_%d+)") or "sm_80"
+  local path = os.tmpname()
+  local fh = assert(io.open(path, "w"))
+  fh:write(s)
+  fh:close()
+  local p = assert(io.popen("'" .. ptxas .. "' -arch=" .. target .. " '" .. path
+    .. "' -o /dev/null 2>&1; echo rc=$?"))
+  local out = p:read("*a")
+  p:close()
+  os.remove(path)
+  return out:find("rc=0", 1, true) ~= nil, out
+end
+
 -- Only the bodies of the functions defined in an LLVM IR module.
 function H.ir_bodies(ir)
   local out, inside = {}, false
