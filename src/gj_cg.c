@@ -399,74 +399,6 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
   }
 }
 
-/* FORI/FORL: does the loop go on? idx, stop, step in the loop's type t. */
-static LLVMValueRef for_cond(gj_cg *g, LLVMValueRef idx, LLVMValueRef stop,
-                             LLVMValueRef step, gj_ty t)
-{
-  LLVMBuilderRef B = g->B;
-  gj_scalar s = gj_ty_scalar(g->cs, t);
-  LLVMValueRef up, le, ge;
-  if (gj_scalar_isfloat(s)) {
-    LLVMValueRef z = LLVMConstReal(gj_cg_scalar_type(g, s), 0);
-    up = LLVMBuildFCmp(B, LLVMRealOGE, step, z, "");
-    le = LLVMBuildFCmp(B, LLVMRealOLE, idx, stop, "");
-    ge = LLVMBuildFCmp(B, LLVMRealOGE, idx, stop, "");
-  } else {
-    int sg = gj_scalar_issigned(s);
-    up = sg ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
-            : LLVMConstInt(g->lt[LT_I1], 1, 0);
-    le = LLVMBuildICmp(B, sg ? LLVMIntSLE : LLVMIntULE, idx, stop, "");
-    ge = LLVMBuildICmp(B, sg ? LLVMIntSGE : LLVMIntUGE, idx, stop, "");
-  }
-  return LLVMBuildSelect(B, up, le, ge, "");
-}
-
-/* FORI with an integer counter and a float limit: round the limit once,
-** toward the side the loop never passes (floor going up, ceil going down). */
-static LLVMValueRef int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
-                              LLVMValueRef step, gj_ty t)
-{
-  LLVMBuilderRef B = g->B;
-  gj_scalar s = gj_ty_scalar(g->cs, ts), is = gj_ty_scalar(g->cs, t);
-  LLVMValueRef up, r, nan;
-  LLVMTypeRef ft;
-  char fl[32], ce[32];
-  if (!gj_scalar_isfloat(s) || gj_scalar_isfloat(is))
-    return gj_cg_to_scalar(g, stop, ts, is);
-  ft = gj_cg_scalar_type(g, s);
-  snprintf(fl, sizeof(fl), "gj.math.floor.%s", s == GJ_F32 ? "f32" : "f64");
-  snprintf(ce, sizeof(ce), "gj.math.ceil.%s", s == GJ_F32 ? "f32" : "f64");
-  up = gj_scalar_issigned(is)
-           ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
-           : LLVMConstInt(g->lt[LT_I1], 1, 0);
-  r = LLVMBuildSelect(B, up, gj_cg_call(g, fl, ft, &ft, 1, &stop),
-                      gj_cg_call(g, ce, ft, &ft, 1, &stop), "");
-  nan = LLVMBuildFCmp(B, LLVMRealUNO, stop, stop, "");
-  {
-    LLVMTypeRef it = gj_cg_scalar_type(g, is);
-    unsigned bits = (unsigned)gj_scalar_bits(is);
-    int sg = gj_scalar_issigned(is);
-    unsigned long long minv = sg ? (1ull << (bits - 1)) : 0;
-    unsigned long long maxv = sg ? (1ull << (bits - 1)) - 1 : ~0ull >> (64 - bits);
-    LLVMValueRef cmin = LLVMConstInt(it, minv, 0), cmax = LLVMConstInt(it, maxv, 0);
-    /* A limit beyond the counter's range (1e300, math.huge) must not go
-    ** through the conversion, which gives the minimum for any value out of
-    ** range (typing.md) and so would turn `for i = 0, -1e300, -1` into an
-    ** endless loop: it is the counter's maximum or minimum instead. */
-    LLVMValueRef hi = LLVMBuildFCmp(B, LLVMRealOGE, r,
-                                    LLVMConstReal(ft, ldexp(1.0, (int)bits - sg)), "");
-    LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLT, r,
-                                    LLVMConstReal(ft, sg ? -ldexp(1.0, (int)bits - 1) : 0.0), "");
-    LLVMValueRef never = LLVMBuildSelect(B, up, cmin, cmax, "");
-    r = gj_cg_to_scalar(g, r, gj_ty_num(s), is);
-    r = LLVMBuildSelect(B, hi, cmax, r, "");
-    r = LLVMBuildSelect(B, lo, cmin, r, "");
-    /* a NaN limit runs no iteration */
-    r = LLVMBuildSelect(B, nan, never, r, "");
-  }
-  return r;
-}
-
 static void cond_branch(gj_cg *g, fnstate *fs, int b, LLVMValueRef cond,
                         const gj_edges *ed)
 {
@@ -657,7 +589,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
       gj_ty t0 = PRE(in->a), t1 = PRE(in->a + 1), t2 = PRE(in->a + 2);
       step = gj_cg_convert(g, gj_cg_load(g, in->a + 2, t2), t2, t);
       idx = gj_cg_convert(g, gj_cg_load(g, in->a, t0), t0, t);
-      stop = int_limit(g, gj_cg_load(g, in->a + 1, t1), t1, step, t);
+      stop = gj_cg_int_limit(g, gj_cg_load(g, in->a + 1, t1), t1, step, t);
     } else {
       idx = gj_cg_load(g, in->a, t);
       stop = gj_cg_load(g, in->a + 1, t);
@@ -669,7 +601,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     gj_cg_store(g, in->a + 1, t, stop);
     gj_cg_store(g, in->a + 2, t, step);
     gj_cg_store(g, in->a + 3, t, idx);
-    cond = for_cond(g, idx, stop, step, t);
+    cond = gj_cg_for_cond(g, idx, stop, step, t);
     {
       /* FORI: succ[0] exit, succ[1] body; FORL: succ[0] exit, succ[1] loop */
       const gj_block *blk = &fn->blocks[b];

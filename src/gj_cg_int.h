@@ -176,6 +176,15 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
 ** its jump on. */
 int gj_cg_meta(gj_cg *g, int i, const gj_meta *m, LLVMValueRef *out);
 
+/* FORI/FORL: does the loop go on? idx, stop, step in the loop's type t. */
+LLVMValueRef gj_cg_for_cond(gj_cg *g, LLVMValueRef idx, LLVMValueRef stop,
+                            LLVMValueRef step, gj_ty t);
+/* FORI: the limit stop (type ts) in the counter's type t; a float limit
+** of an integer counter rounded once toward the side the loop never
+** passes. */
+LLVMValueRef gj_cg_int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
+                             LLVMValueRef step, gj_ty t);
+
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                const gj_ty *at, const gj_ty *rt, int nres, LLVMValueRef *res);

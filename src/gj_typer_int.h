@@ -101,6 +101,13 @@ typedef struct gj_meta {
 int gj_typer_meta(gj_cs *cs, gj_fn *fn, int i, const gj_tstate *st,
                   gj_meta *m);
 
+/* gj_typer_step's rule for a metamethod call or __index lookup at i: 1
+** with the state after it in st and ed (a comparison branches on the
+** truth of the result, the other instructions put it into slot A), 0 when
+** i is none, -1 on an error. */
+int gj_typer_meta_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st,
+                       gj_edges *ed);
+
 /* A constructor call of struct st (instruction i): an error when its
 ** metatype has __new, which LuaJIT would call and a kernel does not. */
 int gj_typer_meta_new(gj_cs *cs, gj_fn *fn, int i, const gj_struct *st);

@@ -225,3 +225,23 @@ int gj_typer_meta_new(gj_cs *cs, gj_fn *fn, int i, const gj_struct *st)
                                    "construct as ffi.new does)",
                         gj_struct_word(st->name), st->name);
 }
+
+int gj_typer_meta_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st,
+                       gj_edges *ed)
+{
+  const gj_ins *in = &fn->proto->ins[i];
+  gj_meta m;
+  int r = gj_typer_meta(cs, fn, i, st, &m);
+  if (r <= 0) return r;
+  if (gj_ins_isbranch(in->op)) {   /* on the truth of the result */
+    int t = gj_ty_truth(m.res);
+    if (t >= 0) {
+      int jump = t != m.negate;
+      ed->live[1] = jump;
+      ed->live[0] = !jump;
+    }
+    return 1;
+  }
+  st->slot[in->a] = m.kv < 0 ? m.value : m.res;
+  return 1;
+}

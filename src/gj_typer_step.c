@@ -517,34 +517,13 @@ static int store_field(gj_cs *cs, gj_fn *fn, int i, gj_ty ref,
 
 /* --- One instruction --------------------------------------------------- */
 
-/* The state after instruction in, a metamethod call or __index lookup m
-** (gj_typer_meta): a comparison branches on the result's truth, the other
-** instructions put the result into their slot A. */
-static int meta_result(const gj_ins *in, gj_tstate *st, gj_edges *ed,
-                       const gj_meta *m)
-{
-  if (gj_ins_isbranch(in->op)) {
-    int t = gj_ty_truth(m->res);
-    if (t >= 0) {
-      int jump = t != m->negate;
-      ed->live[1] = jump;
-      ed->live[0] = !jump;
-    }
-    return 0;
-  }
-  S(in->a) = m->kv < 0 ? m->value : m->res;
-  return 0;
-}
-
 int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
 {
   const gj_proto *p = fn->proto;
   const gj_ins *in = &p->ins[i];
   gj_ty a, b, c;
-  gj_meta m;
-  int mr = gj_typer_meta(cs, fn, i, st, &m);
-  if (mr < 0) return -1;
-  if (mr > 0) return meta_result(in, st, ed, &m);
+  int mr = gj_typer_meta_step(cs, fn, i, st, ed);   /* metatypes */
+  if (mr) return mr < 0 ? -1 : 0;
   switch (in->op) {
   case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
     if (rd(cs, fn, i, st, in->a, &a) || rd(cs, fn, i, st, in->d, &b)) return -1;
