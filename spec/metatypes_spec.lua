@@ -217,6 +217,15 @@ describe("metatypes: errors", function()
     end, { "mt_plain[]", "double[]" })
     H.check_compile_error(msg, file, H.line_of("--@nomethod"), "bad",
       { "no field 'norm' in struct mt_plain" })
+    -- a metamethod written in C
+    ffi.cdef "typedef struct { double x; } mt_clen;"
+    local clen = ffi.metatype("mt_clen", { __len = math.sqrt })
+    assert.is_truthy(clen)
+    msg = compile_err(function(p, o)
+      o[0] = #p[0] --@clen
+    end, { "mt_clen[]", "double[]" })
+    H.check_compile_error(msg, file, H.line_of("--@clen"), "bad",
+      { "__len of struct mt_clen is a C function: kernels call metamethods written in Lua" })
     -- a constructor LuaJIT would run __new for
     ffi.cdef "typedef struct { double x; } mt_withnew;"
     local withnew = ffi.metatype("mt_withnew", { __new = function(ct, x) return ffi.new(ct, 2 * x) end })
@@ -244,6 +253,28 @@ describe("metatypes: errors", function()
     -- the same session compiles and runs good kernels afterwards
     local p, out = vecs(4, 3), ffi.new("mt_vec3[4]")
     H.kernel(bk, function(a, o) local i = gpu.global_id(0) o[i] = a[i] + a[i] end):launch(4, p, out)
+    for i = 0, 3 do assert.are.equal(p[i].x * 2, out[i].x) end
+  end)
+end)
+
+describe("metatypes: the frontend", function()
+  it("finds metamethods under a call hook and gives back the hook the program had set", function()
+    local calls = 0
+    local function hook() calls = calls + 1 end
+    debug.sethook(hook, "r", 0)
+    local p, out = vecs(4, 3), ffi.new("mt_vec3[4]")
+    local ok, err = pcall(function()
+      H.kernel(H.compilers[1] or "cpu", function(a, o)
+        local i = gpu.global_id(0)
+        o[i] = -a[i] + a[i] * 3
+      end, { name = "hooked" }):launch(4, p, out)
+    end)
+    local h, mask = debug.gethook()
+    debug.sethook()
+    assert(ok, err)
+    assert.are.equal(hook, h)
+    assert.are.equal("r", mask)
+    assert.is_true(calls > 0)
     for i = 0, 3 do assert.are.equal(p[i].x * 2, out[i].x) end
   end)
 end)
