@@ -66,7 +66,11 @@ local function check(bk, body, n, args, counts)
   for j, a in ipairs(args) do
     if type(a) == "cdata" then
       local ct, sz = ffi.typeof(a), ffi.sizeof(a)
-      mine[j], ref[j] = ffi.new(ct, counts[j]), ffi.new(ct, counts[j])
+      if counts[j] then
+        mine[j], ref[j] = ffi.new(ct, counts[j]), ffi.new(ct, counts[j])
+      else   -- a struct argument, passed by reference
+        mine[j], ref[j] = ffi.new(ct), ffi.new(ct)
+      end
       ffi.copy(mine[j], a, sz)
       ffi.copy(ref[j], a, sz)
     else
@@ -112,6 +116,13 @@ for _, bk in ipairs(H.backends) do
         out[i] = c + p[i] * q[j]                 -- stored: a copy into the array
         p[i] = vec3(a.x, b.y, c.z)
       end, N, { vecs(N, 3), vecs(N, 5), ffi.new("mt_vec3[?]", N) }, { N, N, N })
+    end)
+
+    it("a struct argument (a reference to the caller's struct) as an operand", function()
+      local c = ffi.new("mt_vec3", 0.5, -2, 3)
+      check(bk, function(i, p, prm, out)
+        out[i] = prm + p[i] * (prm:dot(p[i]) + #prm)
+      end, N, { vecs(N, 3), c, ffi.new("mt_vec3[?]", N) }, { N, nil, N })
     end)
 
     it("a struct without a metatype on the left: the right operand's metamethod", function()
