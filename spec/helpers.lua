@@ -656,6 +656,33 @@ function H.check_compile_error(msg, file, line, kname, words)
   return what
 end
 
+-- Assemble PTX text s with ptxas for the .target it names: nil when there
+-- is no ptxas (/usr/local/cuda/bin, $CUDA_HOME/bin), else true or false and
+-- ptxas's output.
+function H.ptxas(s)
+  local ptxas
+  local w = io.popen("command -v ptxas 2>/dev/null")
+  local onpath = w and w:read("*l")
+  if w then w:close() end
+  local places = { onpath or "", "/usr/local/cuda/bin/ptxas", (os.getenv("CUDA_HOME") or "") .. "/bin/ptxas" }
+  for _, p in ipairs(places) do
+    local f = io.open(p)
+    if f then f:close(); ptxas = ptxas or p end
+  end
+  if not ptxas then return nil end
+  local target = s:match("%.target%s+(sm_%d+)") or "sm_80"
+  local path = os.tmpname()
+  local fh = assert(io.open(path, "w"))
+  fh:write(s)
+  fh:close()
+  local p = assert(io.popen("'" .. ptxas .. "' -arch=" .. target .. " '" .. path
+    .. "' -o /dev/null 2>&1; echo rc=$?"))
+  local out = p:read("*a")
+  p:close()
+  os.remove(path)
+  return out:find("rc=0", 1, true) ~= nil, out
+end
+
 -- Only the bodies of the functions defined in an LLVM IR module.
 function H.ir_bodies(ir)
   local out, inside = {}, false
@@ -754,23 +781,6 @@ function H.build_plugin(name, src)
   if not h then error("the C plugin " .. name .. " did not build:\n" .. out, 2) end
   h:close()
   return so
-end
-
--- Assemble PTX text with ptxas for the architecture its `.target` names
--- (on a machine with a GPU the PTX targets that GPU, sm_90 on an H200, and
--- a fixed -arch below it is refused).  Returns true when ptxas accepted it,
--- and ptxas's output.
-function H.ptxas_accepts(ptxas, text)
-  local arch = text:match("\n%.target%s+([%w_]+)") or "sm_80"
-  local path = os.tmpname()
-  local fh = assert(io.open(path, "w"))
-  fh:write(text)
-  fh:close()
-  local p = assert(io.popen("'" .. ptxas .. "' -arch=" .. arch .. " '" .. path .. "' -o /dev/null 2>&1; echo rc=$?"))
-  local out = p:read("*a")
-  p:close()
-  os.remove(path)
-  return out:find("rc=0", 1, true) ~= nil, out
 end
 
 -- Run Lua code in a separate luajit process (for what might crash: a bad

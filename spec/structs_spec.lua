@@ -461,7 +461,8 @@ describe("structs: errors", function()
     msg = compile_err(function(p, o)
       o[0] = p[0] + 1 --@arith
     end, { "st_particle[]", "double[]" })
-    H.check_compile_error(msg, file, H.line_of("--@arith"), "bad", { "arithmetic on a struct st_particle" })
+    -- as in LuaJIT, arithmetic on a struct is its metatype's __add: it has none
+    H.check_compile_error(msg, file, H.line_of("--@arith"), "bad", { "struct st_particle has no __add" })
   end)
 
   it("struct constructors: too many initializers, a struct field's, a bad value; returning one", function()
@@ -545,12 +546,6 @@ describe("structs: PTX", function()
   local MIXED = ffi.typeof("st_mixed")
   it("assembles with ptxas (field loads, stores, copies, a struct made in the kernel, a struct argument)",
     function()
-    local ptxas
-    for _, p in ipairs({ "/usr/local/cuda/bin/ptxas", (os.getenv("CUDA_HOME") or "") .. "/bin/ptxas" }) do
-      local f = io.open(p)
-      if f then f:close(); ptxas = ptxas or p end
-    end
-    if not ptxas then return pending("ptxas not found") end
     local k = gpu.kernel(function(m, out, prm)
       local i = gpu.global_id(0)
       local e = m[i]
@@ -565,7 +560,8 @@ describe("structs: PTX", function()
     end, { name = "ptxstructs", cache = false })
     local s = k:inspect_asm({ "st_mixed[]", "st_mixed[]", "st_vec3" }, "cuda")
     assert.is_truthy(s:find("ld.global.f64", 1, true), s)
-    local ok, out = H.ptxas_accepts(ptxas, s)
-    assert.is_true(ok, out)
+    local ok, out = H.ptxas(s)
+    if ok == nil then return pending("ptxas not found") end
+    assert(ok, out)
   end)
 end)

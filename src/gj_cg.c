@@ -57,7 +57,7 @@ void gj_cg_store(gj_cg *g, int slot, gj_ty t, LLVMValueRef v)
 ** value (its bytes), everything else as its slot holds it. */
 static LLVMTypeRef ret_llvm(gj_cg *g, gj_ty t)
 {
-  if (gj_ty_byvalue(t)) return gj_cg_struct_type(g, gj_ty_struct(g->cs, t));
+  if (gj_ty_byvalue(t)) return gj_cg_struct_value_type(g, gj_ty_struct(g->cs, t));
   return gj_cg_type(g, t);
 }
 
@@ -318,7 +318,7 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
   const gj_ins *in = &g->fn->proto->ins[i];
   LLVMValueRef args[GJ_MAXPARAMS];
   gj_ty at[GJ_MAXPARAMS];
-  int fslot, arg0, nargs, nres, j;
+  int fslot, arg0, nargs, nres;
   gj_ty f = PRE(in->a);
   gj_call_shape(cs, in, &fs->pre, &fslot, &arg0, &nargs, &nres);
   load_range(g, fs, arg0, nargs, args, at);
@@ -335,12 +335,23 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
     int intr = cs->kv[f.aux].intr;
     if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;
     return gj_cg_intr(g, i, intr, nargs, args, at, rt, *nout, res);
-  } else {
+  }
+  (void)nres;
+  return gj_cg_call_lua(g, i, f.aux, nargs, args, at, res, rt, nout);
+}
+
+int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
+                   const gj_ty *at, LLVMValueRef *res, gj_ty *rt, int *nout)
+{
+  gj_cs *cs = g->cs;
+  const gj_ins *in = &g->fn->proto->ins[i];
+  int j;
+  {
     gj_fn *callee, *saved = g->fn;
     LLVMValueRef cargs[GJ_MAXPARAMS + 1], r;
     LLVMTypeRef fty;
     unsigned n = 0;
-    if (gj_typer_callee(cs, f.aux, nargs, at, in->line, g->fn, &callee))
+    if (gj_typer_callee(cs, kv, nargs, at, in->line, g->fn, &callee))
       return -1;
     if (!callee->llfn) {
       /* deferred codegen: emit the callee now, with its own builder state */
@@ -384,77 +395,8 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
       if (gj_ty_byvalue(callee->ret[j]))   /* a new object of this function's */
         res[j] = gj_cg_struct_in(g, res[j], rt[j]);
     }
-    (void)nres;
     return 0;
   }
-}
-
-/* FORI/FORL: does the loop go on? idx, stop, step in the loop's type t. */
-static LLVMValueRef for_cond(gj_cg *g, LLVMValueRef idx, LLVMValueRef stop,
-                             LLVMValueRef step, gj_ty t)
-{
-  LLVMBuilderRef B = g->B;
-  gj_scalar s = gj_ty_scalar(g->cs, t);
-  LLVMValueRef up, le, ge;
-  if (gj_scalar_isfloat(s)) {
-    LLVMValueRef z = LLVMConstReal(gj_cg_scalar_type(g, s), 0);
-    up = LLVMBuildFCmp(B, LLVMRealOGE, step, z, "");
-    le = LLVMBuildFCmp(B, LLVMRealOLE, idx, stop, "");
-    ge = LLVMBuildFCmp(B, LLVMRealOGE, idx, stop, "");
-  } else {
-    int sg = gj_scalar_issigned(s);
-    up = sg ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
-            : LLVMConstInt(g->lt[LT_I1], 1, 0);
-    le = LLVMBuildICmp(B, sg ? LLVMIntSLE : LLVMIntULE, idx, stop, "");
-    ge = LLVMBuildICmp(B, sg ? LLVMIntSGE : LLVMIntUGE, idx, stop, "");
-  }
-  return LLVMBuildSelect(B, up, le, ge, "");
-}
-
-/* FORI with an integer counter and a float limit: round the limit once,
-** toward the side the loop never passes (floor going up, ceil going down). */
-static LLVMValueRef int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
-                              LLVMValueRef step, gj_ty t)
-{
-  LLVMBuilderRef B = g->B;
-  gj_scalar s = gj_ty_scalar(g->cs, ts), is = gj_ty_scalar(g->cs, t);
-  LLVMValueRef up, r, nan;
-  LLVMTypeRef ft;
-  char fl[32], ce[32];
-  if (!gj_scalar_isfloat(s) || gj_scalar_isfloat(is))
-    return gj_cg_to_scalar(g, stop, ts, is);
-  ft = gj_cg_scalar_type(g, s);
-  snprintf(fl, sizeof(fl), "gj.math.floor.%s", s == GJ_F32 ? "f32" : "f64");
-  snprintf(ce, sizeof(ce), "gj.math.ceil.%s", s == GJ_F32 ? "f32" : "f64");
-  up = gj_scalar_issigned(is)
-           ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
-           : LLVMConstInt(g->lt[LT_I1], 1, 0);
-  r = LLVMBuildSelect(B, up, gj_cg_call(g, fl, ft, &ft, 1, &stop),
-                      gj_cg_call(g, ce, ft, &ft, 1, &stop), "");
-  nan = LLVMBuildFCmp(B, LLVMRealUNO, stop, stop, "");
-  {
-    LLVMTypeRef it = gj_cg_scalar_type(g, is);
-    unsigned bits = (unsigned)gj_scalar_bits(is);
-    int sg = gj_scalar_issigned(is);
-    unsigned long long minv = sg ? (1ull << (bits - 1)) : 0;
-    unsigned long long maxv = sg ? (1ull << (bits - 1)) - 1 : ~0ull >> (64 - bits);
-    LLVMValueRef cmin = LLVMConstInt(it, minv, 0), cmax = LLVMConstInt(it, maxv, 0);
-    /* A limit beyond the counter's range (1e300, math.huge) must not go
-    ** through the conversion, which gives the minimum for any value out of
-    ** range (typing.md) and so would turn `for i = 0, -1e300, -1` into an
-    ** endless loop: it is the counter's maximum or minimum instead. */
-    LLVMValueRef hi = LLVMBuildFCmp(B, LLVMRealOGE, r,
-                                    LLVMConstReal(ft, ldexp(1.0, (int)bits - sg)), "");
-    LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLT, r,
-                                    LLVMConstReal(ft, sg ? -ldexp(1.0, (int)bits - 1) : 0.0), "");
-    LLVMValueRef never = LLVMBuildSelect(B, up, cmin, cmax, "");
-    r = gj_cg_to_scalar(g, r, gj_ty_num(s), is);
-    r = LLVMBuildSelect(B, hi, cmax, r, "");
-    r = LLVMBuildSelect(B, lo, cmin, r, "");
-    /* a NaN limit runs no iteration */
-    r = LLVMBuildSelect(B, nan, never, r, "");
-  }
-  return r;
 }
 
 static void cond_branch(gj_cg *g, fnstate *fs, int b, LLVMValueRef cond,
@@ -485,11 +427,26 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
   ed->live[0] = ed->live[1] = 1;
   ed->copy_a = -1;
   if (gj_typer_step(cs, fn, i, &fs->st, ed)) return -1;
+  {
+    gj_meta m;
+    LLVMValueRef r;
+    int mr = gj_typer_meta(cs, fn, i, &fs->pre, &m);
+    if (mr < 0) return -1;
+    if (mr > 0) {   /* a metamethod call (or a constant of an __index table) */
+      if (gj_cg_meta(g, i, &m, &r)) return -1;
+      if (!gj_ins_isbranch(in->op)) {
+        gj_cg_store(g, in->a, POST(in->a), r);
+        return 0;
+      }
+      cond_branch(g, fs, b, ed->live[0] && ed->live[1] ? r : NULL, ed);
+      return 1;
+    }
+  }
   switch (in->op) {
   case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
   case GJ_BC_ISEQV: case GJ_BC_ISNEV: case GJ_BC_ISEQN: case GJ_BC_ISNEN:
-  case GJ_BC_ISEQP: case GJ_BC_ISNEP: {
-    LLVMValueRef cond = NULL;
+  case GJ_BC_ISEQP: case GJ_BC_ISNEP: case GJ_BC_ISEQS: case GJ_BC_ISNES: {
+    LLVMValueRef cond = NULL;   /* ISEQS: decided while typing */
     if (ed->live[0] && ed->live[1]) {
       gj_ty ta = PRE(in->a), tb;
       va = gj_cg_load(g, in->a, ta);
@@ -632,7 +589,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
       gj_ty t0 = PRE(in->a), t1 = PRE(in->a + 1), t2 = PRE(in->a + 2);
       step = gj_cg_convert(g, gj_cg_load(g, in->a + 2, t2), t2, t);
       idx = gj_cg_convert(g, gj_cg_load(g, in->a, t0), t0, t);
-      stop = int_limit(g, gj_cg_load(g, in->a + 1, t1), t1, step, t);
+      stop = gj_cg_int_limit(g, gj_cg_load(g, in->a + 1, t1), t1, step, t);
     } else {
       idx = gj_cg_load(g, in->a, t);
       stop = gj_cg_load(g, in->a + 1, t);
@@ -644,7 +601,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     gj_cg_store(g, in->a + 1, t, stop);
     gj_cg_store(g, in->a + 2, t, step);
     gj_cg_store(g, in->a + 3, t, idx);
-    cond = for_cond(g, idx, stop, step, t);
+    cond = gj_cg_for_cond(g, idx, stop, step, t);
     {
       /* FORI: succ[0] exit, succ[1] body; FORL: succ[0] exit, succ[1] loop */
       const gj_block *blk = &fn->blocks[b];

@@ -157,11 +157,33 @@ void gj_cg_struct_copy(gj_cg *g, LLVMValueRef dst, LLVMValueRef src_ref,
 ** struct_out gives the bytes of the struct ref refers to (type t), and
 ** struct_in a new object (type t, in this function) holding bytes v. */
 LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t);
+/* The LLVM type of those bytes: the struct's scalar members, packed at
+** LuaJIT's offsets (its size, bytes where it has too many members). */
+LLVMTypeRef gj_cg_struct_value_type(gj_cg *g, const gj_struct *st);
 LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t);
 /* A new struct of type t (a SREF in local space), zeroed, its first nargs
 ** fields set from args (types at): LuaJIT's ctype(...). */
 LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
                               const LLVMValueRef *args, const gj_ty *at);
+
+/* A call at instruction i of Lua function kv (a device function, emitted
+** when first called): results into res[] (types rt[], *nout of them). */
+int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
+                   const gj_ty *at, LLVMValueRef *res, gj_ty *rt, int *nout);
+/* The metamethod call m at instruction i (gj_typer_meta, the state before
+** i in the slots): *out is the result (NULL where it has no storage, or m
+** is an __index table's value), for a comparison the i1 the branch takes
+** its jump on. */
+int gj_cg_meta(gj_cg *g, int i, const gj_meta *m, LLVMValueRef *out);
+
+/* FORI/FORL: does the loop go on? idx, stop, step in the loop's type t. */
+LLVMValueRef gj_cg_for_cond(gj_cg *g, LLVMValueRef idx, LLVMValueRef stop,
+                            LLVMValueRef step, gj_ty t);
+/* FORI: the limit stop (type ts) in the counter's type t; a float limit
+** of an integer counter rounded once toward the side the loop never
+** passes. */
+LLVMValueRef gj_cg_int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
+                             LLVMValueRef step, gj_ty t);
 
 /* Intrinsic call: results into res[] (types rt[]). */
 int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,

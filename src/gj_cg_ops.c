@@ -590,6 +590,10 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   if (intr <= GJ_I_ATOMIC_CAS)
     return gj_cg_group_intr(g, i, intr, args, at, rt, res);
   if (intr == GJ_I_PRINT) return gj_cg_print(g, i, nargs, args, at);
+  if (intr == GJ_I_TYPE) {   /* a string constant: no code */
+    res[0] = NULL;
+    return 0;
+  }
   if (intr >= GJ_I_B_BAND && intr <= GJ_I_B_TOBIT) {
     bitop(g, intr, nargs, args, at, s == GJ_I64 || s == GJ_U64 ? s : GJ_I32, res);
     return 0;
@@ -662,4 +666,74 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   }
   return gj_err_set(g->cs->err, "internal error: no codegen for %s",
                     gj_intr_names[intr]);
+}
+
+/* --- Numeric for loops --------------------------------------------------- */
+
+/* FORI/FORL: does the loop go on? idx, stop, step in the loop's type t. */
+LLVMValueRef gj_cg_for_cond(gj_cg *g, LLVMValueRef idx, LLVMValueRef stop,
+                            LLVMValueRef step, gj_ty t)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar s = gj_ty_scalar(g->cs, t);
+  LLVMValueRef up, le, ge;
+  if (gj_scalar_isfloat(s)) {
+    LLVMValueRef z = LLVMConstReal(gj_cg_scalar_type(g, s), 0);
+    up = LLVMBuildFCmp(B, LLVMRealOGE, step, z, "");
+    le = LLVMBuildFCmp(B, LLVMRealOLE, idx, stop, "");
+    ge = LLVMBuildFCmp(B, LLVMRealOGE, idx, stop, "");
+  } else {
+    int sg = gj_scalar_issigned(s);
+    up = sg ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
+            : LLVMConstInt(g->lt[LT_I1], 1, 0);
+    le = LLVMBuildICmp(B, sg ? LLVMIntSLE : LLVMIntULE, idx, stop, "");
+    ge = LLVMBuildICmp(B, sg ? LLVMIntSGE : LLVMIntUGE, idx, stop, "");
+  }
+  return LLVMBuildSelect(B, up, le, ge, "");
+}
+
+/* FORI with an integer counter and a float limit: round the limit once,
+** toward the side the loop never passes (floor going up, ceil going down). */
+LLVMValueRef gj_cg_int_limit(gj_cg *g, LLVMValueRef stop, gj_ty ts,
+                             LLVMValueRef step, gj_ty t)
+{
+  LLVMBuilderRef B = g->B;
+  gj_scalar s = gj_ty_scalar(g->cs, ts), is = gj_ty_scalar(g->cs, t);
+  LLVMValueRef up, r, nan;
+  LLVMTypeRef ft;
+  char fl[32], ce[32];
+  if (!gj_scalar_isfloat(s) || gj_scalar_isfloat(is))
+    return gj_cg_to_scalar(g, stop, ts, is);
+  ft = gj_cg_scalar_type(g, s);
+  snprintf(fl, sizeof(fl), "gj.math.floor.%s", s == GJ_F32 ? "f32" : "f64");
+  snprintf(ce, sizeof(ce), "gj.math.ceil.%s", s == GJ_F32 ? "f32" : "f64");
+  up = gj_scalar_issigned(is)
+           ? LLVMBuildICmp(B, LLVMIntSGE, step, LLVMConstNull(LLVMTypeOf(step)), "")
+           : LLVMConstInt(g->lt[LT_I1], 1, 0);
+  r = LLVMBuildSelect(B, up, gj_cg_call(g, fl, ft, &ft, 1, &stop),
+                      gj_cg_call(g, ce, ft, &ft, 1, &stop), "");
+  nan = LLVMBuildFCmp(B, LLVMRealUNO, stop, stop, "");
+  {
+    LLVMTypeRef it = gj_cg_scalar_type(g, is);
+    unsigned bits = (unsigned)gj_scalar_bits(is);
+    int sg = gj_scalar_issigned(is);
+    unsigned long long minv = sg ? (1ull << (bits - 1)) : 0;
+    unsigned long long maxv = sg ? (1ull << (bits - 1)) - 1 : ~0ull >> (64 - bits);
+    LLVMValueRef cmin = LLVMConstInt(it, minv, 0), cmax = LLVMConstInt(it, maxv, 0);
+    /* A limit beyond the counter's range (1e300, math.huge) must not go
+    ** through the conversion, which gives the minimum for any value out of
+    ** range (typing.md) and so would turn `for i = 0, -1e300, -1` into an
+    ** endless loop: it is the counter's maximum or minimum instead. */
+    LLVMValueRef hi = LLVMBuildFCmp(B, LLVMRealOGE, r,
+                                    LLVMConstReal(ft, ldexp(1.0, (int)bits - sg)), "");
+    LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLT, r,
+                                    LLVMConstReal(ft, sg ? -ldexp(1.0, (int)bits - 1) : 0.0), "");
+    LLVMValueRef never = LLVMBuildSelect(B, up, cmin, cmax, "");
+    r = gj_cg_to_scalar(g, r, gj_ty_num(s), is);
+    r = LLVMBuildSelect(B, hi, cmax, r, "");
+    r = LLVMBuildSelect(B, lo, cmin, r, "");
+    /* a NaN limit runs no iteration */
+    r = LLVMBuildSelect(B, nan, never, r, "");
+  }
+  return r;
 }

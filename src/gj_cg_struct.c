@@ -181,10 +181,60 @@ LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
   return ref;
 }
 
+/* The scalar members of struct st at byte offset base, in order, into
+** el[*n] with [k x i8] padding before each (at most max; -1 beyond). */
+static int value_members(gj_cg *g, const gj_struct *st, uint32_t base,
+                         LLVMTypeRef *el, int *n, int max, uint32_t *at)
+{
+  int j;
+  uint32_t k;
+  for (j = 0; j < st->nfields; j++) {
+    const gj_field *f = &st->fields[j];
+    for (k = 0; k < (f->count ? f->count : 1); k++) {
+      if (f->scalar >= GJ_SCALAR__MAX) {
+        const gj_struct *sub = &g->cs->structs->s[f->sid - 1];
+        if (value_members(g, sub, base + f->offset + k * sub->size, el, n,
+                          max, at))
+          return -1;
+        continue;
+      }
+      {
+        gj_scalar sc = (gj_scalar)f->scalar;
+        uint32_t off = base + f->offset + k * (uint32_t)gj_scalar_size(sc);
+        if (off < *at || *n + 2 > max) return -1;
+        if (off > *at) el[(*n)++] = LLVMArrayType(g->lt[LT_I8], off - *at);
+        el[(*n)++] = sc == GJ_BOOL ? g->lt[LT_I8] : gj_cg_scalar_type(g, sc);
+        *at = off + (uint32_t)gj_scalar_size(sc);
+      }
+    }
+  }
+  return 0;
+}
+
+/* The type a struct crosses a return in: a packed LLVM struct of its
+** scalar members at LuaJIT's offsets (padding as i8 arrays), so that once
+** inlined, SROA splits the copy into the fields' own loads and stores; a
+** struct with too many members is its bytes. */
+static LLVMTypeRef value_type(gj_cg *g, const gj_struct *st)
+{
+  LLVMTypeRef el[64];
+  int n = 0;
+  uint32_t at = 0;
+  if (value_members(g, st, 0, el, &n, 63, &at) || at > st->size)
+    return gj_cg_struct_type(g, st);
+  if (at < st->size) el[n++] = LLVMArrayType(g->lt[LT_I8], st->size - at);
+  return LLVMStructTypeInContext(g->C, el, (unsigned)n, 1);
+}
+
+LLVMTypeRef gj_cg_struct_value_type(gj_cg *g, const gj_struct *st)
+{
+  return value_type(g, st);
+}
+
 LLVMValueRef gj_cg_struct_out(gj_cg *g, LLVMValueRef ref, gj_ty t)
 {
   const gj_struct *st = gj_ty_struct(g->cs, t);
-  LLVMValueRef v = LLVMBuildLoad2(g->B, gj_cg_struct_type(g, st),
+  LLVMValueRef v = LLVMBuildLoad2(g->B, value_type(g, st),
                                   LLVMBuildExtractValue(g->B, ref, 0, ""), "");
   LLVMSetAlignment(v, st->align);
   return v;
@@ -196,4 +246,31 @@ LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t)
   LLVMValueRef p = struct_alloc(g, st);
   LLVMSetAlignment(LLVMBuildStore(g->B, v, p), st->align);
   return gj_cg_sref(g, p, t.space);
+}
+
+/* --- Metatypes (docs/typing.md, "Metatypes") ---------------------------- */
+
+int gj_cg_meta(gj_cg *g, int i, const gj_meta *m, LLVMValueRef *out)
+{
+  LLVMValueRef args[2], res[GJ_MAXRET + 1], c;
+  gj_ty rt[GJ_MAXRET + 1];
+  int j, nout = 0, t;
+  *out = NULL;
+  if (m->kv < 0) return 0;   /* an __index table's value: known, no code */
+  for (j = 0; j < m->nargs; j++)
+    args[j] = m->slot[j] >= 0 ? gj_cg_load(g, m->slot[j], m->args[j])
+            : m->args[j].hasc ? gj_cg_const(g, m->args[j]) : NULL;
+  if (gj_cg_call_lua(g, i, m->kv, m->nargs, args, m->args, res, rt, &nout))
+    return -1;
+  if (!gj_ins_isbranch(g->fn->proto->ins[i].op)) {
+    /* rt[0] is m->res, the type the typer put in the slot */
+    *out = nout > 0 ? res[0] : NULL;
+    return 0;
+  }
+  /* a comparison: LuaJIT takes the truth of the metamethod's result */
+  t = nout > 0 ? gj_ty_truth(rt[0]) : 0;
+  if (t >= 0) c = LLVMConstInt(g->lt[LT_I1], (unsigned long long)t, 0);
+  else c = res[0];   /* a boolean */
+  *out = m->negate ? LLVMBuildNot(g->B, c, "") : c;
+  return 0;
 }

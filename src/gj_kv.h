@@ -88,6 +88,14 @@ typedef struct gj_kvops {
   /* Field t[key], or with key NULL the raw t[idx]; t is a table. */
   int (*field)(gj_kvsrc *src, int t, const char *key, int idx);
   void (*classify)(gj_kvsrc *src, int h, gj_kvinfo *info);
+  /* Metamethod mm ("__add" .. "__le", "__len", "__unm", "__index") of the
+  ** FFI metatype of struct sname (gj_struct.name): a handle of what
+  ** LuaJIT's dispatch finds for two objects of that struct (of nil when the
+  ** struct has no metatype or no such entry).  For "__index", key is the
+  ** name looked up: *isfn 1 and the __index function when it is one, else
+  ** *isfn 0 and what the __index table gives for key. */
+  int (*meta)(gj_kvsrc *src, const char *sname, const char *mm,
+              const char *key, int *isfn);
   /* 1 when a and b are the same value (Lua's rawequal), else 0. */
   int (*same)(gj_kvsrc *src, int a, int b);
   void (*release)(gj_kvsrc *src, int h);

@@ -180,35 +180,45 @@ static const char *intr_name(kvlua *k)
   return r;
 }
 
-/* The layout text of the struct ctype below the top (the tostring result
-** is on the top), from the Lua face's type table (gpujit.types.struct, when
-** that module is loaded), or NULL. */
-static const char *struct_layout(kvlua *k)
+/* Push function gpujit.types[name] of the Lua face (when that module is
+** loaded) and return 1, or push nothing and return 0. */
+static int push_types_fn(lua_State *L, const char *name)
 {
-  lua_State *L = k->L;
-  const char *r = NULL;
+  int top = lua_gettop(L);
   lua_getglobal(L, "package");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "loaded");
     if (lua_istable(L, -1)) {
       lua_getfield(L, -1, "gpujit.types");
       if (lua_istable(L, -1)) {
-        lua_getfield(L, -1, "struct");
+        lua_getfield(L, -1, name);
         if (lua_isfunction(L, -1)) {
-          lua_pushvalue(L, -6);   /* the ctype */
-          if (lua_pcall(L, 1, 1, 0) == 0 && lua_istable(L, -1)) {
-            lua_getfield(L, -1, "spec");
-            if (lua_isstring(L, -1)) r = keep(k, -1);
-            lua_pop(L, 1);
-          }
+          lua_replace(L, top + 1);
+          lua_settop(L, top + 1);
+          return 1;
         }
-        lua_pop(L, 1);   /* the result, the error message or the non-function */
       }
-      lua_pop(L, 1);
     }
+  }
+  lua_settop(L, top);
+  return 0;
+}
+
+/* The layout text of the struct ctype below the top (the tostring result
+** is on the top), from the Lua face's type table (gpujit.types.struct), or
+** NULL. */
+static const char *struct_layout(kvlua *k)
+{
+  lua_State *L = k->L;
+  const char *r = NULL;
+  if (!push_types_fn(L, "struct")) return NULL;
+  lua_pushvalue(L, -3);   /* the ctype */
+  if (lua_pcall(L, 1, 1, 0) == 0 && lua_istable(L, -1)) {
+    lua_getfield(L, -1, "spec");
+    if (lua_isstring(L, -1)) r = keep(k, -1);
     lua_pop(L, 1);
   }
-  lua_pop(L, 1);
+  lua_pop(L, 1);   /* the result or the error message */
   return r;
 }
 
@@ -275,6 +285,33 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
   lua_pop(L, 1);
 }
 
+/* gpujit.types.metamethod (lua/gpujit/types.lua): it finds the metamethod
+** by doing the operation under a call hook, since LuaJIT gives Lua no way
+** to read a metatype's metatable. */
+static int kv_meta(gj_kvsrc *src, const char *sname, const char *mm,
+                   const char *key, int *isfn)
+{
+  kvlua *k = of(src);
+  lua_State *L = k->L;
+  *isfn = 0;
+  if (!push_types_fn(L, "metamethod")) {
+    lua_pushnil(L);
+    return put(k);
+  }
+  lua_pushstring(L, sname);
+  lua_pushstring(L, mm);
+  if (key) lua_pushstring(L, key);
+  else lua_pushnil(L);
+  if (lua_pcall(L, 3, 2, 0) != 0) {
+    fail(k);
+    lua_pushnil(L);
+    return put(k);
+  }
+  *isfn = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return put(k);   /* the metamethod, or nil */
+}
+
 static int kv_same(gj_kvsrc *src, int a, int b)
 {
   kvlua *k = of(src);
@@ -328,6 +365,7 @@ static const gj_kvops kv_lua_ops = {
   .field = kv_field,
   .classify = kv_classify,
   .same = kv_same,
+  .meta = kv_meta,
   .release = kv_release,
   .read = kv_read,
   .unread = kv_unread,

@@ -58,6 +58,60 @@ gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b);
 /* Result type of unary minus on numeric b. */
 gj_ty gj_typer_unm(const gj_cs *cs, gj_ty b);
 
+/* Value h (the handle is the callee's to keep or release) reached as
+** `name`, as a type: numbers and booleans are constants, tables and
+** functions known values (gj_typer_resolve_kv: tables and functions
+** only, info being h's classification). */
+int gj_typer_resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
+                     gj_ty *out);
+int gj_typer_resolve_kv(gj_cs *cs, const char *name, int h,
+                        const gj_kvinfo *info, gj_ty *out);
+
+/* A call at instruction i of Lua function kv (not a C function) with
+** these arguments: types its specialization (a device function), carries
+** its array accesses and barriers over to fn, and gives its results'
+** types at the caller (*nout of them). */
+int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
+                      const gj_ty *args, gj_ty *res, int *nout);
+
+/* Metatypes (docs/typing.md, "Metatypes"): an instruction on a struct
+** operand that LuaJIT dispatches to a metamethod of the struct's
+** ffi.metatype.  The typer types it as a call of that function and codegen
+** emits it as one; both read it from gj_typer_meta. */
+typedef struct gj_meta {
+  int kv;            /* the metamethod called (a gj_kv); -1: none, the
+                     ** instruction is a lookup in an __index table whose
+                     ** value (a constant or known value) is `value` */
+  int nargs;
+  gj_ty args[2];     /* the arguments' types, in LuaJIT's order */
+  int slot[2];       /* where argument j is; -1: a constant (args[j] has
+                     ** it, or is nil or a string key) */
+  int negate;        /* ISGE, ISGT, ISNE*: the condition is the falsity of
+                     ** the result */
+  gj_ty res;         /* the result's type at the caller (nil: none) */
+  gj_ty value;       /* kv -1: the __index table's value */
+} gj_meta;
+
+/* Instruction i of fn with the state st before it: 1 when it is a
+** metamethod call or an __index table lookup on a struct (*m says which),
+** 0 when LuaJIT dispatches it to no metamethod (no struct operand; a
+** field of the struct; == without an __eq), -1 with an error (the
+** struct's metatype has no such metamethod, which LuaJIT would raise).
+** The first call at an instruction types the callee. */
+int gj_typer_meta(gj_cs *cs, gj_fn *fn, int i, const gj_tstate *st,
+                  gj_meta *m);
+
+/* gj_typer_step's rule for a metamethod call or __index lookup at i: 1
+** with the state after it in st and ed (a comparison branches on the
+** truth of the result, the other instructions put it into slot A), 0 when
+** i is none, -1 on an error. */
+int gj_typer_meta_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st,
+                       gj_edges *ed);
+
+/* A constructor call of struct st (instruction i): an error when its
+** metatype has __new, which LuaJIT would call and a kernel does not. */
+int gj_typer_meta_new(gj_cs *cs, gj_fn *fn, int i, const gj_struct *st);
+
 /* After fn's fixed point, when it uses gpu.barrier: a barrier in control
 ** flow that depends on the work item is an error (gj_uniform.c). */
 int gj_uniform_check(gj_cs *cs, gj_fn *fn);

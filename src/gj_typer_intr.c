@@ -220,6 +220,39 @@ static int type_group_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
   }
 }
 
+/* type(v): a string constant, LuaJIT's name of v's type, which the kernel
+** may compare with constants (a metamethod's `type(a) == "number"`). */
+static int type_type(gj_cs *cs, gj_fn *fn, int i, int nargs,
+                     const gj_ty *args, gj_ty *res)
+{
+  gj_ty t = nargs > 0 ? args[0] : gj_ty_kind(GJ_T_UNDEF);
+  const char *nm;
+  if (nargs < 1)
+    return gj_typer_error(cs, fn, i, "bad argument #1 to 'type' (value "
+                                     "expected)");
+  switch (t.k) {
+  case GJ_T_NIL: case GJ_T_UNDEF: nm = "nil"; break;
+  case GJ_T_BOOL: nm = "boolean"; break;
+  case GJ_T_NUM: nm = t.cint ? "cdata" : "number"; break;   /* C integers */
+  case GJ_T_WINT: case GJ_T_WFLT: nm = "number"; break;
+  case GJ_T_SREF: nm = "cdata"; break;
+  case GJ_T_STR: nm = "string"; break;
+  case GJ_T_KV:
+    nm = cs->kv[t.aux].kind == GJ_KV_TABLE ? "table" : "function";
+    break;
+  default: {
+    char b[200];
+    gj_ty_str(cs, t, b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "type() of %s is not known while "
+                                     "compiling", b);
+  }
+  }
+  res[0] = gj_ty_kind(GJ_T_STR);
+  res[0].s = GJ_SCALAR__MAX;
+  res[0].u.origin = (uint64_t)(uintptr_t)nm;
+  return 0;
+}
+
 int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
                   const gj_ty *args, gj_ty *res, int *nres_out)
 {
@@ -250,6 +283,8 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
     return type_group_intr(cs, fn, i, intr, nargs, args, res, nres_out);
   case GJ_I_PRINT:
     return type_print(cs, fn, i, nargs, args, nres_out);
+  case GJ_I_TYPE:
+    return type_type(cs, fn, i, nargs, args, res);
   default:
     break;
   }

@@ -106,8 +106,8 @@ static int fn_handle(const gj_cs *cs, const gj_fn *fn)
 
 /* Table or function h as a known value: the entry it already has, or a
 ** new one that keeps h. */
-static int resolve_kv(gj_cs *cs, const char *name, int h,
-                      const gj_kvinfo *info, gj_ty *out)
+int gj_typer_resolve_kv(gj_cs *cs, const char *name, int h,
+                        const gj_kvinfo *info, gj_ty *out)
 {
   gj_kvsrc *src = cs->src;
   int k;
@@ -147,15 +147,15 @@ static int resolve_kv(gj_cs *cs, const char *name, int h,
 /* Value h (the handle is this function's to keep or release) reached as
 ** `name`, as a type: numbers and booleans are constants, tables and
 ** functions known values. */
-static int resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
-                   gj_ty *out)
+int gj_typer_resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
+                     gj_ty *out)
 {
   gj_kvsrc *src = cs->src;
   gj_kvinfo info;
   src->ops->classify(src, h, &info);
   switch (info.cls) {
   case GJ_KVC_TABLE: case GJ_KVC_FUNCTION:
-    return resolve_kv(cs, name, h, &info, out);
+    return gj_typer_resolve_kv(cs, name, h, &info, out);
   case GJ_KVC_NUMBER: *out = gj_ty_const(info.num); break;
   case GJ_KVC_BOOLEAN: *out = ty_bool(1, info.num != 0); break;
   case GJ_KVC_STRING: *out = ty_str(info.str); break;  /* only a type name */
@@ -195,7 +195,7 @@ static int resolve_field(gj_cs *cs, gj_fn *fn, int i, int kv, const char *key,
   char name[160];
   if (key) snprintf(name, sizeof(name), "%s.%s", cs->kv[kv].name, key);
   else snprintf(name, sizeof(name), "%s[%d]", cs->kv[kv].name, idx);
-  return resolve(cs, fn, i, name,
+  return gj_typer_resolve(cs, fn, i, name,
                  cs->src->ops->field(cs->src, cs->kv[kv].h, key, idx), out);
 }
 
@@ -207,13 +207,13 @@ static int resolve_upvalue(gj_cs *cs, gj_fn *fn, int i, int uv, gj_ty *out)
   nm = cs->src->ops->upvalue(cs->src, fn_handle(cs, fn), uv, &h);
   if (!nm) return gj_typer_error(cs, fn, i, "bad upvalue %d", uv);
   snprintf(name, sizeof(name), "%s", *nm ? nm : "?");
-  return resolve(cs, fn, i, name, h, out);
+  return gj_typer_resolve(cs, fn, i, name, h, out);
 }
 
 static int resolve_global(gj_cs *cs, gj_fn *fn, int i, const char *name,
                           gj_ty *out)
 {
-  return resolve(cs, fn, i, name,
+  return gj_typer_resolve(cs, fn, i, name,
                  cs->src->ops->global(cs->src, fn_handle(cs, fn), name), out);
 }
 
@@ -368,6 +368,28 @@ static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
   return 0;
 }
 
+int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
+                      const gj_ty *args, gj_ty *res, int *nout)
+{
+  gj_fn *callee;
+  int j, rc = gj_typer_callee(cs, kv, nargs, args, fn->proto->ins[i].line, fn,
+                              &callee);
+  if (rc == -2)
+    return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "
+                                     "supported in kernels", cs->kv[kv].name);
+  if (rc) return -1;
+  *nout = callee->nret;
+  for (j = 0; j < *nout; j++) res[j] = gj_ty_returned(callee->ret[j], nargs, args);
+  fn->uses_barrier |= callee->uses_barrier;
+  for (j = 0; j < nargs && j < callee->nparams; j++)
+    if (args[j].k == GJ_T_ARR || args[j].k == GJ_T_SREF) {
+      if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
+      if (callee->rmask & (1ull << j)) fn->rmask |= args[j].u.origin;
+      if (callee->lmask & (1ull << j)) fn->lmask |= args[j].u.origin;
+    }
+  return 0;
+}
+
 static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
 {
   const gj_ins *in = &fn->proto->ins[i];
@@ -383,7 +405,9 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     return gj_typer_error(cs, fn, i, "attempt to call a nil value (an "
                                      "undefined function?)");
   if (f.k == GJ_T_STR && f.sid) {   /* particle(x, y, ...): a new struct */
-    if (struct_ctor(cs, fn, i, f, nargs, args)) return -1;
+    if (struct_ctor(cs, fn, i, f, nargs, args) ||
+        gj_typer_meta_new(cs, fn, i, &cs->structs->s[f.sid - 1]))
+      return -1;
     memset(&res[0], 0, sizeof(res[0]));
     res[0].k = GJ_T_SREF;
     res[0].sid = f.sid;
@@ -401,27 +425,11 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     if (gj_typer_intr(cs, fn, i, cs->kv[f.aux].intr, &nargs, args, res, &nout))
       return -1;
   } else {
-    gj_fn *callee;
     gj_kvinfo info;
-    int rc;
     cs->src->ops->classify(cs->src, cs->kv[f.aux].h, &info);
     if (info.cfunc)
       return unknown_cfunction(cs, fn, i, f.aux);
-    rc = gj_typer_callee(cs, f.aux, nargs, args, in->line, fn, &callee);
-    if (rc == -2)
-      return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "
-                                       "supported in kernels",
-                            cs->kv[f.aux].name);
-    if (rc) return -1;
-    nout = callee->nret;
-    for (j = 0; j < nout; j++) res[j] = gj_ty_returned(callee->ret[j], nargs, args);
-    fn->uses_barrier |= callee->uses_barrier;
-    for (j = 0; j < nargs && j < callee->nparams; j++)
-      if (args[j].k == GJ_T_ARR || args[j].k == GJ_T_SREF) {
-        if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
-        if (callee->rmask & (1ull << j)) fn->rmask |= args[j].u.origin;
-        if (callee->lmask & (1ull << j)) fn->lmask |= args[j].u.origin;
-      }
+    if (gj_typer_call_lua(cs, fn, i, f.aux, nargs, args, res, &nout)) return -1;
   }
 results:
   if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT)
@@ -514,6 +522,8 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   const gj_proto *p = fn->proto;
   const gj_ins *in = &p->ins[i];
   gj_ty a, b, c;
+  int mr = gj_typer_meta_step(cs, fn, i, st, ed);   /* metatypes */
+  if (mr) return mr < 0 ? -1 : 0;
   switch (in->op) {
   case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
     if (rd(cs, fn, i, st, in->a, &a) || rd(cs, fn, i, st, in->d, &b)) return -1;
@@ -547,6 +557,16 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   }
   case GJ_BC_ISEQS: case GJ_BC_ISNES:
+    /* a string constant (the key an __index function is given) compared
+    ** with one: decided while typing */
+    if (rd_any(cs, fn, i, st, in->a, &a)) return -1;
+    if (a.k == GJ_T_STR && a.u.origin && p->kstr[in->d]) {
+      int eq = strcmp((const char *)(uintptr_t)a.u.origin, p->kstr[in->d]) == 0;
+      int jump = in->op == GJ_BC_ISEQS ? eq : !eq;
+      ed->live[1] = jump;
+      ed->live[0] = !jump;
+      return 0;
+    }
     return gj_typer_error(cs, fn, i, "strings are not supported in kernels");
   case GJ_BC_KSTR:
     S(in->a) = ty_str(p->kstr[in->d]);

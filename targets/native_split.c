@@ -446,6 +446,22 @@ int cpu_split_find(LLVMModuleRef m, cpu_split_site *s)
   return 1;
 }
 
+/* Allocas left in the module's functions. */
+static int count_allocas(LLVMModuleRef m)
+{
+  LLVMValueRef f;
+  int n = 0;
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    LLVMBasicBlockRef bb;
+    for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef in;
+      for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+        n += LLVMIsAAllocaInst(in) != NULL;
+    }
+  }
+  return n;
+}
+
 int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
 {
   split_ctx x;
@@ -456,6 +472,20 @@ int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
   /* Inline the body into both loops and turn the work-item state into
   ** SSA values, so that the ids are plain values in the tests. */
   e = LLVMRunPasses(m, "always-inline,function(sroa,instsimplify)", NULL, po);
+  /* Struct values (docs/typing.md, "Struct values") live in allocas that
+  ** one SROA run leaves where a variable holds either of two objects (a
+  ** metatype's `acc = acc + d` in a loop: a phi of two allocas): each
+  ** further run promotes what the previous one exposed.  The vectorizer
+  ** refuses a loop with an alloca, so this runs while allocas go away. */
+  {
+    int n = count_allocas(m), k;
+    for (k = 0; !e && n > 0 && k < 4; k++) {
+      int before = n;
+      e = LLVMRunPasses(m, "function(sroa)", NULL, po);
+      n = count_allocas(m);
+      if (n >= before) break;
+    }
+  }
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *msg = LLVMGetErrorMessage(e);

@@ -397,6 +397,7 @@ for _, name in ipairs(sim.intrinsics) do
 end
 if core and core.intrinsic then
   core.intrinsic(print, "print")   -- print in kernels (gpujit.printer)
+  core.intrinsic(type, "type")     -- a string constant while typing (metatypes)
   for _, name in ipairs(sim.intrinsics) do
     core.intrinsic(gpu[name], name)
   end

@@ -596,4 +596,60 @@ function M.ptr(elem)
   return ct
 end
 
+-- Metatypes (docs/typing.md, "Metatypes").  LuaJIT keeps a metatype's
+-- metatable where Lua cannot read it (getmetatable of a cdata gives "ffi"),
+-- so the metamethod is found by doing the operation on two zeroed objects of
+-- the struct with a call hook set: the first Lua function LuaJIT calls with
+-- one of them as its first argument is the metamethod (a C function called
+-- after the FFI's own C metamethod is one written in C), and the hook stops
+-- it before its first instruction runs; the hook set before is restored.  The dispatch is LuaJIT's own (for
+-- two objects of one type: the left operand's).  Returns the metamethod, or
+-- for "__index" with key: the __index function (and true), or the value
+-- the __index table gives for key (and false); nil when there is none.
+local PROBE_STOP = {}
+local probes = {
+  __add = function(a, b) return a + b end, __sub = function(a, b) return a - b end,
+  __mul = function(a, b) return a * b end, __div = function(a, b) return a / b end,
+  __mod = function(a, b) return a % b end, __pow = function(a, b) return a ^ b end,
+  __unm = function(a) return -a end, __len = function(a) return #a end,
+  __eq = function(a, b) return a == b end, __lt = function(a, b) return a < b end,
+  __le = function(a, b) return a <= b end, __index = function(a, _, key) return a[key] end,
+  __new = function(_, _, _, ct) return ct() end,   -- __new(ct, ...)
+}
+for _, f in pairs(probes) do jit.off(f) end
+
+function M.metamethod(name, mm, key)
+  local e, probe = M.structs[name], probes[mm]
+  if not (e and probe) then return nil end
+  local okc, ct = pcall(M.struct_ctype, e)
+  if not okc then return nil end
+  local a, b = ffi.new(ct), ffi.new(ct)
+  ffi.gc(a, nil)   -- a metatype's __gc never sees these
+  ffi.gc(b, nil)
+  local found, entered, done, ccalls = nil, false, false, 0
+  local oh, om, oc = debug.gethook()
+  debug.sethook(function()
+    local info = debug.getinfo(2, "fS")
+    if info.func == probe then entered = true; return end
+    if not entered or done then return end
+    if info.what == "C" then
+      -- the first is the FFI's own metamethod (it dispatches to the
+      -- metatype's); a second is the metatype's, written in C
+      ccalls = ccalls + 1
+      if ccalls < 2 then return end
+      found = info.func
+    else
+      local _, first = debug.getlocal(2, 1)
+      if rawequal(first, a) or rawequal(first, b) or rawequal(first, ct) then found = info.func end
+    end
+    error(PROBE_STOP, 0)
+  end, "c")
+  local ok, v = pcall(probe, a, b, key, ct)
+  done = true   -- before the call that restores the hook
+  debug.sethook(oh, om, oc)
+  if found then return found, true end
+  if mm == "__index" and ok then return v, false end
+  return nil
+end
+
 return M

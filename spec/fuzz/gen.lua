@@ -40,6 +40,22 @@ G.STRUCT = "fuzz_rec"
 G.FIELDS = { "i", "u", "d", "l" }
 G.FIELD_CT = { i = "int32_t", u = "uint8_t", d = "double", l = "int64_t" }
 pcall(ffi.cdef, "typedef struct { int32_t i; uint8_t u; double d; int64_t l; } fuzz_rec;")
+-- Its metatype (docs/typing.md, "Metatypes"): metamethods that return
+-- numbers, so that metatype arithmetic on elements of rs and os is a d
+-- expression (`(rs[j] + os[k])`, `(2.5 * rs[j])`, `rs[j]:dd(os[k])`) and
+-- #e an i one.  A metatype is set once per process: the pcall keeps the
+-- first when this file is loaded again.
+pcall(ffi.metatype, G.STRUCT, {
+  __add = function(a, b) return a.d + b.d end,
+  __sub = function(a, b) return a.d - b.i end,
+  __mul = function(a, b)
+    if type(a) == "number" then return a * b.d end
+    return a.d * b
+  end,
+  __unm = function(a) return -a.d end,
+  __len = function(a) return a.i end,
+  __index = { dd = function(a, b) return a.d * 0.5 - b.d end },
+})
 
 local B31 = 2147483648          -- bound of int32 values
 local BMAX = 2 ^ 52             -- no integer expression may exceed this
@@ -370,6 +386,9 @@ function Gen:leaf_d()
         return node("os[%1].d", "d", nil, { self:own_index(1) })
       end
     end
+    if self.structs and not self.single and R.chance(0.3) then
+      opts[#opts + 1] = function() return self:meta_d() end
+    end
   end
   local vs = self:vars_of("d")
   for _ = 1, math.min(#vs, 3) do
@@ -384,6 +403,24 @@ function Gen:leaf_d()
       { self:gen_i(0, B31), self:gen_i(0, B31) }, true)
   end
   return R.pick(opts)()
+end
+
+-- Metatype arithmetic on struct elements (G.STRUCT's metatype, above): a d
+-- expression; the elements are nodes of kind "s", which nothing replaces.
+function Gen:meta_d()
+  local R = self.R
+  local function elem()
+    if R.chance(0.5) then return node("rs[%1]", "s", nil, { self:ro_index(1) }) end
+    return node("os[%1]", "s", nil, { self:own_index(1) })
+  end
+  local r = R.int(1, 7)
+  if r == 1 then return node("(%1 + %2)", "d", nil, { elem(), elem() }) end
+  if r == 2 then return node("(%1 - %2)", "d", nil, { elem(), elem() }) end
+  if r == 3 then return node("(%1 * %2)", "d", nil, { elem(), self:dop(0) }) end
+  if r == 4 then return node("(%1 * %2)", "d", nil, { self:dop(0), elem() }) end
+  if r == 5 then return node("(-%1)", "d", nil, { elem() }) end
+  if r == 6 then return node("(%1 + #%2)", "d", nil, { self:dop(0), elem() }) end
+  return node("%1:dd(%2)", "d", nil, { elem(), elem() })
 end
 
 -- A float operand: a d expression or an integer as a double.  (An integer
