@@ -26,7 +26,6 @@ local array = require("gpujit.array")
 local D = {}
 
 local type, tonumber, select, error, tostring = type, tonumber, select, error, tostring
-local typeof = ffi.typeof
 local concat = table.concat
 
 require("gpujit.cdefs")
@@ -146,103 +145,12 @@ own[debug.getinfo(set_dims, "S").source] = true
 D.set_dims = set_dims
 
 ---------------------------------------------------------------------------
--- Argument classification (cold: on a miss only).
+-- Argument classification (cold: on a miss only): gpujit.classify.
 
--- A kind: { kind = "num"|"bool"|"cscalar"|"farray"|"fptr"|"garray"|"table",
---           tag = type(a) or ctype id, type = lazy type name, info = ctype info }
-local K_NUM = { kind = "num", tag = "number", type = "double" }
-local K_NUM1 = { kind = "num", tag = "number", type = "float" }
--- Whole numbers of a class (types.numtag): the class name is tag and type.
-local lnum_kinds = setmetatable({}, { __index = function(t, name)
-  local k = { kind = "num", tag = name, type = name, lnum = true }
-  t[name] = k
-  return k
-end })
-
--- The tag of argument a in the dispatch tree: the ctype id of cdata, the
--- class of a Lua number ("number" for a double), else type(a).
-local function tag_of(_, a, huge)
-  local ta = type(a)
-  if ta == "cdata" then return tonumber(typeof(a)) end
-  if ta == "number" then return types.numtag(a, huge) end
-  return ta
-end
+local classify_mod = require("gpujit.classify")(raise, argerr)
+local tag_of, classify = classify_mod.tag_of, classify_mod.classify
+local match_sigs, sig_text = classify_mod.match_sigs, classify_mod.sig_text
 D.tag_of = tag_of
-local K_BOOL = { kind = "bool", tag = "boolean", type = "bool" }
-local K_TABLE = { kind = "table", tag = "table", type = "double[]" }
-local cdata_kinds = {}
-
-local function classify(K, a, huge)
-  local ta = type(a)
-  if ta == "number" then
-    local tag = types.numtag(a, huge)
-    if tag ~= "number" then return lnum_kinds[tag] end
-    return K.opts.precision == "single" and K_NUM1 or K_NUM
-  elseif ta == "boolean" then
-    return K_BOOL
-  elseif ta == "table" then
-    return K_TABLE
-  elseif ta == "cdata" then
-    local info, why = types.ctype_info(a)
-    if not info then return nil, why end
-    local k = cdata_kinds[info.ctid]
-    if k == nil then
-      k = { kind = info.kind == "scalar" and "cscalar" or info.kind, tag = info.ctid,
-            type = info.type, info = info }
-      cdata_kinds[info.ctid] = k
-    end
-    return k
-  elseif ta == "nil" then
-    return nil, "got no value (the kernel takes " .. K.nparams .. " argument"
-      .. (K.nparams == 1 and "" or "s") .. ")"
-  end
-  return nil, "unsupported argument type '" .. ta
-    .. "' (expected a number, a boolean, FFI cdata, a Lua table of numbers or a gpu.array)"
-end
-
--- Can an argument of kind k be passed as a parameter of type t (eager)?
-local function fits(k, t)
-  local e = types.elem(t)
-  local kk = k.kind
-  if types.lnum[t] then return k.lnum == true and types.lnum_within(k.tag, t) end
-  if kk == "num" then return e == nil and t ~= "bool" end
-  if kk == "bool" then return t == "bool" end
-  if kk == "cscalar" then
-    if k.type == "bool" then return t == "bool" end
-    return e == nil and t ~= "bool"
-  end
-  if kk == "table" then return e ~= nil end
-  return t == k.type
-end
-
-local function sig_text(sig)
-  return "(" .. concat(sig, ", ") .. ")"
-end
-
-local function match_sigs(K, kinds, args)
-  for _, sig in ipairs(K.sigs) do
-    local ok = true
-    for i = 1, K.nparams do
-      if not fits(kinds[i], sig[i]) then ok = false break end
-    end
-    if ok then return sig end
-  end
-  if #K.sigs == 1 then
-    local sig = K.sigs[1]
-    for i = 1, K.nparams do
-      if not fits(kinds[i], sig[i]) then
-        argerr(K, i, "expected " .. sig[i] .. " (signature " .. sig_text(sig) .. "), got "
-          .. types.describe(args[i]))
-      end
-    end
-  end
-  local got = {}
-  for i = 1, K.nparams do got[i] = types.describe(args[i]) end
-  local have = {}
-  for j, sig in ipairs(K.sigs) do have[j] = sig_text(sig) end
-  raise("no signature of kernel '" .. K.name .. "' accepts the arguments (" .. concat(got, ", ")
-    .. "); signatures: " .. concat(have, ", "))
-end
 
 ---------------------------------------------------------------------------
 -- Overloads: one per (target, types).
