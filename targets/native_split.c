@@ -446,16 +446,10 @@ int cpu_split_find(LLVMModuleRef m, cpu_split_site *s)
   return 1;
 }
 
-int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
+int cpu_inline_body(LLVMModuleRef m, gj_err *err)
 {
-  split_ctx x;
-  LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e;
-  int r;
-  /* Inline the body into both loops and turn the work-item state into
-  ** SSA values, so that the ids are plain values in the tests. */
-  e = LLVMRunPasses(m, "always-inline,function(sroa,instsimplify)", NULL, po);
+  LLVMErrorRef e = LLVMRunPasses(m, "always-inline,function(sroa,instsimplify)", NULL, po);
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *msg = LLVMGetErrorMessage(e);
@@ -463,6 +457,17 @@ int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
     LLVMDisposeErrorMessage(msg);
     return -1;
   }
+  return 0;
+}
+
+int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
+{
+  split_ctx x;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  int r;
+  /* Inline the body into both loops and turn the work-item state into
+  ** SSA values, so that the ids are plain values in the tests. */
+  if (cpu_inline_body(m, err)) return -1;
   memset(&x, 0, sizeof(x));
   x.m = m;
   x.b = LLVMCreateBuilderInContext(c);

@@ -135,7 +135,7 @@ static LLVMValueRef masked(vctx *x, const char *name, LLVMTypeRef t0,
 /* A load or store of an if's arm: only the lanes of x->curmask. */
 static LLVMValueRef emit_masked(vctx *x, LLVMValueRef I, int store)
 {
-  LLVMValueRef p = LLVMGetOperand(I, store ? 1 : 0), a[4];
+  LLVMValueRef p = LLVMGetOperand(I, store ? 1 : 0), a[4], r;
   LLVMTypeRef t = store ? LLVMTypeOf(LLVMGetOperand(I, 0)) : LLVMTypeOf(I);
   LLVMTypeRef vt = vx_vty(x, t);
   unsigned al = LLVMGetAlignment(I);
@@ -147,15 +147,19 @@ static LLVMValueRef emit_masked(vctx *x, LLVMValueRef I, int store)
     a[1] = ptr;
     a[2] = align;
     a[3] = x->curmask;
-    return masked(x, c ? "llvm.masked.store" : "llvm.masked.scatter", vt,
-                  LLVMTypeOf(ptr), a);
+      r = masked(x, c ? "llvm.masked.store" : "llvm.masked.scatter", vt,
+               LLVMTypeOf(ptr), a);
+    vx_frame_noalias(x, r);
+    return r;
   }
   a[0] = ptr;
   a[1] = align;
   a[2] = x->curmask;
   a[3] = LLVMGetPoison(vt);
-  return masked(x, c ? "llvm.masked.load" : "llvm.masked.gather", vt,
-                LLVMTypeOf(ptr), a);
+  r = masked(x, c ? "llvm.masked.load" : "llvm.masked.gather", vt,
+             LLVMTypeOf(ptr), a);
+  vx_frame_noalias(x, r);
+  return r;
 }
 
 static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
@@ -169,6 +173,7 @@ static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
     r = store ? LLVMBuildStore(x->b, vx_vec(x, val), vx_scal(x, p))
               : LLVMBuildLoad2(x->b, vx_vty(x, t), vx_scal(x, p), "");
     LLVMSetAlignment(r, al);
+    vx_frame_noalias(x, r);
     return r;
   }
   r = store ? NULL : LLVMGetPoison(vx_vty(x, t));
@@ -181,6 +186,7 @@ static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
       r = LLVMBuildInsertElement(x->b, r, a, LLVMConstInt(x->i32, l, 0), "");
     }
     LLVMSetAlignment(a, al);
+    vx_frame_noalias(x, a);
   }
   return r;
 }
@@ -232,6 +238,7 @@ static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
 static void emit_block(vctx *x, LLVMBasicBlockRef bb)
 {
   LLVMValueRef in;
+  vslot *sl;
   int headed = 0;
   LLVMPositionBuilderAtEnd(x->b, vx_vblock(x, bb));
   x->curmask = vx_mask_of(x, bb);
@@ -263,6 +270,14 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
             x->vhead, x->spre));
       } else if (LLVMIsAUnreachableInst(in)) {
         LLVMBuildUnreachable(x->b);
+      } else if (LLVMIsASwitchInst(in)) {
+        /* uniform (classify): the lanes go one way */
+        unsigned j, n = LLVMGetNumSuccessors(in);
+        LLVMValueRef sw = LLVMBuildSwitch(x->b, vx_scal(x, LLVMGetOperand(in, 0)),
+                                          vx_vblock(x, LLVMGetSuccessor(in, 0)), n - 1);
+        for (j = 1; j < n; j++)
+          LLVMAddCase(sw, LLVMGetOperand(in, 2 * j),
+                      vx_vblock(x, LLVMGetSuccessor(in, j)));
       } else if (!LLVMIsConditional(in)) {
         LLVMBuildBr(x->b, vx_vblock(x, LLVMGetSuccessor(in, 0)));
       } else {
@@ -270,6 +285,8 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
                         vx_vblock(x, LLVMGetSuccessor(in, 0)),
                         vx_vblock(x, LLVMGetSuccessor(in, 1)));
       }
+    } else if ((sl = vx_frame_slot(x, in)) != NULL) {
+      e->v = vx_frame_emit(x, in, sl);
     } else if (e->kind == V_VEC) {
       e->v = emit_vec(x, in);
     } else {
@@ -279,6 +296,7 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
       for (i = 0; i < n; i++)
         LLVMSetOperand(c, (unsigned)i, vx_scal(x, LLVMGetOperand(in, (unsigned)i)));
       LLVMInsertIntoBuilder(x->b, c);
+      if (LLVMIsALoadInst(c) || LLVMIsAStoreInst(c)) vx_frame_noalias(x, c);
       e->v = c;
     }
   }
