@@ -568,14 +568,16 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   x.i8 = LLVMInt8TypeInContext(x.c);
   x.i32 = LLVMInt32TypeInContext(x.c);
   x.i64 = LLVMInt64TypeInContext(x.c);
+  /* Barriers: the frame's redundant loads and dead stores go, before
+  ** SimplifyCFG, which may turn the resume switch into branches. */
+  x.fn = LLVMGetBasicBlockParent(s->head);
+  if (x.frame && vx_frame_forward(&x)) return gj_err_set(err, "cpu: out of memory");
   /* Small ifs become selects (SimplifyCFG's speculation): what the
   ** vectorizer then needs no masks for; and dead phi webs go (ADCE): a
   ** variable's slot that a work item may skip writing leaves phis that
   ** carry the last value from work item to work item, read by none.  The
   ** loop's blocks may merge: its latch and exit are found again. */
   if (simplify(m, err)) return -1;
-  x.fn = LLVMGetBasicBlockParent(s->head);
-  if (x.frame && vx_frame_forward(&x)) return gj_err_set(err, "cpu: out of memory");
   x.lx = LLVMGetOperand(s->next, 0);   /* next = lx + 1 (w_loop_end) */
   x.latch = LLVMGetInstructionParent(s->next);
   x.fn = LLVMGetBasicBlockParent(s->head);

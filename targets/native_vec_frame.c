@@ -426,37 +426,75 @@ static long block_no(LLVMBasicBlockRef const *bbs, size_t nb, LLVMBasicBlockRef 
   return j < nb ? (long)j : -1;
 }
 
-/* The block where a pass resumes after a block that suspends (stores a
-** constant k > 0 as the resume point): the resume switch's case k; NULL
-** for other blocks. */
-static LLVMBasicBlockRef resumes_at(const vctx *x, LLVMBasicBlockRef bb, LLVMValueRef sw)
+/* The resume point the body dispatches on: what wrap stores at the frame in
+** the loop's head (the select of 0 on the first pass), or NULL. */
+static LLVMValueRef dispatch_value(const vctx *x)
+{
+  LLVMValueRef in;
+  for (in = LLVMGetFirstInstruction(x->s->head); in; in = LLVMGetNextInstruction(in))
+    if (LLVMIsAStoreInst(in) && LLVMGetOperand(in, 1) == x->frame)
+      return LLVMGetOperand(in, 0);
+  return NULL;
+}
+
+/* Where a pass resumes at point k: the case k of the switch on d, or the
+** true side of a branch on d == k (the inliner turns a switch of one case
+** into that); NULL when neither is found. */
+static LLVMBasicBlockRef resume_block(LLVMValueRef d, unsigned long long k)
+{
+  LLVMUseRef u, v;
+  for (u = LLVMGetFirstUse(d); u; u = LLVMGetNextUse(u)) {
+    LLVMValueRef I = LLVMGetUser(u);
+    if (LLVMIsASwitchInst(I) && LLVMGetOperand(I, 0) == d) {
+      unsigned j;
+      for (j = 1; j < LLVMGetNumSuccessors(I); j++)
+        if (LLVMConstIntGetZExtValue(LLVMGetOperand(I, 2 * j)) == k)
+          return LLVMGetSuccessor(I, j);
+    } else if (LLVMIsAICmpInst(I) && LLVMGetICmpPredicate(I) == LLVMIntEQ &&
+               LLVMIsAConstantInt(LLVMGetOperand(I, 1)) &&
+               LLVMConstIntGetZExtValue(LLVMGetOperand(I, 1)) == k) {
+      for (v = LLVMGetFirstUse(I); v; v = LLVMGetNextUse(v)) {
+        LLVMValueRef br = LLVMGetUser(v);
+        if (LLVMIsABranchInst(br) && LLVMIsConditional(br) && LLVMGetCondition(br) == I)
+          return LLVMGetSuccessor(br, 0);
+      }
+    }
+  }
+  return NULL;
+}
+
+/* After a block that suspends (stores a constant k > 0 as the resume
+** point), the next pass resumes at resume_block(k): 1 and *to, or 1 and
+** NULL when it cannot be found; 0 for other blocks. */
+static int resumes_at(const vctx *x, LLVMBasicBlockRef bb, LLVMValueRef d,
+                      LLVMBasicBlockRef *to)
 {
   LLVMValueRef in;
   for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
     LLVMValueRef k;
-    unsigned j;
     if (!LLVMIsAStoreInst(in) || LLVMGetOperand(in, 1) != x->frame) continue;
     k = LLVMGetOperand(in, 0);
     if (!LLVMIsAConstantInt(k) || !LLVMConstIntGetZExtValue(k)) continue;
-    for (j = 1; j < LLVMGetNumSuccessors(sw); j++)
-      if (LLVMConstIntGetZExtValue(LLVMGetOperand(sw, 2 * j)) == LLVMConstIntGetZExtValue(k))
-        return LLVMGetSuccessor(sw, j);
+    *to = resume_block(d, LLVMConstIntGetZExtValue(k));
+    return 1;
   }
-  return NULL;
+  *to = NULL;
+  return 0;
 }
 
 /* Stores of a slot that every path overwrites before reading it go.  The
 ** paths: within a pass, the x loop's blocks (an item's frame is not read
 ** by the next item's run of the loop); from a pass to the next, from a
-** block that suspends at barrier k to the switch's case k, where the next
-** pass resumes (wrap resets the resume point to 0 only on the first pass,
-** where the function starts).  Offset 0, the resume point, which wrap and
-** the next pass read, is kept.  Nothing goes when slots overlap (which
-** vx_frame_slots refuses later) or the loop has another switch. */
+** block that suspends at barrier k to where the dispatch on the resume
+** point goes for k, where the next pass resumes (wrap resets the resume
+** point to 0 only on the first pass, where the function starts).  Offset
+** 0, the resume point, which wrap and the next pass read, is kept.
+** Nothing goes when slots overlap (which vx_frame_slots refuses later) or
+** a resume point's block is not found. */
 static int dead_stores(vctx *x)
 {
   LLVMBasicBlockRef *bbs = NULL;
-  LLVMValueRef sw = NULL;
+  LLVMValueRef d = dispatch_value(x);
   int64_t *offs = NULL;
   span *sp = NULL;
   long *extra = NULL;
@@ -471,13 +509,6 @@ static int dead_stores(vctx *x)
     for (I = LLVMGetFirstInstruction(bbs[i]); I; I = LLVMGetNextInstruction(I)) {
       int store = LLVMIsAStoreInst(I) != NULL;
       int64_t o;
-      if (LLVMIsASwitchInst(I)) {
-        if (sw) {
-          r = 0;
-          goto done;
-        }
-        sw = I;
-      }
       if ((!store && !LLVMIsALoadInst(I)) ||
           (o = frame_off(x, LLVMGetOperand(I, store ? 1 : 0))) < 0)
         continue;
@@ -491,7 +522,7 @@ static int dead_stores(vctx *x)
                             x->td, store ? LLVMTypeOf(LLVMGetOperand(I, 0)) : LLVMTypeOf(I));
     }
   }
-  if (!sw) {
+  if (!d) {
     r = 0;
     goto done;
   }
@@ -516,8 +547,13 @@ static int dead_stores(vctx *x)
   if (!offs || !extra || !in || !tmp) goto done;
   for (i = 0; i < n; i++) offs[i] = sp[i].off;
   for (i = 0; i < nb; i++) {
-    LLVMBasicBlockRef to = resumes_at(x, bbs[i], sw);
-    extra[i] = to ? block_no(bbs, nb, to) : -1;
+    LLVMBasicBlockRef to;
+    extra[i] = -1;
+    if (resumes_at(x, bbs[i], d, &to) && (!to || (extra[i] = block_no(bbs, nb, to)) <= 0)) {
+      /* a resume point not found: nothing goes */
+      r = 0;
+      goto done;
+    }
   }
   for (;;) {
     int erase = !changed;
