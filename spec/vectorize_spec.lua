@@ -506,6 +506,43 @@ describe("the work-item vectorizer [cpu]", function()
       end
     end)
 
+    it("one barrier (its resume switch folded to a branch), uniform early return", function()
+      -- the slots of the sum loop are stored again in the if after the barrier:
+      -- those stores are dead (nothing reads them in a later pass), and must go
+      -- for the loop's counters to stay uniform
+      local function sums(out, x, per, stop)
+        local s = gpu.shared("double", 64)
+        local lid = gpu.local_id(0)
+        if stop < 0 then return end         -- uniform: before the barrier
+        local base = (gpu.global_id(0) - lid) * per + lid
+        local acc = 0.0
+        for k = 0, per - 1 do acc = acc + x[base + k * gpu.group_size(0)] end
+        s[lid] = acc
+        gpu.barrier()
+        if lid == 0 then out[gpu.group_id(0)] = s[0] + s[1] + s[gpu.group_size(0) - 1] end
+      end
+      local notes = both(sums, "onebar", function(kv, ks)
+        for _, g in ipairs({ 64, 24 }) do
+          for _, stop in ipairs({ 1, -1 }) do
+            local per, groups = 3, 4
+            local x = darray(g * groups * per, function(i) return (i * 29) % 83 * 0.25 end)
+            local got = run_both(kv, ks, { global = g * groups, group = g },
+              function() return { darray(groups, function() return -7 end), x, per, stop } end,
+              groups)
+            for grp = 0, groups - 1 do
+              local acc = {}
+              for _, l in ipairs({ 0, 1, g - 1 }) do
+                acc[l] = 0.0
+                for k = 0, per - 1 do acc[l] = acc[l] + x[grp * g * per + l + k * g] end
+              end
+              assert.equals(stop < 0 and -7 or acc[0] + acc[1] + acc[g - 1], got[grp])
+            end
+          end
+        end
+      end)
+      assert.matches(VEC, notes.onebar_vec)
+    end)
+
     it("a barrier under an if that varies is still the compile error", function()
       local k = H.kernel("cpu", function(o)
         local i = gpu.global_id(0)
