@@ -497,9 +497,9 @@ static int dead_stores(vctx *x)
   LLVMValueRef d = dispatch_value(x);
   int64_t *offs = NULL;
   span *sp = NULL;
-  long *extra = NULL;
+  size_t *first = NULL, *succ = NULL;
   unsigned char *in = NULL, *tmp = NULL;
-  size_t n = 0, cap = 0, nb, i, j, k;
+  size_t n = 0, cap = 0, nb, ns, i, j, k;
   long nbl = loop_blocks(x, &bbs);
   int changed = 1, r = -1;
   if (nbl < 0) return -1;
@@ -541,32 +541,43 @@ static int dead_stores(vctx *x)
       goto done;
     }
   offs = malloc((n ? n : 1) * sizeof(*offs));
-  extra = malloc((nb ? nb : 1) * sizeof(*extra));
   in = calloc((nb ? nb : 1) * (n ? n : 1), 1);
   tmp = malloc(n ? n : 1);
-  if (!offs || !extra || !in || !tmp) goto done;
+  if (!offs || !in || !tmp) goto done;
   for (i = 0; i < n; i++) offs[i] = sp[i].off;
-  for (i = 0; i < nb; i++) {
+  /* each block's successors in the loop (past the head: the next item),
+  ** and the block where the next pass resumes after it suspends */
+  for (i = 0, ns = 0; i < nb; i++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(bbs[i]);
+    ns += (t ? LLVMGetNumSuccessors(t) : 0) + 1;
+  }
+  first = malloc((nb + 1) * sizeof(*first));
+  succ = malloc(ns * sizeof(*succ));
+  if (!first || !succ) goto done;
+  for (i = 0, ns = 0; i < nb; i++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(bbs[i]);
     LLVMBasicBlockRef to;
-    extra[i] = -1;
-    if (resumes_at(x, bbs[i], d, &to) && (!to || (extra[i] = block_no(bbs, nb, to)) <= 0)) {
-      /* a resume point not found: nothing goes */
-      r = 0;
-      goto done;
+    unsigned s, nsu = t ? LLVMGetNumSuccessors(t) : 0;
+    long b;
+    first[i] = ns;
+    for (s = 0; s < nsu; s++)
+      if ((b = block_no(bbs, nb, LLVMGetSuccessor(t, s))) > 0) succ[ns++] = (size_t)b;
+    if (resumes_at(x, bbs[i], d, &to)) {
+      if (!to || (b = block_no(bbs, nb, to)) <= 0) {
+        r = 0;                         /* a resume point not found: nothing goes */
+        goto done;
+      }
+      succ[ns++] = (size_t)b;
     }
   }
+  first[nb] = ns;
   for (;;) {
     int erase = !changed;
     changed = 0;
     for (i = nb; i-- > 0;) {
-      LLVMValueRef t = LLVMGetBasicBlockTerminator(bbs[i]);
-      unsigned s, ns = t ? LLVMGetNumSuccessors(t) : 0;
       memset(tmp, 0, n);
-      for (s = 0; s <= ns; s++) {
-        long b = s < ns ? block_no(bbs, nb, LLVMGetSuccessor(t, s)) : extra[i];
-        if (b <= 0) continue;          /* the head: the next item; or out */
-        for (k = 0; k < n; k++) tmp[k] |= in[(size_t)b * n + k];
-      }
+      for (j = first[i]; j < first[i + 1]; j++)
+        for (k = 0; k < n; k++) tmp[k] |= in[succ[j] * n + k];
       live_block(x, bbs[i], offs, n, tmp, erase);
       if (memcmp(tmp, in + i * n, n)) {
         memcpy(in + i * n, tmp, n);
@@ -579,7 +590,8 @@ static int dead_stores(vctx *x)
 done:
   free(sp);
   free(offs);
-  free(extra);
+  free(first);
+  free(succ);
   free(bbs);
   free(in);
   free(tmp);
