@@ -41,6 +41,17 @@
 ** in the vector code the frame accesses get an alias scope of their own
 ** and every other access `noalias` to it: LLVM may then keep a slot in a
 ** register across an inner loop (the tiled matmul's accumulator).
+**
+** A slot's kind is that of all its stores together, and the codegen reuses
+** a slot for temporaries of different statements (a varying one under an
+** if, a uniform one elsewhere).  So before the analysis (vx_frame_forward,
+** on the loop both the vector code and the fast loop then run, where it
+** changes nothing a work item computes): within a block a load of a slot
+** just stored or loaded becomes that value, and the stores that every path
+** overwrites before a read go, the paths running through a pass and from a
+** suspension at barrier k to where the next pass resumes.  The resume
+** dispatch is found from wrap's store of the resume point (a switch on it,
+** or, for one barrier, a branch on it == 1).
 */
 #include "native_vec.h"
 
