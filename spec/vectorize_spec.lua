@@ -204,6 +204,42 @@ describe("the work-item vectorizer [cpu]", function()
     end
   end)
 
+  it("a uniform address under a varying if: one masked element, the last lane's store", function()
+    local function u(o, last, c, n, m)
+      local i = gpu.global_id(0)
+      if i < n then
+        local s = 0.0
+        for k = 1, m do s = s + k * i end         -- an inner loop: vectorized
+        if i % 3 == 1 then
+          last[0] = s + i                         -- the last such item's stays
+          o[i] = c[0] * s                         -- every such lane loads c[0]
+        end
+      end
+    end
+    for _, n in ipairs({ 1, 2, 5, 16, 17, 33, 100 }) do
+      local notes = both(u, "unif" .. n, function(kv, ks)
+        for _, k in ipairs({ kv, ks }) do
+          local o, last, c = darray(n, function() return -1 end), darray(1, function() return -5 end),
+            darray(1, function() return 0.5 end)
+          k:launch(n, o, last, c, n, 3)
+          local want_last = -5
+          for i = 0, n - 1 do
+            local s = 0.0
+            for kk = 1, 3 do s = s + kk * i end
+            if i % 3 == 1 then
+              want_last = s + i
+              assert.equals(0.5 * s, o[i])
+            else
+              assert.equals(-1, o[i])
+            end
+          end
+          assert.equals(want_last, last[0])
+        end
+      end)
+      assert.matches("^vectorized", notes["unif" .. n .. "_vec"])
+    end
+  end)
+
   it("loops the lanes leave apart, under a mask (mandelbrot), 1-D and 2-D", function()
     local function mandel(out, w, h, maxit)
       local px, py = gpu.global_id(0), gpu.global_id(1)
