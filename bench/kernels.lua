@@ -92,4 +92,30 @@ function K.matmul_tiled(C, Am, Bm, Nn, Kk)
   C[row * Nn + col] = acc
 end
 
+-- The shared-memory tree reduction: each group adds up a contiguous block
+-- of per * RGROUP elements, each work item first every RGROUP-th (so
+-- that neighbours read neighbours), then the group halves its RGROUP
+-- partial sums in shared memory between barriers; sums[g] is group g's
+-- sum.  Launched with groups of RGROUP over n / per work items.
+K.RGROUP = 256
+local RGROUP = K.RGROUP
+function K.reduce_tree(sums, xs, per)
+  local s = gpu.shared("float", RGROUP)
+  local lid = gpu.local_id(0)
+  -- (the group's first id times per, not group_id * per * RGROUP: that
+  -- product's range passes 2^53, which makes it a float; docs/typing.md)
+  local base = (gpu.global_id(0) - lid) * per + lid
+  local acc = 0.0
+  for k = 0, per - 1 do acc = acc + xs[base + k * RGROUP] end
+  s[lid] = acc
+  gpu.barrier()
+  local step = bit.rshift(RGROUP, 1)
+  while step > 0 do
+    if lid < step then s[lid] = s[lid] + s[lid + step] end
+    gpu.barrier()
+    step = bit.rshift(step, 1)
+  end
+  if lid == 0 then sums[gpu.group_id(0)] = s[0] end
+end
+
 return K

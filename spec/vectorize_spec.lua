@@ -59,6 +59,14 @@ if not H.available("cpu") then
   return
 end
 
+-- A device function with a barrier (the vectorizer leaves its callers
+-- scalar: its frame is the callee's).
+local function swap8(s, lid, v)
+  s[lid] = v
+  gpu.barrier()
+  return s[7 - lid]
+end
+
 describe("the work-item vectorizer [cpu]", function()
   it("a guarded kernel with an inner loop at sizes around the lane count", function()
     local function horner(y, x, a, m, n)
@@ -196,6 +204,42 @@ describe("the work-item vectorizer [cpu]", function()
     end
   end)
 
+  it("a uniform address under a varying if: one masked element, the last lane's store", function()
+    local function u(o, last, c, n, m)
+      local i = gpu.global_id(0)
+      if i < n then
+        local s = 0.0
+        for k = 1, m do s = s + k * i end         -- an inner loop: vectorized
+        if i % 3 == 1 then
+          last[0] = s + i                         -- the last such item's stays
+          o[i] = c[0] * s                         -- every such lane loads c[0]
+        end
+      end
+    end
+    for _, n in ipairs({ 1, 2, 5, 16, 17, 33, 100 }) do
+      local notes = both(u, "unif" .. n, function(kv, ks)
+        for _, k in ipairs({ kv, ks }) do
+          local o, last, c = darray(n, function() return -1 end), darray(1, function() return -5 end),
+            darray(1, function() return 0.5 end)
+          k:launch(n, o, last, c, n, 3)
+          local want_last = -5
+          for i = 0, n - 1 do
+            local s = 0.0
+            for kk = 1, 3 do s = s + kk * i end
+            if i % 3 == 1 then
+              want_last = s + i
+              assert.equals(0.5 * s, o[i])
+            else
+              assert.equals(-1, o[i])
+            end
+          end
+          assert.equals(want_last, last[0])
+        end
+      end)
+      assert.matches("^vectorized", notes["unif" .. n .. "_vec"])
+    end
+  end)
+
   it("loops the lanes leave apart, under a mask (mandelbrot), 1-D and 2-D", function()
     local function mandel(out, w, h, maxit)
       local px, py = gpu.global_id(0), gpu.global_id(1)
@@ -330,6 +374,223 @@ describe("the work-item vectorizer [cpu]", function()
     same_bits("single", C1, C2, n * n)
   end)
 
+  describe("kernels with barriers: the lanes run a group between its barriers", function()
+    local VEC = "^vectorized: %d+ lanes %(groups through their barriers%)"
+    local K = dofile("bench/kernels.lua")
+
+    -- launch kv and ks with fresh outputs from mk(); outputs compared bitwise
+    local function run_both(kv, ks, cfg, mk, nout)
+      local av, as = mk(), mk()
+      kv:launch(cfg, unpack(av))
+      ks:launch(cfg, unpack(as))
+      same_bits("vectorize on vs off", av[1], as[1], nout)
+      return av[1]
+    end
+
+    it("a tree reduction in shared memory (double), groups of 256, 64 and 24", function()
+      local function reduce(sums, x)
+        local s = gpu.shared("double", 256)
+        local lid = gpu.local_id(0)
+        s[lid] = x[gpu.global_id(0)]
+        gpu.barrier()
+        local step = gpu.group_size(0) / 2
+        while step >= 1 do
+          if lid < step then s[lid] = s[lid] + s[lid + step] end
+          gpu.barrier()
+          step = math.floor(step / 2)
+        end
+        if lid == 0 then sums[gpu.group_id(0)] = s[0] end
+      end
+      local notes = both(reduce, "tree", function(kv, ks)
+        for _, g in ipairs({ 256, 64, 24 }) do
+          local n = g * 5
+          local x = darray(n, function(i) return (i * 37) % 101 * 0.1 - 3 end)
+          local got = run_both(kv, ks, { global = n, group = g },
+            function() return { ffi.new("double[5]"), x } end, 5)
+          for grp = 0, 4 do
+            local s = {}
+            for l = 0, g - 1 do s[l] = x[grp * g + l] end
+            local step = g / 2
+            while step >= 1 do
+              for l = 0, g - 1 do if l < step then s[l] = s[l] + s[l + step] end end
+              step = math.floor(step / 2)
+            end
+            assert.equals(s[0], got[grp], "group size " .. g .. ", group " .. grp)
+          end
+        end
+      end)
+      assert.matches(VEC, notes.tree_vec)
+    end)
+
+    it("bench's tree reduction (float): per-item sums, then the tree", function()
+      local notes = both(K.reduce_tree, "rtree", function(kv, ks)
+        for _, per in ipairs({ 1, 3, 8 }) do
+          local groups = 3
+          local n = groups * K.RGROUP * per
+          local x = ffi.new("float[?]", n)
+          for i = 0, n - 1 do x[i] = (i * 37) % 1001 * 0.125 end
+          run_both(kv, ks, { global = groups * K.RGROUP, group = K.RGROUP },
+            function() return { ffi.new("float[?]", groups), x, per } end, groups)
+        end
+      end)
+      assert.matches(VEC, notes.rtree_vec)
+    end)
+
+    it("the tiled matmul, several tiles, float", function()
+      local notes = both(K.matmul_tiled, "tiled", function(kv, ks)
+        for _, d in ipairs({ { 32, 16 }, { 48, 64 } }) do
+          local N, Kk = d[1], d[2]
+          local A = ffi.new("float[?]", N * Kk)
+          local B = ffi.new("float[?]", Kk * N)
+          for i = 0, N * Kk - 1 do A[i] = (i % 17) * 0.25 - 2; B[i] = (i % 13) * 0.5 - 3 end
+          local C = run_both(kv, ks, { global = { N, N }, group = { K.TILE, K.TILE } },
+            function() return { ffi.new("float[?]", N * N), A, B, N, Kk } end, N * N)
+          for _, rc in ipairs({ { 0, 0 }, { N - 1, 3 }, { 7, N - 2 } }) do
+            local acc = 0
+            for k = 0, Kk - 1 do acc = acc + A[rc[1] * Kk + k] * B[k * N + rc[2]] end
+            assert.near(acc, C[rc[1] * N + rc[2]], 1e-3 * (1 + math.abs(acc)))
+          end
+        end
+      end)
+      assert.matches(VEC, notes.tiled_vec)
+    end)
+
+    it("barriers inside uniform loops, 2-D groups that are not a multiple of the lanes", function()
+      local function rot(out, x, rounds)
+        local s = gpu.shared("double", 96)
+        local lid = gpu.local_id(1) * gpu.group_size(0) + gpu.local_id(0)
+        local n = gpu.group_size(0) * gpu.group_size(1)
+        local gid = gpu.global_id(1) * gpu.global_size(0) + gpu.global_id(0)
+        local v = x[gid]
+        for r = 1, rounds do
+          s[lid] = v
+          gpu.barrier()
+          v = s[(lid + r) % n] * 0.5 + v
+          if r % 2 == 0 then       -- uniform: a barrier in it
+            gpu.barrier()
+            s[lid] = v * 2
+            gpu.barrier()
+            v = s[n - 1 - lid] - v
+          end
+          gpu.barrier()
+        end
+        out[gid] = v
+      end
+      local notes = both(rot, "rot", function(kv, ks)
+        for _, sh in ipairs({ { 24, 4, 2, 1 }, { 19, 5, 1, 3 }, { 16, 1, 4, 1 } }) do
+          local gx, gy = sh[1] * sh[3], sh[2] * sh[4]
+          local n = gx * gy
+          local x = darray(n, function(i) return (i * 7) % 23 - 11.5 end)
+          for _, rounds in ipairs({ 0, 1, 4 }) do
+            run_both(kv, ks, { global = { gx, gy }, group = { sh[1], sh[2] } },
+              function() return { ffi.new("double[?]", n), x, rounds } end, n)
+          end
+        end
+      end)
+      assert.matches(VEC, notes.rot_vec)
+    end)
+
+    it("a shared-memory scan (Hillis-Steele, two arrays swapped), int32 and double", function()
+      local function scan_i(out, x)
+        local a = gpu.shared("int32_t", 64)
+        local b = gpu.shared("int32_t", 64)
+        local lid, gid = gpu.local_id(0), gpu.global_id(0)
+        a[lid] = x[gid]
+        gpu.barrier()
+        local src, dst = a, b
+        local off = 1
+        while off < gpu.group_size(0) do
+          if lid >= off then dst[lid] = src[lid] + src[lid - off] else dst[lid] = src[lid] end
+          gpu.barrier()
+          src, dst = dst, src
+          off = off * 2
+        end
+        out[gid] = src[lid]
+      end
+      local function scan_d(out, x)
+        local a = gpu.shared("double", 64)
+        local lid, gid = gpu.local_id(0), gpu.global_id(0)
+        a[lid] = x[gid]
+        gpu.barrier()
+        local off = 1
+        while off < gpu.group_size(0) do
+          local v = a[lid]
+          if lid >= off then v = v + a[lid - off] end
+          gpu.barrier()
+          a[lid] = v
+          gpu.barrier()
+          off = off * 2
+        end
+        out[gid] = a[lid]
+      end
+      for _, c in ipairs({ { scan_i, "int32_t", "scani" }, { scan_d, "double", "scand" } }) do
+        local notes = both(c[1], c[3], function(kv, ks)
+          for _, g in ipairs({ 64, 40, 16 }) do
+            local n = g * 3
+            local x = ffi.new(c[2] .. "[?]", n)
+            for i = 0, n - 1 do x[i] = (i * 13) % 17 - 8 end
+            local got = run_both(kv, ks, { global = n, group = g },
+              function() return { ffi.new(c[2] .. "[?]", n), x } end, n)
+            for i = 0, n - 1 do
+              local want = 0
+              for j = i - i % g, i do want = want + tonumber(x[j]) end
+              assert.equals(want, tonumber(got[i]), c[3] .. " group " .. g .. " item " .. i)
+            end
+          end
+        end)
+        assert.matches(VEC, notes[c[3] .. "_vec"])
+      end
+    end)
+
+    it("one barrier (its resume switch folded to a branch), uniform early return", function()
+      -- the slots of the sum loop are stored again in the if after the barrier:
+      -- those stores are dead (nothing reads them in a later pass), and must go
+      -- for the loop's counters to stay uniform
+      local function sums(out, x, per, stop)
+        local s = gpu.shared("double", 64)
+        local lid = gpu.local_id(0)
+        if stop < 0 then return end         -- uniform: before the barrier
+        local base = (gpu.global_id(0) - lid) * per + lid
+        local acc = 0.0
+        for k = 0, per - 1 do acc = acc + x[base + k * gpu.group_size(0)] end
+        s[lid] = acc
+        gpu.barrier()
+        if lid == 0 then out[gpu.group_id(0)] = s[0] + s[1] + s[gpu.group_size(0) - 1] end
+      end
+      local notes = both(sums, "onebar", function(kv, ks)
+        for _, g in ipairs({ 64, 24 }) do
+          for _, stop in ipairs({ 1, -1 }) do
+            local per, groups = 3, 4
+            local x = darray(g * groups * per, function(i) return (i * 29) % 83 * 0.25 end)
+            local got = run_both(kv, ks, { global = g * groups, group = g },
+              function() return { darray(groups, function() return -7 end), x, per, stop } end,
+              groups)
+            for grp = 0, groups - 1 do
+              local acc = {}
+              for _, l in ipairs({ 0, 1, g - 1 }) do
+                acc[l] = 0.0
+                for k = 0, per - 1 do acc[l] = acc[l] + x[grp * g * per + l + k * g] end
+              end
+              assert.equals(stop < 0 and -7 or acc[0] + acc[1] + acc[g - 1], got[grp])
+            end
+          end
+        end
+      end)
+      assert.matches(VEC, notes.onebar_vec)
+    end)
+
+    it("a barrier under an if that varies is still the compile error", function()
+      local k = H.kernel("cpu", function(o)
+        local i = gpu.global_id(0)
+        if i % 2 == 0 then gpu.barrier() end
+        o[i] = i
+      end, { name = "varbar", vectorize = true })
+      local ok, err = pcall(function() k:launch({ global = 16, group = 16 }, ffi.new("double[16]")) end)
+      assert.is_false(ok)
+      assert.matches("barrier", tostring(err))
+    end)
+  end)
+
   describe("leaves scalar, with the reason in the note", function()
     local cases = {
       { "a store in a loop the lanes leave apart", "a store in a loop that varies", function(o, n)
@@ -398,12 +659,11 @@ describe("the work-item vectorizer [cpu]", function()
           o[i] = t[i % 4]
         end
       end, function(i) return i + i % 4 end },
-      { "barriers", "barriers", function(o, n)
+      { "a device function with barriers", "a device function with barriers", function(o, n)
         local i = gpu.global_id(0)
         local s = gpu.shared("double", 8)
-        s[gpu.local_id(0)] = i
-        gpu.barrier()
-        if i < n then o[i] = s[7 - gpu.local_id(0)] end
+        local v = swap8(s, gpu.local_id(0), i)
+        if i < n then o[i] = v end
       end, function(i) return i - i % 8 + 7 - i % 8 end, 8 },
     }
     for _, c in ipairs(cases) do

@@ -144,6 +144,8 @@ typedef struct wrap_ctx {
   uint32_t frame_bytes;
   LLVMValueRef frames;    /* the first work item's frame */
   LLVMValueRef phase;     /* 0 on the first pass over a group */
+  LLVMTypeRef vbarty;     /* @gj.vec.bar(lx, frame): the vectorizer's mark */
+  LLVMValueRef vbar;      /* (native_vec_frame.c), or NULL */
   /* kernels without barriers: the split x loop (native_split.c) */
   LLVMTypeRef splitty, markty;
   LLVMValueRef split_lo, split_hi, split_mark;
@@ -241,6 +243,10 @@ static void w_resumable_item(wrap_ctx *w, LLVMValueRef lx, LLVMValueRef ly,
   item = LLVMBuildNSWAdd(w->b, item, lx, "item");
   idx = LLVMBuildNSWMul(w->b, item, w_const(w, w->frame_bytes), "");
   fr = LLVMBuildInBoundsGEP2(w->b, w->i8, w->frames, &idx, 1, "frame");
+  if (w->vbar) {
+    LLVMValueRef a[2] = { lx, fr };
+    LLVMBuildCall2(w->b, w->vbarty, w->vbar, a, 2, "");
+  }
   w_setwi(w, WI_FRAME, fr);
   st = LLVMBuildLoad2(w->b, w->i32, fr, "");
   st = LLVMBuildSelect(w->b, LLVMBuildICmp(w->b, LLVMIntEQ, w->phase, w_const(w, 0), ""),
@@ -584,7 +590,14 @@ static int cpu_wrap(void *ts, const gj_job *job, LLVMModuleRef m,
                    LLVMBuildNSWSub(w.b, L[LAUNCH_GLOBAL + k], base[k], ""),
                    "");
   }
-  w.nosplit = !w.frames && defined_insns(m) > CPU_SPLIT_MAX_INSNS;
+  w.nosplit = defined_insns(m) > CPU_SPLIT_MAX_INSNS;
+  if (w.frames && job->vectorize && !w.nosplit) {
+    /* the x loop of a pass, for the vectorizer (native_vec_frame.c) */
+    LLVMTypeRef two[2] = { w.i64, ptr };
+    w.vbarty = LLVMFunctionType(voidt, two, 2, 0);
+    w.vbar = LLVMAddFunction(m, "gj.vec.bar", w.vbarty);
+  }
+  w.nosplit = w.nosplit && !w.frames;
   if (!w.frames && !w.nosplit) {
     LLVMTypeRef two[2] = { w.i64, w.i64 };
     w.splitty = LLVMFunctionType(w.i64, two, 2, 0);
@@ -623,8 +636,9 @@ static int cpu_wrap(void *ts, const gj_job *job, LLVMModuleRef m,
 }
 
 /* Stage 7: the split of the fast x loop (wrap left its placeholders), then
-** the work-item vectorizer on it.  A kernel with barriers, or a huge body,
-** has neither: one x loop, as wrap built it. */
+** the work-item vectorizer on it; a kernel with barriers has no split, and
+** the vectorizer runs on the x loop of its passes (wrap's mark).  A huge
+** body has neither: one x loop, as wrap built it. */
 static int cpu_finish_module(void *ts, const gj_job *job,
                              LLVMModuleRef m, char *note, size_t notesz,
                              gj_err *err)
@@ -632,9 +646,13 @@ static int cpu_finish_module(void *ts, const gj_job *job,
   cpu_split_site s;
   (void)ts;
   if (!cpu_split_find(m, &s)) {
-    if (job->vectorize)
-      snprintf(note, notesz, "not vectorized: barriers, or a huge body "
-               "(one x loop)");
+    int r = cpu_bar_site(m, &s, err);
+    if (r == 1) return cpu_vectorize(m, job, &s, note, notesz, err);
+    if (r < 0) return -1;
+    if (r == 2)
+      snprintf(note, notesz, "not vectorized: an unexpected loop shape");
+    else if (job->vectorize)
+      snprintf(note, notesz, "not vectorized: a huge body (one x loop)");
     return 0;
   }
   if (cpu_split(m, &s, err)) return -1;

@@ -69,11 +69,16 @@ typedef struct cpu_split_site {
                                  ** keeps its global x id alive and known */
   LLVMValueRef next;             /* lx + 1 in the fast loop's latch */
   LLVMBasicBlockRef head, done;  /* the fast loop's header and exit */
+  LLVMValueRef frame;            /* barriers: the item's frame (else NULL) */
 } cpu_split_site;
 
 /* The site wrap left in m (its placeholder calls, the fast loop): 1, or 0
 ** when m has none (a kernel with barriers, a huge body: one x loop). */
 int cpu_split_find(LLVMModuleRef m, cpu_split_site *s);
+
+/* Inline the body (and the intrinsics) into gj_entry and turn the
+** work-item state into SSA values (native_split.c). */
+int cpu_inline_body(LLVMModuleRef m, gj_err *err);
 
 /* Inline the body and choose [lo, hi): the work items for which the
 ** body's tests of its global x id have a known outcome, which the fast
@@ -92,6 +97,13 @@ void cpu_plain_loop(LLVMContextRef c, LLVMValueRef br);
 ** cannot handle is left as it was.  note gets a line saying which. */
 int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
                   char *note, size_t notesz, gj_err *err);
+
+/* A kernel with barriers (native_vec_frame.c): the x loop of its items
+** that wrap marked (@gj.vec.bar(lx, frame), removed here) as a site for
+** cpu_vectorize, lo 0 and hi the row's length, s->frame the item's frame;
+** the body inlined.  1; 0 when m has no mark, 2 when its loop is not of
+** wrap's shape (the mark is gone: no site), -1 on an error. */
+int cpu_bar_site(LLVMModuleRef m, cpu_split_site *s, gj_err *err);
 
 /* The native target (native.c): wrap adds @gj_entry around @gj_body, emit
 ** gives an object file (or the assembly). */

@@ -462,16 +462,10 @@ static int count_allocas(LLVMModuleRef m)
   return n;
 }
 
-int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
+int cpu_inline_body(LLVMModuleRef m, gj_err *err)
 {
-  split_ctx x;
-  LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e;
-  int r;
-  /* Inline the body into both loops and turn the work-item state into
-  ** SSA values, so that the ids are plain values in the tests. */
-  e = LLVMRunPasses(m, "always-inline,function(sroa,instsimplify)", NULL, po);
+  LLVMErrorRef e = LLVMRunPasses(m, "always-inline,function(sroa,instsimplify)", NULL, po);
   /* Struct values (docs/typing.md, "Struct values") live in allocas that
   ** one SROA run leaves where a variable holds either of two objects (a
   ** metatype's `acc = acc + d` in a loop: a phi of two allocas): each
@@ -493,6 +487,17 @@ int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
     LLVMDisposeErrorMessage(msg);
     return -1;
   }
+  return 0;
+}
+
+int cpu_split(LLVMModuleRef m, cpu_split_site *s, gj_err *err)
+{
+  split_ctx x;
+  LLVMContextRef c = LLVMGetModuleContext(m);
+  int r;
+  /* Inline the body into both loops and turn the work-item state into
+  ** SSA values, so that the ids are plain values in the tests. */
+  if (cpu_inline_body(m, err)) return -1;
   memset(&x, 0, sizeof(x));
   x.m = m;
   x.b = LLVMCreateBuilderInContext(c);

@@ -49,7 +49,9 @@
 **     fast loop.
 ** Files: this one analyzes (the kinds above, the shape, W);
 ** native_vec_build.c builds; native_vec_loop.c has the masked loops,
-** native_vec_if.c the masked ifs.
+** native_vec_if.c the masked ifs, native_vec_frame.c the kernels with
+** barriers (the x loop of a pass as the site, the frame laid out by slots,
+** a uniform resume switch).
 **
 ** Work items that read what other work items of the launch write (a data
 ** race in OpenCL's and CUDA's terms) may see other values than with the
@@ -142,6 +144,17 @@ static int push_bb(vctx *x, LLVMBasicBlockRef bb)
   }
   if (!vx_put(x, LLVMBasicBlockAsValue(bb))) return -1;
   x->bbs[x->nbbs++] = bb;
+  return 0;
+}
+
+int vx_insert_bb(vctx *x, size_t at, LLVMBasicBlockRef bb)
+{
+  LLVMValueRef in;
+  if (push_bb(x, bb)) return -1;
+  memmove(x->bbs + at + 1, x->bbs + at, (x->nbbs - 1 - at) * sizeof(*x->bbs));
+  x->bbs[at] = bb;
+  for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+    if (!vx_put(x, in)) return -1;
   return 0;
 }
 
@@ -292,7 +305,15 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
     return vx_refuse(x, "a private array (gpu.local_array) in the loop");
   case LLVMAtomicRMW: case LLVMAtomicCmpXchg: case LLVMFence:
     return vx_refuse(x, "atomics (or print, or a timeout's checks)");
-  case LLVMLoad: case LLVMStore:
+  case LLVMLoad: case LLVMStore: {
+    vslot *sl = vx_frame_slot(x, I);
+    if (sl) return vx_frame_kind(x, I, sl, st);
+    /* wrap's divergence check (barriers): a constant stored at a uniform
+    ** address, in code every lane runs, is the same stored once */
+    if (x->frame && op == LLVMStore && !LLVMGetVolatile(I) && k == V_UNI &&
+        LLVMIsAConstant(LLVMGetOperand(I, 0)) &&
+        !vx_arm_of(x, LLVMGetInstructionParent(I), NULL))
+      return V_UNI;
     if (LLVMGetVolatile(I) || LLVMGetOrdering(I) != LLVMAtomicOrderingNotAtomic)
       return vx_refuse(x, "an atomic or volatile access (print, timeout)");
     if (vx_arm_of(x, LLVMGetInstructionParent(I), NULL))
@@ -300,6 +321,12 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
     if (op == LLVMLoad)
       return vx_kind_of(x, LLVMGetOperand(I, 0), st) == V_UNI ? V_UNI : V_VEC;
     return k == V_UNI ? V_UNI : V_VEC;
+  }
+  case LLVMSwitch:     /* a resumable body's entry: uniform with barriers */
+    if (vx_kind_of(x, LLVMGetOperand(I, 0), st) != V_UNI)
+      return vx_refuse(x, "a switch that varies with the work item (work items "
+                          "at different barriers)");
+    return V_UNI;
   case LLVMCall: {
     LLVMValueRef f = LLVMGetCalledValue(I);
     if (!LLVMIsAFunction(f)) return vx_refuse(x, "an indirect call or inline asm");
@@ -393,7 +420,7 @@ static int analyze(vctx *x)
         }
       }
     }
-    if (x->again) changed = 1;
+    if (x->again || (x->frame && vx_frame_round(x))) changed = 1;
     x->again = 0;
   }
   if (changed) return vx_refuse(x, "its values did not settle");
@@ -489,6 +516,11 @@ static unsigned choose_width(vctx *x, const gj_job *job)
       LLVMOpcode op = LLVMGetInstructionOpcode(in);
       LLVMTypeRef t = NULL;
       if (vx_get(x, in)->kind != V_VEC) continue;
+      /* an integer in the frame (a loop counter, an id) is index work */
+      if (vx_frame_slot(x, in) &&
+          LLVMGetTypeKind(op == LLVMStore ? LLVMTypeOf(LLVMGetOperand(in, 0))
+                                          : LLVMTypeOf(in)) == LLVMIntegerTypeKind)
+        continue;
       if (op == LLVMStore) t = LLVMTypeOf(LLVMGetOperand(in, 0));
       else if (op == LLVMLoad || op == LLVMCall) t = LLVMTypeOf(in);
       else if (LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMFloatTypeKind ||
@@ -532,9 +564,14 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   x.c = LLVMGetModuleContext(m);
   x.td = LLVMGetModuleDataLayout(m);
   x.s = s;
+  x.frame = s->frame;
   x.i8 = LLVMInt8TypeInContext(x.c);
   x.i32 = LLVMInt32TypeInContext(x.c);
   x.i64 = LLVMInt64TypeInContext(x.c);
+  /* Barriers: the frame's redundant loads and dead stores go, before
+  ** SimplifyCFG, which may turn the resume switch into branches. */
+  x.fn = LLVMGetBasicBlockParent(s->head);
+  if (x.frame && vx_frame_forward(&x)) return gj_err_set(err, "cpu: out of memory");
   /* Small ifs become selects (SimplifyCFG's speculation): what the
   ** vectorizer then needs no masks for; and dead phi webs go (ADCE): a
   ** variable's slot that a work item may skip writing leaves phis that
@@ -553,18 +590,21 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
              collect(&x) || vx_find_loops(&x) || add_insns(&x) ||
              vx_find_ifs(&x)) {
     r = gj_err_set(err, "cpu: out of memory");
-  } else if (!check_shape(&x) && !analyze(&x) && !worth_it(&x)) {
+  } else if (!check_shape(&x) && !(x.frame && vx_frame_slots(&x)) && !analyze(&x) &&
+             !x.frame && !worth_it(&x)) {
     vx_refuse(&x, "no inner loop nor call: left to LLVM's loop vectorizer");
   } else if (!x.why) {
     x.W = choose_width(&x, job);
     x.b = LLVMCreateBuilderInContext(x.c);
     r = vx_build(&x);
     LLVMDisposeBuilder(x.b);
-    snprintf(note, notesz, "vectorized: %u lanes", x.W);
+    snprintf(note, notesz, "vectorized: %u lanes%s", x.W,
+             x.frame ? " (groups through their barriers)" : "");
   }
   if (x.why) snprintf(note, notesz, "not vectorized: %s", x.why);
   vx_loops_free(&x);
   vx_ifs_free(&x);
+  free(x.slots);
   free(x.bbs);
   free(x.tab);
   return r;

@@ -47,7 +47,28 @@ typedef struct vctx {
   struct vif *ifs;              /* ifs of the shape native_vec_if.c takes */
   size_t nifs;
   LLVMValueRef curmask;         /* building: the lanes of the block's arm */
+  /* a kernel with barriers (native_vec_frame.c): the work item's frame in
+  ** the loop (linear, stride the frame's size), the first item's */
+  LLVMValueRef frame, frames;
+  struct vslot *slots;
+  size_t nslots;
+  LLVMValueRef md_scope, md_noalias;  /* building: frame / other accesses */
 } vctx;
+
+/* A slot of the frame: the bytes [off, off + size) of every work item's
+** frame.  In the vector loop the W frames of a group of lanes are laid out
+** by slots (lane l's bytes of slot off at frame_0 + W * off + l * size),
+** so that a varying slot is one vector access; a slot whose stores are all
+** uniform, or linear with one stride, outside masks, keeps lane 0's value
+** only (at frame_0 + W * off). */
+typedef struct vslot {
+  int64_t off;
+  unsigned size;
+  int kind, seen;               /* V_UNI, V_LIN (stride) or V_VEC */
+  int64_t stride;
+  int nkind, nseen;             /* this round's, from its stores */
+  int64_t nstride;
+} vslot;
 
 /* An inner loop of the fast loop whose blocks form one path from its head
 ** to its latch, leaving only to one exit block (native_vec_loop.c).  When
@@ -98,6 +119,8 @@ int vx_kind_of(const vctx *x, LLVMValueRef v, int64_t *stride);
 int vx_in_loop(const vctx *x, LLVMBasicBlockRef bb);
 int vx_refuse(vctx *x, const char *why);
 int vx_readnone(LLVMValueRef f);
+/* Put bb into the blocks before x->bbs[at] (and into the table). */
+int vx_insert_bb(vctx *x, size_t at, LLVMBasicBlockRef bb);
 /* native_vec_build.c: vector values */
 LLVMTypeRef vx_vty(const vctx *x, LLVMTypeRef t);
 LLVMValueRef vx_splat(vctx *x, LLVMValueRef s);
@@ -131,6 +154,26 @@ void vx_loop_head(vctx *x, LLVMBasicBlockRef bb);
 int vx_loop_term(vctx *x, LLVMBasicBlockRef bb, LLVMValueRef t);
 void vx_loops_finish(vctx *x);
 void vx_loops_free(vctx *x);
+
+/* native_vec_frame.c: kernels with barriers */
+/* Check the frame's uses and find its slots (once, before analyze); -1 with
+** x->why when the kernel cannot be vectorized. */
+int vx_frame_slots(vctx *x);
+/* Before collect: loads of a slot stored or loaded earlier in the same
+** block become that value, stores to slots nothing loads go; -1: out of
+** memory. */
+int vx_frame_forward(vctx *x);
+/* The slot that I (a load or store) accesses, or NULL when it is no frame
+** access. */
+vslot *vx_frame_slot(const vctx *x, LLVMValueRef I);
+/* The kind of a frame access (the slot's; a store's value joins it). */
+int vx_frame_kind(vctx *x, LLVMValueRef I, vslot *sl, int64_t *st);
+/* End of an analysis round: the slots take what their stores gave; 1 when
+** one changed. */
+int vx_frame_round(vctx *x);
+/* Building: a frame access; alias metadata on other accesses. */
+LLVMValueRef vx_frame_emit(vctx *x, LLVMValueRef I, vslot *sl);
+void vx_frame_noalias(vctx *x, LLVMValueRef I);
 
 /* native_vec_if.c */
 /* Find the ifs of that shape (after collect); -1: out of memory. */

@@ -132,30 +132,84 @@ static LLVMValueRef masked(vctx *x, const char *name, LLVMTypeRef t0,
                         LLVMGetIntrinsicDeclaration(x->m, id, tys, 2), args, 4, "");
 }
 
+/* A masked access at a uniform address (p, of type t): one element, under
+** a mask of whether any lane is on, not a gather or scatter of W copies of
+** one address.  A load gives every lane the value; a store stores the last
+** lane's that is on, which is what the scatter's stores in lane order leave
+** there. */
+static LLVMValueRef emit_masked_uniform(vctx *x, LLVMValueRef I, int store, LLVMTypeRef t,
+                                        LLVMValueRef align)
+{
+  LLVMTypeRef it = LLVMIntTypeInContext(x->c, x->W), v1 = LLVMVectorType(t, 1);
+  LLVMTypeRef m1t = LLVMVectorType(LLVMInt1TypeInContext(x->c), 1);
+  LLVMValueRef zero = LLVMConstInt(x->i32, 0, 0), bits, m1, p, a[4], r;
+  bits = LLVMBuildBitCast(x->b, x->curmask, it, "");
+  m1 = LLVMBuildInsertElement(x->b, LLVMGetPoison(m1t),
+                              LLVMBuildICmp(x->b, LLVMIntNE, bits, LLVMConstNull(it), ""),
+                              zero, "");
+  p = vx_scal(x, LLVMGetOperand(I, store ? 1 : 0));
+  if (store) {
+    static const char ctlz[] = "llvm.ctlz";
+    unsigned id = LLVMLookupIntrinsicID(ctlz, sizeof(ctlz) - 1);
+    LLVMValueRef ca[2], lz, last;
+    ca[0] = bits;
+    ca[1] = LLVMConstInt(LLVMInt1TypeInContext(x->c), 0, 0);
+    lz = LLVMBuildCall2(x->b, LLVMIntrinsicGetType(x->c, id, &it, 1),
+                        LLVMGetIntrinsicDeclaration(x->m, id, &it, 1), ca, 2, "");
+    /* W - 1 - ctlz: the last lane on (none on: out of range, poison, and
+    ** nothing is stored) */
+    last = LLVMBuildSub(x->b, LLVMConstInt(it, x->W - 1, 0), lz, "");
+    last = LLVMBuildZExtOrBitCast(x->b, last, x->i32, "");
+    a[0] = LLVMBuildInsertElement(
+        x->b, LLVMGetPoison(v1),
+        LLVMBuildExtractElement(x->b, vx_vec(x, LLVMGetOperand(I, 0)), last, ""), zero, "");
+    a[1] = p;
+    a[2] = align;
+    a[3] = m1;
+    r = masked(x, "llvm.masked.store", v1, LLVMTypeOf(p), a);
+    vx_frame_noalias(x, r);
+    return r;
+  }
+  a[0] = p;
+  a[1] = align;
+  a[2] = m1;
+  a[3] = LLVMGetPoison(v1);
+  r = masked(x, "llvm.masked.load", v1, LLVMTypeOf(p), a);
+  vx_frame_noalias(x, r);
+  return vx_splat(x, LLVMBuildExtractElement(x->b, r, zero, ""));
+}
+
 /* A load or store of an if's arm: only the lanes of x->curmask. */
 static LLVMValueRef emit_masked(vctx *x, LLVMValueRef I, int store)
 {
-  LLVMValueRef p = LLVMGetOperand(I, store ? 1 : 0), a[4];
+  LLVMValueRef p = LLVMGetOperand(I, store ? 1 : 0), a[4], r;
   LLVMTypeRef t = store ? LLVMTypeOf(LLVMGetOperand(I, 0)) : LLVMTypeOf(I);
   LLVMTypeRef vt = vx_vty(x, t);
   unsigned al = LLVMGetAlignment(I);
   LLVMValueRef align = LLVMConstInt(x->i32, al ? al : 1, 0);
+  int64_t st;
   int c = contiguous(x, p, t);
-  LLVMValueRef ptr = c ? vx_scal(x, p) : vx_vec(x, p);
+  LLVMValueRef ptr;
+  if (vx_kind_of(x, p, &st) == V_UNI) return emit_masked_uniform(x, I, store, t, align);
+  ptr = c ? vx_scal(x, p) : vx_vec(x, p);
   if (store) {
     a[0] = vx_vec(x, LLVMGetOperand(I, 0));
     a[1] = ptr;
     a[2] = align;
     a[3] = x->curmask;
-    return masked(x, c ? "llvm.masked.store" : "llvm.masked.scatter", vt,
-                  LLVMTypeOf(ptr), a);
+      r = masked(x, c ? "llvm.masked.store" : "llvm.masked.scatter", vt,
+               LLVMTypeOf(ptr), a);
+    vx_frame_noalias(x, r);
+    return r;
   }
   a[0] = ptr;
   a[1] = align;
   a[2] = x->curmask;
   a[3] = LLVMGetPoison(vt);
-  return masked(x, c ? "llvm.masked.load" : "llvm.masked.gather", vt,
-                LLVMTypeOf(ptr), a);
+  r = masked(x, c ? "llvm.masked.load" : "llvm.masked.gather", vt,
+             LLVMTypeOf(ptr), a);
+  vx_frame_noalias(x, r);
+  return r;
 }
 
 static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
@@ -169,6 +223,7 @@ static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
     r = store ? LLVMBuildStore(x->b, vx_vec(x, val), vx_scal(x, p))
               : LLVMBuildLoad2(x->b, vx_vty(x, t), vx_scal(x, p), "");
     LLVMSetAlignment(r, al);
+    vx_frame_noalias(x, r);
     return r;
   }
   r = store ? NULL : LLVMGetPoison(vx_vty(x, t));
@@ -181,6 +236,7 @@ static LLVMValueRef emit_mem(vctx *x, LLVMValueRef I, int store)
       r = LLVMBuildInsertElement(x->b, r, a, LLVMConstInt(x->i32, l, 0), "");
     }
     LLVMSetAlignment(a, al);
+    vx_frame_noalias(x, a);
   }
   return r;
 }
@@ -232,6 +288,7 @@ static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
 static void emit_block(vctx *x, LLVMBasicBlockRef bb)
 {
   LLVMValueRef in;
+  vslot *sl;
   int headed = 0;
   LLVMPositionBuilderAtEnd(x->b, vx_vblock(x, bb));
   x->curmask = vx_mask_of(x, bb);
@@ -263,6 +320,14 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
             x->vhead, x->spre));
       } else if (LLVMIsAUnreachableInst(in)) {
         LLVMBuildUnreachable(x->b);
+      } else if (LLVMIsASwitchInst(in)) {
+        /* uniform (classify): the lanes go one way */
+        unsigned j, n = LLVMGetNumSuccessors(in);
+        LLVMValueRef sw = LLVMBuildSwitch(x->b, vx_scal(x, LLVMGetOperand(in, 0)),
+                                          vx_vblock(x, LLVMGetSuccessor(in, 0)), n - 1);
+        for (j = 1; j < n; j++)
+          LLVMAddCase(sw, LLVMGetOperand(in, 2 * j),
+                      vx_vblock(x, LLVMGetSuccessor(in, j)));
       } else if (!LLVMIsConditional(in)) {
         LLVMBuildBr(x->b, vx_vblock(x, LLVMGetSuccessor(in, 0)));
       } else {
@@ -270,6 +335,8 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
                         vx_vblock(x, LLVMGetSuccessor(in, 0)),
                         vx_vblock(x, LLVMGetSuccessor(in, 1)));
       }
+    } else if ((sl = vx_frame_slot(x, in)) != NULL) {
+      e->v = vx_frame_emit(x, in, sl);
     } else if (e->kind == V_VEC) {
       e->v = emit_vec(x, in);
     } else {
@@ -279,6 +346,7 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
       for (i = 0; i < n; i++)
         LLVMSetOperand(c, (unsigned)i, vx_scal(x, LLVMGetOperand(in, (unsigned)i)));
       LLVMInsertIntoBuilder(x->b, c);
+      if (LLVMIsALoadInst(c) || LLVMIsAStoreInst(c)) vx_frame_noalias(x, c);
       e->v = c;
     }
   }

@@ -55,6 +55,34 @@ static int arm(const vctx *x, LLVMBasicBlockRef s, LLVMBasicBlockRef *blocks,
   return n;
 }
 
+/* A join of more edges than the if's two (the exit of a resumable body,
+** where every return and barrier meets): a block of its own for the two,
+** put before it (its phis would have to move: not done). */
+static LLVMBasicBlockRef own_join(vctx *x, LLVMValueRef t, LLVMBasicBlockRef e0,
+                                  LLVMBasicBlockRef e1, LLVMBasicBlockRef join)
+{
+  LLVMBasicBlockRef nb, ends[2];
+  LLVMBuilderRef b;
+  size_t i, at;
+  int k;
+  if (LLVMIsAPHINode(LLVMGetFirstInstruction(join))) return join;
+  for (at = 0; at < x->nbbs && x->bbs[at] != join; at++) {}
+  if (at == x->nbbs) return join;
+  nb = LLVMInsertBasicBlockInContext(x->c, join, "vec.join");
+  b = LLVMCreateBuilderInContext(x->c);
+  LLVMPositionBuilderAtEnd(b, nb);
+  LLVMBuildBr(b, join);
+  LLVMDisposeBuilder(b);
+  ends[0] = e0;
+  ends[1] = e1;
+  for (k = 0; k < 2; k++) {
+    LLVMValueRef term = ends[k] ? LLVMGetBasicBlockTerminator(ends[k]) : t;
+    for (i = 0; i < LLVMGetNumSuccessors(term); i++)
+      if (LLVMGetSuccessor(term, (unsigned)i) == join) LLVMSetSuccessor(term, (unsigned)i, nb);
+  }
+  return vx_insert_bb(x, at, nb) ? NULL : nb;
+}
+
 int vx_find_ifs(vctx *x)
 {
   size_t i;
@@ -76,7 +104,11 @@ int vx_find_ifs(vctx *x)
     else if (!n0 && n1 && j1 == s0) join = s0;      /* a triangle */
     else if (n0 && !n1 && j0 == s1) join = s1;
     else continue;
-    if (!vx_in_loop(x, join) || join == x->s->head || npreds(x, join) != 2) continue;
+    if (!vx_in_loop(x, join) || join == x->s->head) continue;
+    if (x->frame && npreds(x, join) > 2 &&
+        !(join = own_join(x, t, n0 ? b0[n0 - 1] : NULL, n1 ? b1[n1 - 1] : NULL, join)))
+      return -1;
+    if (npreds(x, join) != 2) continue;
     memset(f, 0, sizeof(*f));
     f->head = x->bbs[i];
     f->br = t;
