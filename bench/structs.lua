@@ -9,11 +9,16 @@
 -- compared bit for bit before anything is timed.  Samples alternate between
 -- the two sides (T.measure); figures are medians.
 --
--- The goal is not met yet (2026-11-24, EPYC with AVX-512, 2 cores: AoS/SoA
--- 1.5-2.1): LLVM 15's loop vectorizer loads the struct fields as one wide
--- interleaved load but stores them with masked scatters; clang-15 -O3
--- -march=native does the same to the equivalent C loop, so the gap is the
--- vectorizer's cost model on this CPU, not the IR gpujit writes.
+-- Where it stands (2026-11-26, EPYC with AVX-512, 2 shared cores; medians
+-- in bench/RESULTS.md): "select" AoS/SoA about 1.1 (0.99-1.11), "store"
+-- about 0.7-0.75; before the cpu target's store groups (targets/native_aos.c)
+-- 2.1-2.4 for both.  LLVM 15's loop vectorizer stored a struct element whose
+-- store group has a gap (vx is read, not written) or sits under an if with
+-- scatters; the pass now sinks the if's stores and stores vx back, so both
+-- AoS kernels use wide loads and stores.  The floor for "select": AoS moves
+-- 32 bytes a particle (in and out), SoA 28 (four loads, three stores): 1.14
+-- when memory-bound.  "store"'s SoA keeps its if as masked stores (the pass
+-- cannot prove y and vy apart: two arrays), so AoS beats it there.
 local T = dofile((arg and arg[0] or "bench/structs.lua"):gsub("[^/]*$", "") .. "timing.lua")
 local ffi = require("ffi")
 local gpu = require("gpujit")

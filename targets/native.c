@@ -656,7 +656,8 @@ static int cpu_finish_module(void *ts, const gj_job *job,
     return 0;
   }
   if (cpu_split(m, &s, err)) return -1;
-  return cpu_vectorize(m, job, &s, note, notesz, err);
+  if (cpu_vectorize(m, job, &s, note, notesz, err)) return -1;
+  return cpu_aos(m, &s, note, notesz);
 }
 
 static int cpu_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,

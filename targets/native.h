@@ -105,6 +105,16 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
 ** wrap's shape (the mark is gone: no site), -1 on an error. */
 int cpu_bar_site(LLVMModuleRef m, cpu_split_site *s, gj_err *err);
 
+/* Whole store groups for arrays of structs (native_aos.c): after
+** cpu_vectorize, when the fast loop is left to LLVM's loop vectorizer,
+** stores under a triangle's if are sunk to its join and the fields of an
+** array element that a block stores to and the work item read unchanged
+** are stored back, so that the vectorizer sees complete interleaved store
+** groups.  Never fails (a loop it cannot prove safe stays as it is); adds a
+** line to note when it changed something. */
+int cpu_aos(LLVMModuleRef m, const cpu_split_site *s, char *note,
+            size_t notesz);
+
 /* The native target (native.c): wrap adds @gj_entry around @gj_body, emit
 ** gives an object file (or the assembly). */
 extern const gj_codegen gj_codegen_native;
