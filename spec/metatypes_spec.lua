@@ -111,7 +111,9 @@ for _, bk in ipairs(H.backends) do
       check(bk, function(i, p, q, out)
         local j = (i * 7 + 3) % N
         local a = p[i] + q[j] * 2.5              -- __add(p[i], __mul(q[j], 2.5))
-        local b = 0.5 * a - p[j]                 -- a number on the left: a's __mul
+        -- (q[j + 1], not p[j]: p[j] is another work item's, written below; on a GPU
+        -- the items run at once, and reading it was a race: an H200 differed)
+        local b = 0.5 * a - q[(j + 1) % N]       -- a number on the left: a's __mul
         local c = -(a + b) / 3
         out[i] = c + p[i] * q[j]                 -- stored: a copy into the array
         p[i] = vec3(a.x, b.y, c.z)
