@@ -63,7 +63,7 @@ int setenv(const char *name, const char *value, int overwrite);
 int usleep(unsigned int us);
 ]]
 ffi.C.setenv("OMP_WAIT_POLICY", "passive", 0)
-local SETTLE_US = 2000
+local SETTLE_US = tonumber(os.getenv("GJ_BENCH_SETTLE_US")) or 2000
 for _, ref in ipairs(REFS) do
   local ok, lib = pcall(ffi.load, ref.path)
   if not ok then
