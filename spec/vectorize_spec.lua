@@ -301,6 +301,74 @@ describe("the work-item vectorizer [cpu]", function()
     assert.matches("^vectorized", notes.sqrt_up_vec)
   end)
 
+  -- Issue 24's list: break and goto out of loops the lanes leave apart, and a
+  -- device function called with values that vary.  Vectorized or left
+  -- scalar (the note says which: today all three stay scalar, "a branch that
+  -- varies ... of a shape not handled", "a load at a varying address in a
+  -- loop that varies"), the results are LuaJIT's, bit for bit.
+  it("break and goto out of varying loops, varying device-function calls: LuaJIT's results", function()
+    local function collatz(x)          -- a device function with a loop of its own
+      local steps = 0
+      while x ~= 1 and steps < 200 do
+        if x % 2 == 0 then x = x / 2 else x = 3 * x + 1 end
+        steps = steps + 1
+      end
+      return steps
+    end
+    local function brk(o, a, n)
+      local i = gpu.global_id(0)
+      if i < n then
+        local s, k = 0.0, 0
+        while true do                    -- leaves at a k that varies
+          s = s + a[(i + k) % n] * 0.5
+          k = k + 1
+          if s > i * 0.75 or k >= 40 then break end
+        end
+        o[i] = s + k
+      end
+    end
+    local function gto(o, a, n)
+      local i = gpu.global_id(0)
+      if i < n then
+        local s = 0.0
+        for k = 0, 63 do
+          s = s + a[(i * 3 + k) % n]
+          if s > 20 + i % 7 then goto done end
+        end
+        s = -s
+        ::done::
+        o[i] = s
+      end
+    end
+    local function dev(o, a, n)
+      local i = gpu.global_id(0)
+      if i < n then o[i] = collatz(i + 1) + a[i] end
+    end
+    local n = 37
+    local a = darray(n, function(i) return (i * 13) % 11 * 0.25 end)
+    for _, c in ipairs({ { brk, "brk" }, { gto, "gto" }, { dev, "devcall" } }) do
+      local want = darray(n, function() return 0 end)
+      local ref = ffi.new("double[?]", n)
+      -- plain LuaJIT, item by item
+      for i = 0, n - 1 do
+        local g = gpu.global_id
+        gpu.global_id = function() return i end
+        local ok, err = pcall(c[1], ref, a, n)
+        gpu.global_id = g
+        assert(ok, err)
+      end
+      ffi.copy(want, ref, ffi.sizeof(ref))
+      local notes = both(c[1], c[2], function(kv, ks)
+        for _, k in ipairs({ kv, ks }) do
+          local o = darray(n, function() return -1 end)
+          k:launch(n, o, a, n)
+          same_bits(c[2], o, want, n)
+        end
+      end)
+      assert.is_string(notes[c[2] .. "_vec"])
+    end
+  end)
+
   it("ifs that vary: masked loads and stores, selects at the join", function()
     local function f(o, idx, a, n, m)
       local i = gpu.global_id(0)
