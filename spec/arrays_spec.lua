@@ -438,17 +438,7 @@ end
 describe("arrays staged through device buffers", function()
   local run = H.testing("opencl") and it or pending
   run("a kernel of 24 staged arguments (FFI arrays and tables) launches twice, results back", function()
-    local ok, out = H.run_isolated("opencl", [[
-      local core = require("gpujit.core")
-      local devices = core.devices
-      core.devices = function()
-        local d = devices()
-        for _, e in ipairs(d) do e.host_register = nil end
-        return d
-      end
-      package.loaded.gpujit = nil
-      gpu = require("gpujit")
-      gpu.use("opencl")
+    local ok, out = H.run_isolated("opencl", H.OPENCL_STAGED .. [[
       local names, body = {}, {}
       for j = 1, 24 do
         names[j] = "a" .. j

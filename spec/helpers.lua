@@ -783,6 +783,36 @@ function H.build_plugin(name, src)
   return so
 end
 
+-- The note of each compile fn makes (the compile event's `note`: what the
+-- cpu target's vectorizer and AoS pass did), by kernel name.
+function H.notes_of(fn)
+  local notes = {}
+  local off = H.gpu.on_compile(function(e)
+    if e.phase == "done" then notes[e.kernel] = e.note or "" end
+  end)
+  local ok, err = pcall(fn)
+  off()
+  if not ok then error(err, 0) end
+  return notes
+end
+
+-- Code for H.run_isolated("opencl", H.OPENCL_STAGED .. code): PoCL shares
+-- host memory; with host_register taken out of its devices' entries,
+-- gpujit stages FFI arrays and tables through device buffers, as on a GPU
+-- (gpu is the module loaded again, on opencl).
+H.OPENCL_STAGED = [[
+local core = require("gpujit.core")
+local devices = core.devices
+core.devices = function()
+  local d = devices()
+  for _, e in ipairs(d) do e.host_register = nil end
+  return d
+end
+package.loaded.gpujit = nil
+gpu = require("gpujit")
+gpu.use("opencl")
+]]
+
 -- Run Lua code in a separate luajit process (for what might crash: a bad
 -- write must not take the whole suite down).  The code gets `gpu` (the
 -- module, its current backend set to bk) and `ffi`.  Returns the exit

@@ -394,17 +394,7 @@ describe("streams on opencl with arrays staged through device buffers (as on a G
   -- stages FFI arrays and tables through device buffers, as on a GPU.
   local run = H.testing("opencl") and it or pending
   run("tables and FFI arrays: one staging per stream, copied back at synchronize", function()
-    local ok, out = H.run_isolated("opencl", [[
-      local core = require("gpujit.core")
-      local devices = core.devices
-      core.devices = function()
-        local d = devices()
-        for _, e in ipairs(d) do e.host_register = nil end
-        return d
-      end
-      package.loaded.gpujit = nil
-      gpu = require("gpujit")
-      gpu.use("opencl")
+    local ok, out = H.run_isolated("opencl", H.OPENCL_STAGED .. [[
       local k = gpu.kernel(function(x, n, v)
         local i = gpu.global_id(0)
         if i < n then x[i] = x[i] * 2 + v end

@@ -33,17 +33,7 @@ local function copy(p, n)
   return q
 end
 
--- The note of each compile fn makes, by kernel name.
-local function notes_of(fn)
-  local notes = {}
-  local off = gpu.on_compile(function(e)
-    if e.phase == "done" then notes[e.kernel] = e.note or "" end
-  end)
-  local ok, err = pcall(fn)
-  off()
-  if not ok then error(err, 0) end
-  return notes
-end
+local notes_of = H.notes_of
 
 local function is_parts(a)
   return type(a) == "cdata" and tostring(ffi.typeof(a)):find("aos_particle", 1, true) ~= nil

@@ -12,17 +12,7 @@ local gpu = H.gpu
 
 local SIZES = { 0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000003 }
 
--- The notes of the compiles fn makes, by kernel name.
-local function notes_of(fn)
-  local notes = {}
-  local off = gpu.on_compile(function(e)
-    if e.phase == "done" then notes[e.kernel] = e.note or "" end
-  end)
-  local ok, err = pcall(fn)
-  off()
-  if not ok then error(err, 0) end
-  return notes
-end
+local notes_of = H.notes_of
 
 local function darray(n, f)
   local a = ffi.new("double[?]", math.max(n, 1))
