@@ -49,16 +49,7 @@ local function file_exists(path)
   return f ~= nil
 end
 
--- ptxas on PATH, under $CUDA_HOME/bin or /usr/local/cuda/bin; nil if none.
-local function find_ptxas()
-  local p = io.popen("command -v ptxas 2>/dev/null")
-  local path = p:read("*l")
-  p:close()
-  if path and path ~= "" then return path end
-  for _, root in ipairs({ os.getenv("CUDA_HOME") or "", os.getenv("CUDA_PATH") or "", "/usr/local/cuda" }) do
-    if root ~= "" and file_exists(root .. "/bin/ptxas") then return root .. "/bin/ptxas" end
-  end
-end
+local find_ptxas = H.find_ptxas
 
 local function ptx(fn, types, name)
   return gpu.kernel(fn, { name = name or "k", cache = false }):inspect_asm(types, "cuda")

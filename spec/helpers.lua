@@ -637,6 +637,12 @@ local function lower_find(s, words)
 end
 H.lower_find = lower_find
 
+-- The error of compiling fn (as kernel 'bad', on backend bk) for the
+-- signature sig.
+function H.compile_error(bk, fn, sig)
+  return H.error_of(function() H.kernel(bk, fn, { name = "bad" }):precompile(sig) end)
+end
+
 -- Check that msg has the form "FILE:LINE: <what> (in kernel NAME)", FILE
 -- being `file` (its base name; a directory before it is allowed), LINE
 -- exactly `line`, NAME exactly `kname`, and <what> containing one of the
@@ -659,16 +665,24 @@ end
 -- Assemble PTX text s with ptxas for the .target it names: nil when there
 -- is no ptxas (/usr/local/cuda/bin, $CUDA_HOME/bin), else true or false and
 -- ptxas's output.
-function H.ptxas(s)
-  local ptxas
+-- ptxas on PATH, under $CUDA_HOME/bin, $CUDA_PATH/bin or /usr/local/cuda/bin;
+-- nil if none.
+function H.find_ptxas()
   local w = io.popen("command -v ptxas 2>/dev/null")
   local onpath = w and w:read("*l")
   if w then w:close() end
-  local places = { onpath or "", "/usr/local/cuda/bin/ptxas", (os.getenv("CUDA_HOME") or "") .. "/bin/ptxas" }
-  for _, p in ipairs(places) do
-    local f = io.open(p)
-    if f then f:close(); ptxas = ptxas or p end
+  if onpath and onpath ~= "" then return onpath end
+  for _, root in ipairs({ os.getenv("CUDA_HOME") or "", os.getenv("CUDA_PATH") or "", "/usr/local/cuda" }) do
+    local f = root ~= "" and io.open(root .. "/bin/ptxas")
+    if f then
+      f:close()
+      return root .. "/bin/ptxas"
+    end
   end
+end
+
+function H.ptxas(s)
+  local ptxas = H.find_ptxas()
   if not ptxas then return nil end
   local target = s:match("%.target%s+(sm_%d+)") or "sm_80"
   local path = os.tmpname()

@@ -207,9 +207,7 @@ end
 describe("metatypes: errors", function()
   local file = H.this_file()
   local bk = H.compilers[1] or "cpu"
-  local function compile_err(fn, sig)
-    return H.error_of(function() H.kernel(bk, fn, { name = "bad" }):precompile(sig) end)
-  end
+  local function compile_err(fn, sig) return H.compile_error(bk, fn, sig) end
 
   it("a missing metamethod names the struct and the metamethod with file:line, as LuaJIT raises", function()
     local msg = compile_err(function(p, o)
