@@ -198,9 +198,12 @@ local function is_garray(v)
   return info ~= nil and info.kind == "garray"
 end
 
--- v (any launch argument) is used by a launch on a stream.
-function M.hold(v)
-  if is_garray(v) then inuse[v] = (inuse[v] or 0) + 1 end
+M.is_garray = is_garray
+
+-- The gpu.array v is used by a launch (or copy) on a stream: its memory
+-- outlives a free until the stream's synchronize releases it.
+function M.use(v)
+  inuse[v] = (inuse[v] or 0) + 1
 end
 
 -- That launch is synchronized.

@@ -349,7 +349,8 @@ own[debug.getinfo(streams.new, "S").source] = true
 local launchers = new_launchers({
   env = function() return env end, raise = raise, argerr = argerr, elemerr = elemerr,
   freed = freed, devcheck = devcheck, launch_failed = launch_failed,
-  barrier_fail = barrier_fail, label_of = label_of, tag_of = tag_of, push = streams.push,
+  barrier_fail = barrier_fail, label_of = label_of, tag_of = tag_of, push = streams.push, keep = streams.keep,
+  use = streams.use,
 })
 local gen_launcher, sim_launcher = launchers.gen_launcher, launchers.sim_launcher
 D.gen_launcher = gen_launcher

@@ -327,7 +327,8 @@ gpu.normal = rng.normal
 -- Streams (gpujit.stream).
 streams.setup({
   lib = lib, ctx = ctx, current = current, resolve = resolve,
-  fail_text = dispatch.fail_text, hold = array.hold, release = array.release, now = util.now,
+  fail_text = dispatch.fail_text, use = array.use, is_garray = array.is_garray,
+  release = array.release, now = util.now,
 })
 gpu.stream = streams.new
 array.set_streams(streams)

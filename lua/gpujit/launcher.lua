@@ -359,13 +359,21 @@ return function(h)
     src[#src + 1] = "  " .. launch
     if async then
       for _, m in ipairs(marks) do src[#src + 1] = "  " .. m end
-      -- what the stream keeps until its synchronize: the arguments, and the
-      -- release of host registrations as a closure (nil: none); the
-      -- stagings are the stream's already (STAGE_T, STAGE_D)
-      U.OV, U.PUSH = ov, h.push
-      src[#src + 1] = "  U.PUSH(S, K, U.OV, " .. (#after > 0 and "function()" or "nil")
+      -- what the stream keeps until its synchronize: the release of host
+      -- registrations as a closure (false: none), the arguments that are
+      -- objects, and the gpu.arrays among them as in use; the stagings are
+      -- the stream's already (STAGE_T, STAGE_D)
+      U.OV, U.PUSH, U.KEEP, U.USE = ov, h.push, h.keep, h.use
+      src[#src + 1] = "  U.PUSH(S, K, U.OV, " .. (#after > 0 and "function()" or "false")
       for _, l in ipairs(after) do src[#src + 1] = "    " .. l end
-      src[#src + 1] = (#after > 0 and "  end" or "") .. ", { " .. concat(anames, ", ") .. " })"
+      src[#src + 1] = (#after > 0 and "  end" or "") .. ")"
+      for i = 1, n do
+        local kk = kinds[i].kind
+        if kk ~= "num" and kk ~= "bool" and kk ~= "cscalar" then
+          src[#src + 1] = ("  U.KEEP(S, a%d)"):format(i)
+          if kk == "garray" then src[#src + 1] = ("  U.USE(S, a%d)"):format(i) end
+        end
+      end
     end
     for _, l in ipairs(async and {} or after) do src[#src + 1] = "  " .. l end
     -- the plugins' reports last: one that fails raises after the results

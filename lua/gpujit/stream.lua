@@ -2,11 +2,16 @@
 -- Lua side, and synchronize (docs/api.md, "Streams").
 --
 -- A stream object is a table { h = the core's gj_queue (cdata, freed by its
--- finalizer, which waits first), tgt = its target, n, pend, staged, order }.
--- Each launch on it (gpujit.launcher's async launchers) pushes an entry: the
--- kernel, its overload (whose handle keeps the loaded kernel alive), the
--- closure that releases its host registrations, and its arguments; each
--- copy on it (gpujit.array) one with the closure that finishes it.  The
+-- finalizer, which waits first), tgt = its target, n, pk, pov, pdone,
+-- pwhat, keep, nkeep, held, nheld, staged, order }.  Entry i (1..n) is a
+-- launch or a copy not yet synchronized, in flat arrays (no table per
+-- launch: a launch on a stream costs what the runtime's enqueue does): pk[i]
+-- the kernel (false for a copy), pov[i] its overload (whose handle keeps the
+-- loaded kernel alive), pdone[i] the closure to run at synchronize (the
+-- release of a launch's host registrations, what finishes a copy; false:
+-- none), pwhat[i] a copy's description.  keep[1..nkeep] holds what the
+-- entries use (alive until synchronize), held[1..nheld] the gpu.arrays among
+-- them, each counted in use (gpujit.array) once per entry.  The
 -- tables and arrays the launches stage are in `staged` (by table or array,
 -- one staging per stream) and `order` (as made), each with `back`, which
 -- copies the result back.  A stream with launches not yet synchronized is
@@ -24,8 +29,8 @@ local M = {}
 
 -- Filled by gpujit (init.lua): lib, ctx, current(fname, level) -> target,
 -- resolve(device, fname, level) -> target, fail_text(K, msg) -> the message
--- a failed launch of K raises, hold(v) / release(v): a gpu.array v is in use
--- by a launch (gpujit.array).
+-- a failed launch of K raises, use(v) / release(v): the gpu.array v is in
+-- use by a launch (gpujit.array), is_garray(v).
 local env = {}
 function M.setup(e)
   env = e
@@ -45,7 +50,8 @@ function M.new(device)
   local tgt
   if device == nil then tgt = env.current("gpu.stream", 2)
   else tgt = env.resolve(device, "gpu.stream", 2) end
-  local s = { tgt = tgt, n = 0, pend = {}, staged = {}, order = {} }
+  local s = { tgt = tgt, n = 0, pk = {}, pov = {}, pdone = {}, pwhat = {}, keep = {}, nkeep = 0,
+              held = {}, nheld = 0, staged = {}, order = {} }
   if not tgt.sim then
     local lib = env.lib
     local h = lib.gj_stream_new(env.ctx, tgt.bk, tgt.dev)
@@ -60,13 +66,29 @@ function M.is_stream(v)
   return type(v) == "table" and live[v] == true
 end
 
--- A launch enqueued on s (called by the async launchers).
-function M.push(s, K, ov, done, keep)
+-- A launch of K (overload ov) enqueued on s (called by the async
+-- launchers, which then keep its arguments with M.keep and M.use); done: a
+-- closure to run at synchronize, or false.
+function M.push(s, K, ov, done)
   local n = s.n + 1
   s.n = n
-  s.pend[n] = { K = K, ov = ov, done = done, keep = keep }
-  for i = 1, #keep do env.hold(keep[i]) end
-  busy[s] = true
+  s.pk[n], s.pov[n], s.pdone[n] = K, ov, done
+  if n == 1 then busy[s] = true end
+end
+
+-- v stays alive until s's synchronize.
+function M.keep(s, v)
+  local k = s.nkeep + 1
+  s.nkeep = k
+  s.keep[k] = v
+end
+
+-- The gpu.array v is in use by the last entry until s's synchronize.
+function M.use(s, v)
+  local k = s.nheld + 1
+  s.nheld = k
+  s.held[k] = v
+  env.use(v)
 end
 
 -- A copy of bytes from src to dst enqueued on s (dir: 0 to the device, 1
@@ -78,11 +100,13 @@ function M.copy(s, dst, src, bytes, dir, keep, done, what, level)
   if lib.gj_stream_copy(s.h, dst, src, bytes, dir) ~= 0 then
     error(what .. ": " .. ffi.string(lib.gj_errmsg(env.ctx)), level + 1)
   end
-  local n = s.n + 1
-  s.n = n
-  s.pend[n] = { done = done, keep = keep, what = what }
-  for i = 1, #keep do env.hold(keep[i]) end
-  busy[s] = true
+  M.push(s, false, false, done or false)
+  s.pwhat[s.n] = what
+  for i = 1, #keep do
+    local v = keep[i]
+    M.keep(s, v)
+    if env.is_garray(v) then M.use(s, v) end
+  end
 end
 
 local function sync(s)
@@ -91,21 +115,28 @@ local function sync(s)
   local lib, ctx, h = env.lib, env.ctx, s.h
   local got = lib.gj_stream_wait(h)
   local first
+  local pk, pov, pdone, pwhat = s.pk, s.pov, s.pdone, s.pwhat
   for i = 1, n do
-    local e = s.pend[i]
-    local prints = e.ov and e.ov.info and e.ov.info.prints
-    if prints then printer.flush_stream(e.K, lib, h, i - 1, prints) end
+    local K, ov, done = pk[i], pov[i], pdone[i]
+    local prints = ov and ov.info and ov.info.prints
+    if prints then printer.flush_stream(K, lib, h, i - 1, prints) end
     if lib.gj_stream_status(h, i - 1) ~= 0 and not first then
       local msg = ffi.string(lib.gj_errmsg(ctx))
-      first = e.K and env.fail_text(e.K, msg) or (e.what .. ": " .. msg)
+      first = K and env.fail_text(K, msg) or (pwhat[i] .. ": " .. msg)
     end
-    if e.done then
-      local ok, err = pcall(e.done)
+    if done then
+      local ok, err = pcall(done)
       if not ok and not first then first = tostring(err) end
     end
-    for j = 1, #e.keep do env.release(e.keep[j]) end
-    s.pend[i] = nil
+    pk[i], pov[i], pdone[i], pwhat[i] = nil, nil, nil, nil
   end
+  local held, keep = s.held, s.keep
+  for j = 1, s.nheld do
+    env.release(held[j])
+    held[j] = nil
+  end
+  for j = 1, s.nkeep do keep[j] = nil end
+  s.nheld, s.nkeep = 0, 0
   -- the stagings the launches wrote, newest first: a device buffer before
   -- the table's host buffer it stages
   local order = s.order
