@@ -3,7 +3,11 @@
 -- and on a stream (the enqueue; synchronize once per round), against the
 -- bare OpenCL calls from LuaJIT's FFI on the same device (bench/clref.lua):
 -- clSetKernelArg + clEnqueueNDRangeKernel (+ clFinish for the synchronous
--- case).  And the cpu backend's two paths.  Rounds interleaved, medians of 7.
+-- case).  And the cpu backend's two paths.  Rounds interleaved, medians of
+-- 15.  Two clocks: the wall clock (what the caller waits), and the calling
+-- thread's CPU time (what it spends: on this 2-core machine PoCL's two
+-- workers preempt the caller while they run the kernels, which the wall
+-- clock counts and which varied the enqueue's wall time 1.5x between runs).
 -- Run: make && LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="build/?.so;;"
 --      luajit bench/stream_overhead.lua [launches per round, default 2000]
 local gpu = require("gpujit")
@@ -11,6 +15,17 @@ local ffi = require("ffi")
 local now = require("gpujit.util").now
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local N = tonumber(arg and arg[1]) or 2000
+local ROUNDS = 15
+
+pcall(ffi.cdef, [[
+  struct gj_util_timespec { long tv_sec; long tv_nsec; };
+  int clock_gettime(int clk, struct gj_util_timespec *ts);
+]])
+local tsp = ffi.new("struct gj_util_timespec")
+local function cpu_now()   -- CLOCK_THREAD_CPUTIME_ID
+  ffi.C.clock_gettime(3, tsp)
+  return tonumber(tsp.tv_sec) + tonumber(tsp.tv_nsec) * 1e-9
+end
 
 local function fn(o, n)
   local i = gpu.global_id(0)
@@ -66,13 +81,28 @@ for _, name in ipairs({ "cpu sync", "cpu stream enqueue", "cpu stream synchroniz
   "C opencl enqueue + finish", "C opencl enqueue", "C opencl finish" }) do
   if cases[name] then names[#names + 1] = name end
 end
-for _, name in ipairs(names) do out[name] = {} end
-for _ = 1, 7 do
+local cpu = {}
+for _, name in ipairs(names) do out[name], cpu[name] = {}, {} end
+for _ = 1, ROUNDS do
   for _, name in ipairs(names) do
-    local t0 = now()
+    local t0, c0 = now(), cpu_now()
     cases[name]()
-    out[name][#out[name] + 1] = (now() - t0) / N * 1e6
+    local t1, c1 = now(), cpu_now()
+    out[name][#out[name] + 1] = (t1 - t0) / N * 1e6
+    cpu[name][#cpu[name] + 1] = (c1 - c0) / N * 1e6
   end
 end
-print(("%-28s %12s"):format("path (" .. N .. " launches)", "us / launch"))
-for _, name in ipairs(names) do print(("%-28s %12.2f"):format(name, median(out[name]))) end
+print(("%-28s %12s %12s"):format("path (" .. N .. " launches)", "us / launch", "cpu us"))
+for _, name in ipairs(names) do
+  print(("%-28s %12.2f %12.2f"):format(name, median(out[name]), median(cpu[name])))
+end
+local function ratio(a, b, t)
+  if t[a] and t[b] then return median(t[a]) / median(t[b]) end
+end
+local r1, r2 = ratio("opencl sync", "C opencl enqueue + finish", out),
+  ratio("opencl stream enqueue", "C opencl enqueue", out)
+if r1 then
+  print(("opencl / bare C: synchronous %.2fx (cpu %.2fx), stream enqueue %.2fx (cpu %.2fx)")
+    :format(r1, ratio("opencl sync", "C opencl enqueue + finish", cpu), r2,
+      ratio("opencl stream enqueue", "C opencl enqueue", cpu)))
+end

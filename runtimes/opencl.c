@@ -275,6 +275,7 @@ static void describe(gj_bstate *st, ocl_device *d)
   d->is_pocl = strstr(pname, "Portable Computing Language") != NULL;
   d->host_libm = d->format == OCL_SPIR && (type & CL_DEVICE_TYPE_CPU) && d->is_pocl;
   i->host_math = d->host_libm;
+  d->starts_on_enqueue = (type & CL_DEVICE_TYPE_CPU) && d->is_pocl;
   /* a GPU is preferred to the cpu backend, which beats OpenCL's CPUs */
   i->rank = (type & CL_DEVICE_TYPE_GPU) ? GJ_RANK_OPENCL_GPU : 0;
 }

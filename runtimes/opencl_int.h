@@ -64,6 +64,13 @@ typedef struct ocl_device {
   int host_libm;
   int is_pocl;             /* the platform is PoCL (Portable Computing
                            ** Language): gj_job.join_barriers */
+  /* Commands start as they are enqueued, without a clFlush: PoCL's CPU
+  ** devices submit each command to their workers in clEnqueue* (checked on
+  ** PoCL 3.1: a stream launch of a 2 s kernel had finished after 3 s of
+  ** host sleep with no clFlush; streams_spec's overlap spec relies on it).
+  ** Launches and copies on a stream flush only on other devices; a clFlush
+  ** there cost as much as the enqueue itself (bench/stream_overhead.lua). */
+  int starts_on_enqueue;
   int sm;                  /* OCL_PTX: compute capability, e.g. 86 */
   int spirv_minor;         /* OCL_SPIRV: the newest SPIR-V 1.x it takes */
   /* OCL_SPIRV chosen by GPUJIT_OPENCL_FORMAT for a device that takes SPIR

@@ -25,16 +25,13 @@
 #include <string.h>
 #include <time.h>
 
-/* The last value given to one kernel argument. */
-typedef struct arg_slot {
-  size_t size;             /* 0: never set */
-  uint64_t value;          /* the bytes, for sizes up to 8 */
-} arg_slot;
-
-/* One entry point of the program (opencl_int.h, OCL_ENTRY*). */
+/* One entry point of the program (opencl_int.h, OCL_ENTRY*), and the
+** arguments last given to it: a launch sets only those that changed. */
 typedef struct ocl_entry {
   cl_kernel kernel;        /* NULL: the program has no such entry */
-  arg_slot *slots;         /* per argument */
+  cl_mem *bufs;            /* per array parameter (NULL: not set yet) */
+  uint64_t *block;         /* the block (nblock slots; targets/spir.h) */
+  int block_set;           /* block holds what the kernel has */
 } ocl_entry;
 
 struct gj_program {
@@ -43,7 +40,8 @@ struct gj_program {
   ocl_entry entry[2];      /* guarded, exact (without barriers only) */
   gj_sig sig;
   size_t max_group;        /* CL_KERNEL_WORK_GROUP_SIZE, of both entries */
-  cl_uint nargs;           /* the user's, the hidden ones (opencl_int.h) */
+  cl_uint nbufs;           /* the array parameters, one buffer argument each */
+  unsigned nblock;         /* the block's slots (ocl_block_slots) */
   cl_mem fault;            /* sig.faults: the fault record's buffer */
   size_t fault_bytes;      /* its size: the record, and a print area
                            ** (sig.prints) as large as the last launch's */
@@ -116,14 +114,14 @@ static int record_buffer(gj_bstate *st, gj_program *p, size_t bytes,
   return 0;
 }
 
-/* The kernel object of entry point `name`, with its argument slots, and
-** the arguments that never change set: the fault record and the libm
-** table (want: the arguments without the table). */
+/* The kernel object of entry point `name`, with room for the arguments it
+** was given, and the fault record set, which never changes (arguments:
+** p->nbufs buffers, the block, the record; targets/spir.h). */
 static int make_entry(gj_bstate *st, gj_program *p, const char *name,
-                      cl_uint want, ocl_entry *e, gj_err *err)
+                      ocl_entry *e, gj_err *err)
 {
   cl_device_id id = st->devs[p->dev].id;
-  cl_uint nargs = 0;
+  cl_uint nargs = 0, want = p->nbufs + 1 + (p->sig.faults ? 1u : 0u);
   size_t wg = 0;
   cl_int rc;
   char what[96];
@@ -135,27 +133,21 @@ static int make_entry(gj_bstate *st, gj_program *p, const char *name,
   rc = st->cl.GetKernelInfo(e->kernel, CL_KERNEL_NUM_ARGS, sizeof(nargs),
                             &nargs, NULL);
   if (rc != CL_SUCCESS) return ocl_fail(err, "clGetKernelInfo", rc);
-  if (nargs != want && nargs != want + 1)
+  if (nargs != want)
     return gj_err_set(err, "opencl: %s takes %u arguments, the signature "
                       "needs %u", name, nargs, want);
-  p->nargs = nargs;
   rc = st->cl.GetKernelWorkGroupInfo(e->kernel, id, CL_KERNEL_WORK_GROUP_SIZE,
                                      sizeof(wg), &wg, NULL);
   if (rc != CL_SUCCESS) return ocl_fail(err, "clGetKernelWorkGroupInfo", rc);
   if (p->max_group == 0 || wg < p->max_group) p->max_group = wg;
-  e->slots = calloc(nargs, sizeof(arg_slot));
-  if (!e->slots) return gj_err_set(err, "opencl: out of memory");
-  p->fault_arg = want - 1;
+  e->bufs = calloc(p->nbufs + 1, sizeof(cl_mem));
+  e->block = calloc(p->nblock, sizeof(uint64_t));
+  if (!e->bufs || !e->block) return gj_err_set(err, "opencl: out of memory");
+  p->fault_arg = p->nbufs + 1;
   if (p->fault) {
-    rc = st->cl.SetKernelArg(e->kernel, want - 1, sizeof(cl_mem), &p->fault);
+    rc = st->cl.SetKernelArg(e->kernel, p->fault_arg, sizeof(cl_mem), &p->fault);
     if (rc != CL_SUCCESS)
       return ocl_fail(err, "clSetKernelArg (fault record)", rc);
-  }
-  if (nargs == want + 1) {
-    uint64_t t = (uint64_t)(uintptr_t)st->libm;
-    rc = st->cl.SetKernelArg(e->kernel, want, sizeof(t), &t);
-    if (rc != CL_SUCCESS)
-      return ocl_fail(err, "clSetKernelArg (libm table)", rc);
   }
   return 0;
 }
@@ -176,7 +168,6 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
   gj_program *p;
   const unsigned char *bin = (const unsigned char *)art;
   cl_int rc, status = CL_SUCCESS;
-  cl_uint want = OCL_HIDDEN_GLOBAL;
   int i;
   *out = NULL;
   if (ocl_ready(st, dev, err) != 0) return -1;
@@ -209,13 +200,13 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
     add_build_log(st, p->prog, d->id, err);
     goto fail;
   }
-  for (i = 0; i < sig->nparams; i++) want += sig->params[i].is_array ? 3 : 1;
-  want += sig->faults;
+  for (i = 0; i < sig->nparams; i++) p->nbufs += sig->params[i].is_array;
+  p->nblock = ocl_block_slots(sig);
   if (sig->faults && record_buffer(st, p, gj_record_size(sig), err) != 0)
     goto fail;                         /* the fault record, once */
-  if (make_entry(st, p, OCL_ENTRY, want, &p->entry[0], err) != 0 ||
+  if (make_entry(st, p, OCL_ENTRY, &p->entry[0], err) != 0 ||
       (!sig->uses_barrier &&
-       make_entry(st, p, OCL_ENTRY_EXACT, want, &p->entry[1], err) != 0))
+       make_entry(st, p, OCL_ENTRY_EXACT, &p->entry[1], err) != 0))
     goto fail;
   *out = p;
   return 0;
@@ -258,7 +249,8 @@ static void program_free(gj_bstate *st, gj_program *p)
   int i;
   for (i = 0; i < 2; i++) {
     if (p->entry[i].kernel) st->cl.ReleaseKernel(p->entry[i].kernel);
-    free(p->entry[i].slots);
+    free(p->entry[i].bufs);
+    free(p->entry[i].block);
   }
   if (p->prog) st->cl.ReleaseProgram(p->prog);
   if (p->fault) st->cl.ReleaseMemObject(p->fault);
@@ -303,24 +295,37 @@ int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
 
 /* -- launch -------------------------------------------------------------- */
 
-/* Set argument i to the value's bytes unless it already holds them. */
-static int set_arg(gj_bstate *st, ocl_entry *e, cl_uint i, const void *v,
-                   size_t size, gj_err *err)
+/* Buffer argument i (array parameter i's) to mem unless it is already. */
+static int set_buf(gj_bstate *st, ocl_entry *e, cl_uint i, cl_mem mem,
+                   gj_err *err)
 {
-  arg_slot *s = &e->slots[i];
-  uint64_t bits = 0;
   cl_int rc;
-  memcpy(&bits, v, size);
-  if (s->size == size && s->value == bits) return 0;
-  rc = st->cl.SetKernelArg(e->kernel, i, size, v);
+  if (e->bufs[i] == mem) return 0;
+  rc = st->cl.SetKernelArg(e->kernel, i, sizeof(mem), &mem);
   if (rc != CL_SUCCESS) {
     char what[64];
     snprintf(what, sizeof(what), "clSetKernelArg (argument %u)", i);
-    s->size = 0;
+    e->bufs[i] = NULL;
     return ocl_fail(err, what, rc);
   }
-  s->size = size;
-  s->value = bits;
+  e->bufs[i] = mem;
+  return 0;
+}
+
+/* The block argument (after the buffers) to blk unless it holds it. */
+static int set_block(gj_bstate *st, const gj_program *p, ocl_entry *e,
+                     const uint64_t *blk, gj_err *err)
+{
+  size_t bytes = p->nblock * sizeof(uint64_t);
+  cl_int rc;
+  if (e->block_set && memcmp(e->block, blk, bytes) == 0) return 0;
+  rc = st->cl.SetKernelArg(e->kernel, p->nbufs, bytes, blk);
+  if (rc != CL_SUCCESS) {
+    e->block_set = 0;
+    return ocl_fail(err, "clSetKernelArg (the argument block)", rc);
+  }
+  memcpy(e->block, blk, bytes);
+  e->block_set = 1;
   return 0;
 }
 
@@ -375,8 +380,14 @@ static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
 
 /* -- streams: one command queue each ------------------------------------- */
 
+/* A stream: a command queue of its own.  It is made without profiling,
+** which cost a stream launch about 0.3 us of PoCL's time on each enqueue
+** (bench/stream_overhead.lua), and the stream's first event moves it to a
+** queue with profiling (events time the work between them), which starts
+** after everything on the first. */
 struct gj_stream {
   int dev;
+  int profiling;           /* q has CL_QUEUE_PROFILING_ENABLE */
   cl_command_queue q;
 };
 
@@ -389,13 +400,41 @@ int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
   s = calloc(1, sizeof(*s));
   if (!s) return gj_err_set(err, "opencl: out of memory");
   s->dev = dev;
-  s->q = st->cl.CreateCommandQueue(st->devs[dev].ctx, st->devs[dev].id,
-                                   CL_QUEUE_PROFILING_ENABLE, &rc);
+  s->q = st->cl.CreateCommandQueue(st->devs[dev].ctx, st->devs[dev].id, 0,
+                                   &rc);
   if (!s->q) {
     free(s);
     return ocl_fail(err, "clCreateCommandQueue (stream)", rc);
   }
   *out = s;
+  return 0;
+}
+
+/* Move s to a queue with profiling: its first command waits for the last
+** of the old queue, which is released (OpenCL ends it once its commands
+** have run). */
+static int stream_profile(gj_bstate *st, gj_stream *s, gj_err *err)
+{
+  ocl_device *d = &st->devs[s->dev];
+  cl_event last = NULL;
+  cl_int rc;
+  cl_command_queue q = st->cl.CreateCommandQueue(d->ctx, d->id,
+                                                 CL_QUEUE_PROFILING_ENABLE,
+                                                 &rc);
+  if (!q) return ocl_fail(err, "clCreateCommandQueue (stream, profiling)", rc);
+  rc = st->cl.EnqueueMarkerWithWaitList(s->q, 0, NULL, &last);
+  if (rc == CL_SUCCESS) rc = st->cl.Flush(s->q);
+  if (rc == CL_SUCCESS)
+    rc = st->cl.EnqueueBarrierWithWaitList(q, 1, &last, NULL);
+  if (last) st->cl.ReleaseEvent(last);
+  if (rc != CL_SUCCESS) {
+    st->cl.ReleaseCommandQueue(q);
+    return ocl_fail(err, "clEnqueueBarrierWithWaitList (stream, profiling)",
+                    rc);
+  }
+  st->cl.ReleaseCommandQueue(s->q);
+  s->q = q;
+  s->profiling = 1;
   return 0;
 }
 
@@ -421,6 +460,7 @@ int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
   gj_event *e;
   cl_int rc;
   *out = NULL;
+  if (!s->profiling && stream_profile(st, s, err) != 0) return -1;
   e = calloc(1, sizeof(*e));
   if (!e) return gj_err_set(err, "opencl: out of memory");
   e->dev = dev;
@@ -486,6 +526,7 @@ int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
 {
   cl_int rc;
   if (ocl_copy_on(st, dev, s->q, 0, dst, src, n, dir, err) != 0) return -1;
+  if (st->devs[dev].starts_on_enqueue) return 0;
   rc = st->cl.Flush(s->q);
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFlush (stream)", rc);
 }
@@ -535,7 +576,8 @@ static int launch_on_stream(gj_bstate *st, gj_program *p, ocl_entry *e,
     }
     st->cl.ReleaseMemObject(rec);
   }
-  if (rc == CL_SUCCESS) rc = st->cl.Flush(s->q);   /* start it now */
+  if (rc == CL_SUCCESS && !d->starts_on_enqueue)
+    rc = st->cl.Flush(s->q);   /* start it now */
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, what, rc);
 }
 
@@ -580,7 +622,9 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
   gj_group_limits lim;
   int64_t group[3], items;
   size_t gl[3], lo[3];
+  uint64_t blk[2 * GJ_MAXPARAMS + OCL_HIDDEN_GLOBAL + 1];
   cl_uint a = 0;
+  unsigned k = 0;
   cl_int rc;
   cl_event ev = NULL;
   char b1[96], b2[96];
@@ -609,7 +653,8 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
     if (exact) e = &p->entry[1];
   }
 
-  /* The user's arguments, in the kernel's order. */
+  /* The user's arguments: the buffers, and the block (targets/spir.h). */
+  memset(blk, 0, p->nblock * sizeof(uint64_t));
   for (i = 0; i < p->sig.nparams; i++) {
     const gj_param *pa = &p->sig.params[i];
     const char *slot = (const char *)args + pa->offset;
@@ -622,22 +667,22 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
       memcpy(&len, slot + 8, sizeof(len));
       if (ocl_map(st, p->dev, ptr, &mem, &off, &size, err) != 0)
         return gj_err_prefix(err, "launch: argument %d: ", i + 1);
-      if (set_arg(st, e, a, &mem, sizeof(mem), err) ||
-          set_arg(st, e, a + 1, &off, sizeof(off), err) ||
-          set_arg(st, e, a + 2, &len, sizeof(len), err))
-        return -1;
-      a += 3;
+      if (set_buf(st, e, a++, mem, err)) return -1;
+      memcpy(&blk[k++], &off, sizeof(off));
+      memcpy(&blk[k++], &len, sizeof(len));
     } else {
-      if (set_arg(st, e, a++, slot, pa->size, err)) return -1;
+      memcpy(&blk[k++], slot, pa->size);
     }
   }
   /* The real global size; the launch's is rounded up to the group. */
   for (i = 0; i < 3; i++) {
     int64_t g = i < nd ? dm->global[i] : 1;
-    if (set_arg(st, e, a++, &g, sizeof(g), err)) return -1;
+    memcpy(&blk[k++], &g, sizeof(g));
     lo[i] = (size_t)group[i];
     gl[i] = (size_t)((g + group[i] - 1) / group[i] * group[i]);
   }
+  if (d->host_libm) blk[k] = (uint64_t)(uintptr_t)st->libm;
+  if (set_block(st, p, e, blk, err)) return -1;
   if (s) return launch_on_stream(st, p, e, s, (cl_uint)nd, gl, lo, fault, err);
   if (fault && p->fault) {   /* zeroed (the core's copy) before the run */
     rc = st->cl.EnqueueWriteBuffer(d->queue, p->fault, CL_TRUE, 0,

@@ -6,18 +6,19 @@
 **
 ** The entry point, for a signature (a: float[], s: int32_t):
 **
-**   spir_kernel void @gj_kernel(ptr addrspace(1) %a.buf, i64 %a.off,
-**                               i64 %a.len, i32 %s,
-**                               i64 %gx, i64 %gy, i64 %gz [, i64 %libm])
+**   spir_kernel void @gj_kernel(ptr addrspace(1) %a.buf,
+**                               ptr byval([7 x i64]) align 8 %blk
+**                               [, ptr addrspace(1) %fault])
 **
-** An array is a buffer, a byte offset into it (negative for a Lua table:
-** its buffer minus one element) and a length.  %gx..%gz are the launch's
-** real global size: the launch rounds the global size up to a multiple of
-** the work group, and the entry returns at once in the work items beyond
-** it.  %wi, the work-item state the core passes around, is an alloca of
-** those three numbers (gj.global_size reads them; every other id is the
-** OpenCL builtin).  %libm (host_libm devices only) is the address of the
-** host's table of libm functions, see below.
+** An array is a buffer, and in the block (targets/spir.h, ocl_block_slots)
+** a byte offset into it (negative for a Lua table: its buffer minus one
+** element) and a length; the block then holds %s, the launch's real global
+** size and the host libm table's address.  The launch rounds the global
+** size up to a multiple of the work group, and the entry returns at once
+** in the work items beyond the real one.  %wi, the work-item state the
+** core passes around, is an alloca of those three numbers (gj.global_size
+** reads them; every other id is the OpenCL builtin) and the fault record's
+** address.  The libm table (host_libm devices only) is described below.
 **
 ** Math.  The specs compare doubles bit for bit with LuaJIT, which calls
 ** glibc.  On PoCL's CPU devices (checked on PoCL 3.1):
@@ -30,7 +31,8 @@
 ** - A declared function that PoCL's kernel library lacks (tan, asin, ...:
 **   LLVM 15 has no intrinsic for them) is a build error ("Cannot find
 **   symbol tan in kernel library").  So those are called through a table
-**   of function pointers that the launch passes (%libm): such a device
+**   of function pointers whose address the launch passes (the block's last
+**   slot): such a device
 **   runs kernels on threads of this process, where the pointers are valid.
 ** Other devices get the OpenCL builtins (correct to the OpenCL spec's ulps,
 ** not bit-identical to glibc).
@@ -287,11 +289,36 @@ static int link_global_id(LLVMContextRef c, LLVMModuleRef m,
   return gj_link_intrinsics(m, job, err);
 }
 
+/* What every entry point of one kernel shares. */
+typedef struct entry_shape {
+  LLVMTypeRef kty;          /* the entry's type */
+  argmd md;                 /* its kernel-argument metadata */
+  LLVMTypeRef bty;          /* the block's type: [nslots x i64] */
+  unsigned blk;             /* the block's argument index */
+  unsigned nslots;          /* its slots (ocl_block_slots) */
+  int has_libm;             /* a kernel calls the host libm */
+} entry_shape;
+
+/* Slot `slot` of the entry's block (the argument sh->blk), as type ty. */
+static LLVMValueRef block_load(LLVMBuilderRef b, LLVMValueRef kernel,
+                               const entry_shape *sh, unsigned slot,
+                               LLVMTypeRef ty, const char *name)
+{
+  LLVMContextRef c = LLVMGetTypeContext(ty);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  LLVMValueRef idx = LLVMConstInt(i64, slot, 0);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, i64, LLVMGetParam(kernel, sh->blk),
+                                         &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(b, ty, p, name);
+  LLVMSetAlignment(v, 8);
+  return v;
+}
+
 /* After inlining every gj.libm.<fn>.<sfx> call is in an entry point: in
-** each entry, load the function's pointer from the table (the entry's last
-** argument) in its entry block and call through it. */
+** each entry, load the function's pointer from the table (whose address is
+** the block's last slot) in its entry block and call through it. */
 static int bind_libm(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef kernel,
-                     gj_err *err)
+                     const entry_shape *sh, gj_err *err)
 {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
   LLVMTypeRef ptr1 = LLVMPointerTypeInContext(c, 1);
@@ -326,7 +353,9 @@ static int bind_libm(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef kernel,
           continue;                /* another entry's call */
         if (!fp) {
           if (!table)
-            table = LLVMBuildIntToPtr(b, LLVMGetLastParam(kernel), ptr1,
+            table = LLVMBuildIntToPtr(b, block_load(b, kernel, sh,
+                                                    sh->nslots - 1, i64, ""),
+                                      ptr1,
                                       "libm");
           idx = LLVMConstInt(i64, (unsigned long long)(prec * LIBM__N1 + i),
                              0);
@@ -348,14 +377,6 @@ static int bind_libm(LLVMContextRef c, LLVMModuleRef m, LLVMValueRef kernel,
   return rc;
 }
 
-/* What every entry point of one kernel shares. */
-typedef struct entry_shape {
-  LLVMTypeRef kty;          /* the entry's type */
-  argmd md;                 /* its kernel-argument metadata */
-  unsigned g0;              /* index of the first hidden global size */
-  int has_libm;             /* the last argument is the libm table */
-} entry_shape;
-
 /* Add entry point `name` calling body.  guarded: work items beyond the
 ** real global size (the hidden arguments) return at once; unguarded
 ** entries are for launches whose global size is a multiple of the group,
@@ -368,13 +389,19 @@ static LLVMValueRef add_entry(LLVMModuleRef m, const char *name,
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i8 = LLVMInt8TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
   LLVMTypeRef bodyty = LLVMGlobalGetValueType(body);
-  LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS];
+  LLVMValueRef bargs[1 + 2 * GJ_MAXPARAMS], gsize[OCL_HIDDEN_GLOBAL];
   LLVMValueRef kernel, wi, ok = NULL;
   LLVMBasicBlockRef entry, run, done;
   LLVMBuilderRef b;
-  unsigned i, k, nk, nwi = OCL_HIDDEN_GLOBAL + (sig->faults ? 1u : 0u);
+  unsigned i, k, nb, slot, nwi = OCL_HIDDEN_GLOBAL + (sig->faults ? 1u : 0u);
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+  unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
   kernel = LLVMAddFunction(m, name, sh->kty);
   LLVMSetFunctionCallConv(kernel, ptx ? LLVMCCallConv : 76 /* spir_kernel */);
+  LLVMAddAttributeAtIndex(kernel, sh->blk + 1,
+                          LLVMCreateTypeAttribute(c, byval, sh->bty));
+  LLVMAddAttributeAtIndex(kernel, sh->blk + 1,
+                          LLVMCreateEnumAttribute(c, align, 8));
   fn_attr(c, kernel, "nounwind", 1);
   if (sig->uses_barrier) fn_attr(c, kernel, "convergent", 1);
   if (ptx)
@@ -389,11 +416,15 @@ static LLVMValueRef add_entry(LLVMModuleRef m, const char *name,
   LLVMPositionBuilderAtEnd(b, entry);
   wi = LLVMBuildAlloca(b, LLVMArrayType(i64, nwi), "wi");
   LLVMSetAlignment(wi, 8);
+  for (i = 0; i < OCL_HIDDEN_GLOBAL; i++)
+    gsize[i] = block_load(b, kernel, sh, sh->nslots - 1 - OCL_HIDDEN_GLOBAL + i,
+                          i64, "gsize");
   for (i = 0; i < nwi; i++) {
     LLVMValueRef idx = LLVMConstInt(i64, (unsigned long long)i, 0);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(b, i64, wi, &idx, 1, "");
-    LLVMValueRef v = LLVMGetParam(kernel, sh->g0 + i);
-    if (i == OCL_WI_FAULT) v = LLVMBuildPtrToInt(b, v, i64, "");
+    LLVMValueRef v = i == OCL_WI_FAULT
+        ? LLVMBuildPtrToInt(b, LLVMGetParam(kernel, sh->blk + 1), i64, "")
+        : gsize[i];
     LLVMSetAlignment(LLVMBuildStore(b, v, p), 8);
   }
   if (guarded) {
@@ -404,8 +435,7 @@ static LLVMValueRef add_entry(LLVMModuleRef m, const char *name,
         wi, LLVMConstInt(LLVMInt32TypeInContext(c), (unsigned long long)i, 0)
       };
       LLVMValueRef id = LLVMBuildCall2(b, gty, gid, a, 2, "");
-      LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, id,
-                                      LLVMGetParam(kernel, sh->g0 + i), "");
+      LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, id, gsize[i], "");
       ok = ok ? LLVMBuildAnd(b, ok, in, "") : in;
     }
     LLVMBuildCondBr(b, ok, run, done);
@@ -414,18 +444,20 @@ static LLVMValueRef add_entry(LLVMModuleRef m, const char *name,
   }
   LLVMPositionBuilderAtEnd(b, run);
   bargs[0] = wi;
-  for (i = 0, k = 1, nk = 0; i < (unsigned)sig->nparams; i++) {
+  for (i = 0, k = 1, nb = 0, slot = 0; i < (unsigned)sig->nparams; i++) {
     const gj_param *p = &sig->params[i];
     if (p->is_array) {
-      LLVMValueRef off = LLVMGetParam(kernel, nk + 1);
-      bargs[k++] = LLVMBuildGEP2(b, i8, LLVMGetParam(kernel, nk), &off, 1, "");
-      bargs[k++] = LLVMGetParam(kernel, nk + 2);
-      nk += 3;
+      LLVMValueRef off = block_load(b, kernel, sh, slot++, i64, "off");
+      bargs[k++] = LLVMBuildGEP2(b, i8, LLVMGetParam(kernel, nb++), &off, 1, "");
+      bargs[k++] = block_load(b, kernel, sh, slot++, i64, "len");
     } else if (p->elem == GJ_BOOL) {
-      bargs[k++] = LLVMBuildICmp(b, LLVMIntNE, LLVMGetParam(kernel, nk++),
+      bargs[k++] = LLVMBuildICmp(b, LLVMIntNE,
+                                 block_load(b, kernel, sh, slot++, i8, ""),
                                  LLVMConstInt(i8, 0, 0), "");
     } else {
-      bargs[k++] = LLVMGetParam(kernel, nk++);
+      bargs[k] = block_load(b, kernel, sh, slot++,
+                            LLVMTypeOf(LLVMGetParam(body, k)), "");
+      k++;
     }
   }
   LLVMBuildCall2(b, bodyty, body, bargs, k, "");
@@ -440,13 +472,13 @@ int ocl_wrap(void *ts, const gj_job *job, LLVMModuleRef m, LLVMValueRef body,
              const gj_sig *sig, gj_err *err)
 {
   LLVMContextRef c;
-  LLVMTypeRef i8, i64, voidt, ptr1, bodyty;
-  LLVMTypeRef btypes[1 + 2 * GJ_MAXPARAMS], ktypes[3 * GJ_MAXPARAMS + 4];
+  LLVMTypeRef i64, voidt, ptr1;
+  LLVMTypeRef ktypes[GJ_MAXPARAMS + 2];
   LLVMValueRef f, kernels[2] = { NULL, NULL };
   entry_shape sh;
   argmd *md = &sh.md;
   int ptx = strncmp(job->triple, "nvptx", 5) == 0, i;
-  unsigned k, nk = 0, g0;
+  unsigned nk = 0;
   (void)ts;
   if (LLVMGetNamedFunction(m, OCL_ENTRY))
     return gj_err_set(err, "opencl: the module already has a " OCL_ENTRY);
@@ -456,47 +488,30 @@ int ocl_wrap(void *ts, const gj_job *job, LLVMModuleRef m, LLVMValueRef body,
                                 "libdevice", err) != 0)
     return -1;
   c = LLVMGetModuleContext(m);
-  i8 = LLVMInt8TypeInContext(c);
   i64 = LLVMInt64TypeInContext(c);
   voidt = LLVMVoidTypeInContext(c);
   ptr1 = LLVMPointerTypeInContext(c, job->as_global);
 
   if (gj_body_check(body, job, sig, "opencl", err)) return -1;
-  bodyty = LLVMGlobalGetValueType(body);
-  LLVMGetParamTypes(bodyty, btypes);
   memset(&sh, 0, sizeof(sh));
-  for (i = 0, k = 1; i < sig->nparams; i++) {
+  for (i = 0; i < sig->nparams; i++) {
     const gj_param *p = &sig->params[i];
-    gj_scalar s = (gj_scalar)p->elem;
-    if (p->is_array) {
-      char ty[16];
-      snprintf(ty, sizeof(ty), "%s*", cl_type_name(s));
-      ktypes[nk++] = ptr1;
-      md_arg(c, md, 1, ty);
-      ktypes[nk++] = i64;
-      md_arg(c, md, 0, "long");
-      ktypes[nk++] = i64;
-      md_arg(c, md, 0, "long");
-      k += 2;
-    } else {
-      ktypes[nk++] = s == GJ_BOOL ? i8 : btypes[k];
-      md_arg(c, md, 0, cl_type_name(s));
-      k += 1;
-    }
+    char ty[16];
+    if (!p->is_array) continue;
+    snprintf(ty, sizeof(ty), "%s*", cl_type_name((gj_scalar)p->elem));
+    ktypes[nk++] = ptr1;
+    md_arg(c, md, 1, ty);
   }
-  g0 = nk;
-  for (i = 0; i < OCL_HIDDEN_GLOBAL; i++) {
-    ktypes[nk++] = i64;
-    md_arg(c, md, 0, "long");
-  }
+  sh.nslots = ocl_block_slots(sig);
+  sh.bty = LLVMArrayType(i64, sh.nslots);
+  sh.blk = nk;
+  ktypes[nk++] = LLVMPointerTypeInContext(c, 0);
+  md_arg(c, md, 0, "gj_block");
   if (sig->faults) {
     ktypes[nk++] = ptr1;
     md_arg(c, md, 1, "int*");
   }
-  if (uses_libm(m)) {
-    ktypes[nk++] = i64;
-    md_arg(c, md, 0, "ulong");
-  }
+  sh.has_libm = uses_libm(m);
 
   if (link_global_id(c, m, job, err) != 0) return -1;
   if (!ptx) name_shared(m, job->as_shared);
@@ -515,8 +530,6 @@ int ocl_wrap(void *ts, const gj_job *job, LLVMModuleRef m, LLVMValueRef body,
   }
 
   sh.kty = LLVMFunctionType(voidt, ktypes, nk, 0);
-  sh.g0 = g0;
-  sh.has_libm = nk > g0 + OCL_HIDDEN_GLOBAL + sig->faults;
   /* A kernel with barriers is only launched with a global size that is a
   ** multiple of the group (the launcher checks): it needs no guard, and no
   ** barrier may be skipped.  Others get both entries (the launch picks,
@@ -539,7 +552,7 @@ int ocl_wrap(void *ts, const gj_job *job, LLVMModuleRef m, LLVMValueRef body,
       return -1;
     }
     for (i = 0; i < 2; i++)
-      if (kernels[i] && bind_libm(c, m, kernels[i], err) != 0) return -1;
+      if (kernels[i] && bind_libm(c, m, kernels[i], &sh, err) != 0) return -1;
   }
   return 0;
 }

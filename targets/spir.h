@@ -17,7 +17,8 @@
 #include "gj_backend.h"
 
 /* Indices of the host libm functions a kernel on an in-process device
-** calls through the table at the end of its argument list (targets/spir.c).
+** calls through the table whose address is the last slot of its argument
+** block (targets/spir.c).
 ** f64 first, then the same functions for f32 (the `f`-suffixed names). */
 enum {
   LIBM_TAN, LIBM_ASIN, LIBM_ACOS, LIBM_ATAN, LIBM_SINH, LIBM_COSH,
@@ -25,12 +26,34 @@ enum {
 };
 #define LIBM__N (2 * LIBM__N1)
 
-/* Kernel arguments a program has besides the user's: the real global size
-** (3 x i64), then, for a bounds-checked kernel (sig.faults), the fault
-** record's buffer (a global int*), then, on host_libm devices, the address
-** of the libm table.  The entry keeps the global size in %wi[0..2] and the
-** record's address in %wi[OCL_WI_FAULT]. */
+/* An entry point's arguments: the buffer (a global pointer) of each array
+** parameter, in order; then one by-value block of 8-byte slots (below);
+** then, for a bounds-checked kernel (sig.faults), the fault record's
+** buffer (a global int*).  Everything that is not a buffer goes in the
+** block because PoCL copies each argument of each launch into an
+** allocation of its own: a kernel of one array and one scalar took 7
+** arguments, and its enqueue cost 1.5x a 2-argument kernel's, where one
+** block costs what one argument does (bench/stream_overhead.lua).  The
+** entry keeps the global size in %wi[0..2] and the record's address in
+** %wi[OCL_WI_FAULT]. */
 enum { OCL_HIDDEN_GLOBAL = 3, OCL_WI_FAULT = 3 };
+
+/* The block's slots, 8 bytes each; a narrower value sits at its slot's
+** start (a bool as one byte; host and device share their byte order,
+** which every device the runtime takes does): for each parameter in order,
+** an array's byte offset into its buffer (negative for a Lua table: its
+** buffer minus one element) and its length, a scalar's value; then the
+** launch's real global size (OCL_HIDDEN_GLOBAL slots: the launch rounds
+** the global size up to a multiple of the group, and the entry returns at
+** once in the work items beyond it); last the address of the host libm
+** table (host_libm devices; 0 elsewhere, where no kernel reads it). */
+static inline unsigned ocl_block_slots(const gj_sig *sig)
+{
+  unsigned n = OCL_HIDDEN_GLOBAL + 1;
+  int i;
+  for (i = 0; i < sig->nparams; i++) n += sig->params[i].is_array ? 2u : 1u;
+  return n;
+}
 
 /* The program's entry points: OCL_ENTRY tests each work item against the
 ** real global size; OCL_ENTRY_EXACT (kernels without barriers) does not,
