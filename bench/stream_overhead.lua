@@ -4,7 +4,7 @@
 -- bare OpenCL calls from LuaJIT's FFI on the same device (bench/clref.lua):
 -- clSetKernelArg + clEnqueueNDRangeKernel (+ clFinish for the synchronous
 -- case).  And the cpu backend's two paths.  Rounds interleaved, medians of
--- 15.  Two clocks: the wall clock (what the caller waits), and the calling
+-- 21.  Two clocks: the wall clock (what the caller waits), and the calling
 -- thread's CPU time (what it spends: on this 2-core machine PoCL's two
 -- workers preempt the caller while they run the kernels, which the wall
 -- clock counts and which varied the enqueue's wall time 1.5x between runs).
@@ -15,7 +15,7 @@ local ffi = require("ffi")
 local now = require("gpujit.util").now
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local N = tonumber(arg and arg[1]) or 2000
-local ROUNDS = 15
+local ROUNDS = 21
 
 pcall(ffi.cdef, [[
   struct gj_util_timespec { long tv_sec; long tv_nsec; };
@@ -32,7 +32,9 @@ local function fn(o, n)
   if i < n then o[i] = i end
 end
 
-local function median(t)
+local function median(list)   -- list stays in its order (ratio pairs rounds)
+  local t = {}
+  for i = 1, #list do t[i] = list[i] end
   table.sort(t)
   return t[math.floor((#t + 1) / 2)]
 end
@@ -74,35 +76,57 @@ if have_ocl then
   cases["C opencl finish"] = function() CL.clFinish(q) end
 end
 
--- each enqueue-only path is followed by its drain, before the next path
+-- Each round runs every unit once; a unit is a path, or an enqueue-only
+-- path and its drain.  The units that are compared (gpujit's and the bare
+-- C's) run next to each other, in turns first and second: odd rounds
+-- gpujit first, even rounds the C first.
+local units = {
+  { "cpu sync" }, { "cpu stream enqueue", "cpu stream synchronize" },
+  { "opencl sync" }, { "C opencl enqueue + finish" },
+  { "opencl stream enqueue", "opencl stream synchronize" }, { "C opencl enqueue", "C opencl finish" },
+}
 local names = {}
-for _, name in ipairs({ "cpu sync", "cpu stream enqueue", "cpu stream synchronize",
-  "opencl sync", "opencl stream enqueue", "opencl stream synchronize",
-  "C opencl enqueue + finish", "C opencl enqueue", "C opencl finish" }) do
-  if cases[name] then names[#names + 1] = name end
+for _, u in ipairs(units) do
+  for _, name in ipairs(u) do
+    if cases[name] then names[#names + 1] = name end
+  end
 end
 local cpu = {}
 for _, name in ipairs(names) do out[name], cpu[name] = {}, {} end
-for _ = 1, ROUNDS do
-  for _, name in ipairs(names) do
-    local t0, c0 = now(), cpu_now()
-    cases[name]()
-    local t1, c1 = now(), cpu_now()
-    out[name][#out[name] + 1] = (t1 - t0) / N * 1e6
-    cpu[name][#cpu[name] + 1] = (c1 - c0) / N * 1e6
+local function run(name)
+  if not cases[name] then return end
+  local t0, c0 = now(), cpu_now()
+  cases[name]()
+  local t1, c1 = now(), cpu_now()
+  out[name][#out[name] + 1] = (t1 - t0) / N * 1e6
+  cpu[name][#cpu[name] + 1] = (c1 - c0) / N * 1e6
+end
+for r = 1, ROUNDS do
+  for i = 1, #units, 2 do
+    local a, b = units[i], units[i + 1]
+    if r % 2 == 0 and i > 1 then a, b = b, a end
+    for _, name in ipairs(a) do run(name) end
+    for _, name in ipairs(b) do run(name) end
   end
 end
 print(("%-28s %12s %12s"):format("path (" .. N .. " launches)", "us / launch", "cpu us"))
 for _, name in ipairs(names) do
   print(("%-28s %12.2f %12.2f"):format(name, median(out[name]), median(cpu[name])))
 end
+-- the ratio of each round's pair (the two paths run next to each other in
+-- every round: a paired median, which drifts of the machine's load between
+-- rounds do not move)
 local function ratio(a, b, t)
-  if t[a] and t[b] then return median(t[a]) / median(t[b]) end
+  if not (t[a] and t[b]) then return nil end
+  local r = {}
+  for i = 1, #t[a] do r[i] = t[a][i] / t[b][i] end
+  return median(r)
 end
-local r1, r2 = ratio("opencl sync", "C opencl enqueue + finish", out),
-  ratio("opencl stream enqueue", "C opencl enqueue", out)
-if r1 then
-  print(("opencl / bare C: synchronous %.2fx (cpu %.2fx), stream enqueue %.2fx (cpu %.2fx)")
-    :format(r1, ratio("opencl sync", "C opencl enqueue + finish", cpu), r2,
+local sync_w = ratio("opencl sync", "C opencl enqueue + finish", out)
+if sync_w then
+  print(("opencl / bare C, median of the rounds' ratios: synchronous %.2fx (cpu %.2fx), "
+    .. "stream enqueue %.2fx (cpu %.2fx)")
+    :format(sync_w, ratio("opencl sync", "C opencl enqueue + finish", cpu),
+      ratio("opencl stream enqueue", "C opencl enqueue", out),
       ratio("opencl stream enqueue", "C opencl enqueue", cpu)))
 end

@@ -273,9 +273,10 @@ static void describe(gj_bstate *st, ocl_device *d)
   /* PoCL's CPU devices run kernels on threads of this process and link
   ** them against its libraries. */
   d->is_pocl = strstr(pname, "Portable Computing Language") != NULL;
-  d->host_libm = d->format == OCL_SPIR && (type & CL_DEVICE_TYPE_CPU) && d->is_pocl;
+  d->in_process = (type & CL_DEVICE_TYPE_CPU) && d->is_pocl;
+  d->host_libm = d->format == OCL_SPIR && d->in_process;
   i->host_math = d->host_libm;
-  d->starts_on_enqueue = (type & CL_DEVICE_TYPE_CPU) && d->is_pocl;
+  d->starts_on_enqueue = d->in_process;
   /* a GPU is preferred to the cpu backend, which beats OpenCL's CPUs */
   i->rank = (type & CL_DEVICE_TYPE_GPU) ? GJ_RANK_OPENCL_GPU : 0;
 }
@@ -441,6 +442,7 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   j->as_local = 0;
   j->serial_groups = 0;
   j->join_barriers = d->is_pocl;   /* a PoCL bug's workaround (gj_job.h) */
+  j->block_by_address = d->in_process;
   j->codegen_opt = LLVMCodeGenLevelDefault;
   j->reloc = LLVMRelocDefault;
   j->code_model = LLVMCodeModelDefault;

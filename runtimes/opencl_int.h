@@ -58,9 +58,13 @@ typedef struct ocl_device {
   ocl_format format;
   char why[160];           /* OCL_NONE: what the device would need */
   int addr_bits;           /* CL_DEVICE_ADDRESS_BITS */
-  /* The device runs kernels in this process (PoCL's CPU devices): its
-  ** kernels may call the host's libm, which makes math bit-identical to
-  ** LuaJIT's (targets/spir.c). */
+  /* The device runs kernels on threads of this process (PoCL's CPU
+  ** devices): kernels take their argument block by its host address
+  ** (gj_job.block_by_address), the launch keeps the block until the
+  ** kernel has run (`block`, streams' arenas in opencl_run.c). */
+  int in_process;
+  /* in_process, and the format is SPIR: its kernels may call the host's
+  ** libm, which makes math bit-identical to LuaJIT's (targets/spir.c). */
   int host_libm;
   int is_pocl;             /* the platform is PoCL (Portable Computing
                            ** Language): gj_job.join_barriers */
@@ -83,6 +87,9 @@ typedef struct ocl_device {
   int host_unified;
   cl_context ctx;          /* made on first use, with queue */
   cl_command_queue queue;  /* the default stream */
+  /* in_process: the argument block of the launch on queue (one at a time,
+  ** see pending), which the kernel reads while it runs */
+  uint64_t block[OCL_BLOCK_MAX];
   /* The launch on queue that ocl_wait finishes and whose record it reads
   ** back (p NULL: none).  One at a time: ocl_launch waits for a pending
   ** one before it enqueues. */

@@ -29,7 +29,8 @@
 ** arguments last given to it: a launch sets only those that changed. */
 typedef struct ocl_entry {
   cl_kernel kernel;        /* NULL: the program has no such entry */
-  cl_mem *bufs;            /* per array parameter (NULL: not set yet) */
+  cl_mem *bufs;            /* per array parameter */
+  unsigned char *bufs_set; /* bufs[i] holds what the kernel has */
   uint64_t *block;         /* the block (nblock slots; targets/spir.h) */
   int block_set;           /* block holds what the kernel has */
 } ocl_entry;
@@ -141,8 +142,10 @@ static int make_entry(gj_bstate *st, gj_program *p, const char *name,
   if (rc != CL_SUCCESS) return ocl_fail(err, "clGetKernelWorkGroupInfo", rc);
   if (p->max_group == 0 || wg < p->max_group) p->max_group = wg;
   e->bufs = calloc(p->nbufs + 1, sizeof(cl_mem));
+  e->bufs_set = calloc(p->nbufs + 1, 1);
   e->block = calloc(p->nblock, sizeof(uint64_t));
-  if (!e->bufs || !e->block) return gj_err_set(err, "opencl: out of memory");
+  if (!e->bufs || !e->bufs_set || !e->block)
+    return gj_err_set(err, "opencl: out of memory");
   p->fault_arg = p->nbufs + 1;
   if (p->fault) {
     rc = st->cl.SetKernelArg(e->kernel, p->fault_arg, sizeof(cl_mem), &p->fault);
@@ -250,6 +253,7 @@ static void program_free(gj_bstate *st, gj_program *p)
   for (i = 0; i < 2; i++) {
     if (p->entry[i].kernel) st->cl.ReleaseKernel(p->entry[i].kernel);
     free(p->entry[i].bufs);
+    free(p->entry[i].bufs_set);
     free(p->entry[i].block);
   }
   if (p->prog) st->cl.ReleaseProgram(p->prog);
@@ -300,24 +304,32 @@ static int set_buf(gj_bstate *st, ocl_entry *e, cl_uint i, cl_mem mem,
                    gj_err *err)
 {
   cl_int rc;
-  if (e->bufs[i] == mem) return 0;
+  if (e->bufs_set[i] && e->bufs[i] == mem) return 0;
   rc = st->cl.SetKernelArg(e->kernel, i, sizeof(mem), &mem);
   if (rc != CL_SUCCESS) {
     char what[64];
     snprintf(what, sizeof(what), "clSetKernelArg (argument %u)", i);
-    e->bufs[i] = NULL;
+    e->bufs_set[i] = 0;
     return ocl_fail(err, what, rc);
   }
   e->bufs[i] = mem;
+  e->bufs_set[i] = 1;
   return 0;
 }
 
-/* The block argument (after the buffers) to blk unless it holds it. */
+/* The block argument (after the buffers) to blk unless it holds it: the
+** block's bytes, or (in_process devices) its address, which must stay
+** valid until the launch has run. */
 static int set_block(gj_bstate *st, const gj_program *p, ocl_entry *e,
                      const uint64_t *blk, gj_err *err)
 {
   size_t bytes = p->nblock * sizeof(uint64_t);
+  uint64_t addr = (uint64_t)(uintptr_t)blk;
   cl_int rc;
+  if (st->devs[p->dev].in_process) {
+    blk = &addr;
+    bytes = sizeof(addr);
+  }
   if (e->block_set && memcmp(e->block, blk, bytes) == 0) return 0;
   rc = st->cl.SetKernelArg(e->kernel, p->nbufs, bytes, blk);
   if (rc != CL_SUCCESS) {
@@ -385,11 +397,58 @@ static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
 ** (bench/stream_overhead.lua), and the stream's first event moves it to a
 ** queue with profiling (events time the work between them), which starts
 ** after everything on the first. */
+/* in_process devices: the argument blocks of a stream's launches, which
+** the kernels read while they run, in chunks that never move, kept until
+** the stream's wait and then reused. */
+#define BLK_CHUNK (4 * OCL_BLOCK_MAX)
+typedef struct blk_chunk {
+  struct blk_chunk *next;
+  unsigned used;           /* slots taken since the wait */
+  uint64_t v[BLK_CHUNK];
+} blk_chunk;
+
 struct gj_stream {
   int dev;
   int profiling;           /* q has CL_QUEUE_PROFILING_ENABLE */
   cl_command_queue q;
+  blk_chunk *chunks, *cur; /* all, and the one blocks are taken from */
+  const uint64_t *last;    /* the last launch's block since the wait */
+  unsigned last_n;         /* its slots */
 };
+
+/* Where a launch on s finds block blk (n slots): the last launch's when it
+** is the same, else a copy in s's chunks; NULL: out of memory. */
+static const uint64_t *stream_block(gj_stream *s, const uint64_t *blk,
+                                    unsigned n)
+{
+  uint64_t *v;
+  if (s->last && s->last_n == n &&
+      memcmp(s->last, blk, n * sizeof(uint64_t)) == 0)
+    return s->last;
+  if (s->cur && s->cur->used + n > BLK_CHUNK) s->cur = s->cur->next;
+  if (!s->cur) {
+    blk_chunk *c = calloc(1, sizeof(*c)), **end = &s->chunks;
+    if (!c) return NULL;
+    while (*end) end = &(*end)->next;
+    *end = c;
+    s->cur = c;
+  }
+  v = s->cur->v + s->cur->used;
+  s->cur->used += n;
+  memcpy(v, blk, n * sizeof(uint64_t));
+  s->last = v;
+  s->last_n = n;
+  return v;
+}
+
+/* Every launch on s has finished: its chunks are free again. */
+static void stream_blocks_reset(gj_stream *s)
+{
+  blk_chunk *c;
+  for (c = s->chunks; c; c = c->next) c->used = 0;
+  s->cur = s->chunks;
+  s->last = NULL;
+}
 
 int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
 {
@@ -444,6 +503,11 @@ void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
   if (!s) return;
   st->cl.Finish(s->q);
   st->cl.ReleaseCommandQueue(s->q);
+  while (s->chunks) {
+    blk_chunk *c = s->chunks;
+    s->chunks = c->next;
+    free(c);
+  }
   free(s);
 }
 
@@ -592,7 +656,9 @@ int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
   *failed = -1;
   if (s) {
     rc = st->cl.Finish(s->q);
-    return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFinish (stream)", rc);
+    if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish (stream)", rc);
+    stream_blocks_reset(s);     /* only once every launch has run */
+    return 0;
   }
   if (!p) return 0;
   d->pending.p = NULL;
@@ -682,7 +748,15 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
     gl[i] = (size_t)((g + group[i] - 1) / group[i] * group[i]);
   }
   if (d->host_libm) blk[k] = (uint64_t)(uintptr_t)st->libm;
-  if (set_block(st, p, e, blk, err)) return -1;
+  if (d->in_process) {         /* kept until the launch has run */
+    const uint64_t *kept = d->block;
+    if (s) kept = stream_block(s, blk, p->nblock);
+    else memcpy(d->block, blk, p->nblock * sizeof(uint64_t));
+    if (!kept) return gj_err_set(err, "opencl: out of memory");
+    if (set_block(st, p, e, kept, err)) return -1;
+  } else if (set_block(st, p, e, blk, err)) {
+    return -1;
+  }
   if (s) return launch_on_stream(st, p, e, s, (cl_uint)nd, gl, lo, fault, err);
   if (fault && p->fault) {   /* zeroed (the core's copy) before the run */
     rc = st->cl.EnqueueWriteBuffer(d->queue, p->fault, CL_TRUE, 0,

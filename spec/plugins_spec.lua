@@ -301,11 +301,16 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
           char target_id[256]; unsigned as_global, as_shared, as_local; int serial_groups;
           const char *intrinsics_ir; int nlibs; spec_gj_job_lib libs[4]; char passes[1024];
           int codegen_opt, reloc, code_model; char format[16]; int join_barriers;
+          int vectorize, block_by_address;
         } spec_gj_job;
+        size_t gj_job_size(void);
         int gj_job_from_backend(void *ctx, const char *backend, int dev, spec_gj_job *job);
         const char *gj_errmsg(void *ctx);
       ]])
       local lib = ffi.load(gpu.core.path)
+      -- a declaration shorter than the C struct would let the call write past
+      -- the LuaJIT allocation (a field added to gj_job corrupted the heap so)
+      assert.equal(tonumber(lib.gj_job_size()), ffi.sizeof("spec_gj_job"))
       local job = ffi.new("spec_gj_job")
       assert.equal(0, lib.gj_job_from_backend(gpu.core.ctx, bk, 0, job))
       local j = gpu.job(H.kernel(bk, saxpy), { "float[]", "float[]", "double" })

@@ -59,6 +59,11 @@ typedef struct gj_job {
   ** from the kernel's `vectorize` option (default: on unless
   ** GPUJIT_VECTORIZE=0) after the runtime's job and before the plugins'. */
   int vectorize;
+  /* 1: the entry point takes its argument block (opencl: targets/spir.h)
+  ** as the block's address in host memory, where 0 passes it by value: a
+  ** device that runs kernels in this process (PoCL's CPU devices), for
+  ** which each launch's by-value argument costs an aligned allocation */
+  int block_by_address;   /* (fields are only ever added at the end) */
 } gj_job;
 
 #endif

@@ -102,7 +102,11 @@ GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms);
 
 /* The compile job backend `backend` ("cpu", "opencl", "cuda") proposes for
 ** device dev, before any kernel's job option or plugin (gpu.job gives it
-** after those, for one kernel).  Returns 0, or -1 with gj_errmsg(). */
+** after those, for one kernel).  Returns 0, or -1 with gj_errmsg().  It
+** writes gj_job_size() bytes: code that declares gj_job itself (through
+** the FFI) checks its declaration against that first, since gj_job gains
+** fields at its end. */
+GJ_API size_t gj_job_size(void);
 GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,
                                gj_job *job);
 

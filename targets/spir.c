@@ -10,6 +10,8 @@
 **                               ptr byval([7 x i64]) align 8 %blk
 **                               [, ptr addrspace(1) %fault])
 **
+** (%blk an i64, the block's host address, for gj_job.block_by_address.)
+**
 ** An array is a buffer, and in the block (targets/spir.h, ocl_block_slots)
 ** a byte offset into it (negative for a Lua table: its buffer minus one
 ** element) and a length; the block then holds %s, the launch's real global
@@ -295,6 +297,7 @@ typedef struct entry_shape {
   argmd md;                 /* its kernel-argument metadata */
   LLVMTypeRef bty;          /* the block's type: [nslots x i64] */
   unsigned blk;             /* the block's argument index */
+  int by_address;           /* the argument is the block's address (i64) */
   unsigned nslots;          /* its slots (ocl_block_slots) */
   int has_libm;             /* a kernel calls the host libm */
 } entry_shape;
@@ -307,8 +310,10 @@ static LLVMValueRef block_load(LLVMBuilderRef b, LLVMValueRef kernel,
   LLVMContextRef c = LLVMGetTypeContext(ty);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
   LLVMValueRef idx = LLVMConstInt(i64, slot, 0);
-  LLVMValueRef p = LLVMBuildInBoundsGEP2(b, i64, LLVMGetParam(kernel, sh->blk),
-                                         &idx, 1, "");
+  LLVMValueRef base = LLVMGetParam(kernel, sh->blk), p;
+  if (sh->by_address)
+    base = LLVMBuildIntToPtr(b, base, LLVMPointerTypeInContext(c, 1), "blk");
+  p = LLVMBuildInBoundsGEP2(b, i64, base, &idx, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(b, ty, p, name);
   LLVMSetAlignment(v, 8);
   return v;
@@ -398,10 +403,12 @@ static LLVMValueRef add_entry(LLVMModuleRef m, const char *name,
   unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
   kernel = LLVMAddFunction(m, name, sh->kty);
   LLVMSetFunctionCallConv(kernel, ptx ? LLVMCCallConv : 76 /* spir_kernel */);
-  LLVMAddAttributeAtIndex(kernel, sh->blk + 1,
-                          LLVMCreateTypeAttribute(c, byval, sh->bty));
-  LLVMAddAttributeAtIndex(kernel, sh->blk + 1,
-                          LLVMCreateEnumAttribute(c, align, 8));
+  if (!sh->by_address) {
+    LLVMAddAttributeAtIndex(kernel, sh->blk + 1,
+                            LLVMCreateTypeAttribute(c, byval, sh->bty));
+    LLVMAddAttributeAtIndex(kernel, sh->blk + 1,
+                            LLVMCreateEnumAttribute(c, align, 8));
+  }
   fn_attr(c, kernel, "nounwind", 1);
   if (sig->uses_barrier) fn_attr(c, kernel, "convergent", 1);
   if (ptx)
@@ -505,8 +512,9 @@ int ocl_wrap(void *ts, const gj_job *job, LLVMModuleRef m, LLVMValueRef body,
   sh.nslots = ocl_block_slots(sig);
   sh.bty = LLVMArrayType(i64, sh.nslots);
   sh.blk = nk;
-  ktypes[nk++] = LLVMPointerTypeInContext(c, 0);
-  md_arg(c, md, 0, "gj_block");
+  sh.by_address = job->block_by_address;
+  ktypes[nk++] = sh.by_address ? i64 : LLVMPointerTypeInContext(c, 0);
+  md_arg(c, md, 0, sh.by_address ? "ulong" : "gj_block");
   if (sig->faults) {
     ktypes[nk++] = ptr1;
     md_arg(c, md, 1, "int*");

@@ -32,9 +32,12 @@ enum {
 ** buffer (a global int*).  Everything that is not a buffer goes in the
 ** block because PoCL copies each argument of each launch into an
 ** allocation of its own: a kernel of one array and one scalar took 7
-** arguments, and its enqueue cost 1.5x a 2-argument kernel's, where one
-** block costs what one argument does (bench/stream_overhead.lua).  The
-** entry keeps the global size in %wi[0..2] and the record's address in
+** arguments, and its enqueue cost 1.5x a 2-argument kernel's.  A device
+** that runs kernels in this process (gj_job.block_by_address) takes the
+** block's host address (a ulong) instead of the block: PoCL allocates a
+** by-value argument over 16 bytes with posix_memalign, which cost 0.2 us
+** per enqueue; the runtime keeps the block until the launch has finished.
+** The entry keeps the global size in %wi[0..2] and the record's address in
 ** %wi[OCL_WI_FAULT]. */
 enum { OCL_HIDDEN_GLOBAL = 3, OCL_WI_FAULT = 3 };
 
@@ -47,6 +50,7 @@ enum { OCL_HIDDEN_GLOBAL = 3, OCL_WI_FAULT = 3 };
 ** the global size up to a multiple of the group, and the entry returns at
 ** once in the work items beyond it); last the address of the host libm
 ** table (host_libm devices; 0 elsewhere, where no kernel reads it). */
+#define OCL_BLOCK_MAX (2 * GJ_MAXPARAMS + OCL_HIDDEN_GLOBAL + 1)
 static inline unsigned ocl_block_slots(const gj_sig *sig)
 {
   unsigned n = OCL_HIDDEN_GLOBAL + 1;

@@ -6,7 +6,7 @@
 -- 1. the entry, generated per kernel with the kernel's exact arity: it
 --    rejects extra arguments, writes the launch shape into the kernel's
 --    reused gj_dims and calls the kernel's current launcher (a monomorphic
---    inline cache, K._ic);
+--    inline cache, K._ic; K._sic for launches on a stream);
 -- 2. the launcher, generated per (target, marshal kinds of the arguments):
 --    it checks that each argument still has the kind it was generated for
 --    (type() and the FFI ctype id, no allocation), returns false when one
@@ -466,7 +466,10 @@ local function on_stream(K, s, run, partial, huge, ...)
     slow(K, tgt, huge, ...)(tgt, partial, huge, ...)
     return
   end
-  if not find(K, tgt, huge, true, ...)(tgt, partial, huge, s, ...) then
+  if K._sic(tgt, partial, huge, s, ...) then return end
+  local L = find(K, tgt, huge, true, ...)
+  K._sic = L
+  if not L(tgt, partial, huge, s, ...) then
     error("gpujit internal error: no launcher on a stream for kernel " .. K.name, 0)
   end
 end
@@ -587,7 +590,7 @@ function D.kernel(fn, sigs, opts, pin)
   local K = {
     fn = fn, name = opts.name or D.default_name(fn), opts = opts, sigs = sigs, pin = pin,
     nparams = nparams_of(fn), pnames = {}, ncompiles = 0, _reports = {},
-    _dims = gj_dims(), _ic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
+    _dims = gj_dims(), _ic = miss, _sic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
     _bound_t = setmetatable({}, { __mode = "kv" }), _bound_n = {}, _nbound = 0,
   }
   for i = 1, K.nparams do K.pnames[i] = debug.getlocal(fn, i) end
@@ -609,7 +612,7 @@ end
 
 -- Drop every compiled overload and launcher (gpu.cache.clear).
 function D.clear(K)
-  K._ic = miss
+  K._ic, K._sic = miss, miss
   K._tree, K._ov, K._siglist, K._sigkeys = {}, {}, {}, {}
 end
 
