@@ -113,20 +113,20 @@ print(("%-28s %12s %12s"):format("path (" .. N .. " launches)", "us / launch", "
 for _, name in ipairs(names) do
   print(("%-28s %12.2f %12.2f"):format(name, median(out[name]), median(cpu[name])))
 end
--- the ratio of each round's pair (the two paths run next to each other in
--- every round: a paired median, which drifts of the machine's load between
--- rounds do not move)
-local function ratio(a, b, t)
+-- gpujit over the bare C: the ratio of the medians, and the median of each
+-- round's ratio (the two paths run next to each other in every round)
+local function ratios(a, b, t)
   if not (t[a] and t[b]) then return nil end
   local r = {}
   for i = 1, #t[a] do r[i] = t[a][i] / t[b][i] end
-  return median(r)
+  return median(t[a]) / median(t[b]), median(r)
 end
-local sync_w = ratio("opencl sync", "C opencl enqueue + finish", out)
-if sync_w then
-  print(("opencl / bare C, median of the rounds' ratios: synchronous %.2fx (cpu %.2fx), "
-    .. "stream enqueue %.2fx (cpu %.2fx)")
-    :format(sync_w, ratio("opencl sync", "C opencl enqueue + finish", cpu),
-      ratio("opencl stream enqueue", "C opencl enqueue", out),
-      ratio("opencl stream enqueue", "C opencl enqueue", cpu)))
+local function line(what, a, b)
+  local w1, w2 = ratios(a, b, out)
+  if not w1 then return end
+  local c1, c2 = ratios(a, b, cpu)
+  print(("opencl / bare C, %-15s %.2fx (rounds' ratios %.2fx; cpu time %.2fx, %.2fx)")
+    :format(what .. ":", w1, w2, c1, c2))
 end
+line("synchronous", "opencl sync", "C opencl enqueue + finish")
+line("stream enqueue", "opencl stream enqueue", "C opencl enqueue")

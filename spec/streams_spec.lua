@@ -104,6 +104,49 @@ for _, bk in ipairs(H.compilers) do
       assert.equal(want, x[n - 1])
     end)
 
+    -- Each launch has arguments of its own (on PoCL's CPU devices an argument
+    -- block in host memory that the runtime keeps until the launch has run:
+    -- hundreds pending take several of a stream's chunks, reused after each
+    -- synchronize); a launch with the arguments of the one before shares them.
+    it("keeps each pending launch's own arguments, hundreds at a time, and again after "
+      .. "synchronize", function()
+      local add = H.kernel(bk, add_fn)
+      local n = 64
+      local x = ffi.new("double[?]", n)
+      local s = gpu.stream()
+      for round = 1, 2 do
+        local want = x[0]
+        for r = 1, 300 do
+          add:launch({ global = n, stream = s }, x, n, r * round)
+          add:launch({ global = n, stream = s }, x, n, r * round)   -- the same block
+          want = want + 2 * r * round
+        end
+        assert.equal(600, s:pending())
+        s:synchronize()
+        assert.equal(want, x[0])
+        assert.equal(want, x[n - 1])
+      end
+    end)
+
+    -- On opencl a stream's queue gets profiling (for elapsed times) at its
+    -- first event: the work enqueued before must still come first.
+    it("an event recorded after launches keeps them before the ones after it", function()
+      local k, add = H.kernel(bk, long_fn), H.kernel(bk, add_fn)
+      local n = 4096
+      local x = ffi.new("double[?]", n)
+      local s = gpu.stream()
+      k:launch({ global = n, stream = s }, x, n, 20000, 1.0, 1.0)   -- x = 20000
+      local e = s:record()
+      add:launch({ global = n, stream = s }, x, n, 0.5)
+      k:launch({ global = n, stream = s }, x, n, 1, 2.0, 0.0)       -- x = 2 * x
+      local e2 = s:record()
+      s:synchronize()
+      assert.is_true(e:query() and e2:query())
+      assert.equal(40001, x[0])
+      assert.equal(40001, x[n - 1])
+      assert.is_true(e:elapsed(e2) >= 0)
+    end)
+
     it("copies Lua tables back into the same tables at synchronize, in launch order", function()
       local k = H.kernel(bk, tbl_fn)
       local t, u = {}, {}
