@@ -317,26 +317,19 @@ static int set_buf(gj_bstate *st, ocl_entry *e, cl_uint i, cl_mem mem,
   return 0;
 }
 
-/* The block argument (after the buffers) to blk unless it holds it: the
-** block's bytes, or (in_process devices) its address, which must stay
-** valid until the launch has run. */
+/* The block argument (after the buffers) to the bytes v unless it holds
+** them: the block itself, or (in_process devices) its address. */
 static int set_block(gj_bstate *st, const gj_program *p, ocl_entry *e,
-                     const uint64_t *blk, gj_err *err)
+                     const void *v, size_t bytes, gj_err *err)
 {
-  size_t bytes = p->nblock * sizeof(uint64_t);
-  uint64_t addr = (uint64_t)(uintptr_t)blk;
   cl_int rc;
-  if (st->devs[p->dev].in_process) {
-    blk = &addr;
-    bytes = sizeof(addr);
-  }
-  if (e->block_set && memcmp(e->block, blk, bytes) == 0) return 0;
-  rc = st->cl.SetKernelArg(e->kernel, p->nbufs, bytes, blk);
+  if (e->block_set && memcmp(e->block, v, bytes) == 0) return 0;
+  rc = st->cl.SetKernelArg(e->kernel, p->nbufs, bytes, v);
   if (rc != CL_SUCCESS) {
     e->block_set = 0;
     return ocl_fail(err, "clSetKernelArg (the argument block)", rc);
   }
-  memcpy(e->block, blk, bytes);
+  memcpy(e->block, v, bytes);
   e->block_set = 1;
   return 0;
 }
@@ -688,7 +681,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
   gj_group_limits lim;
   int64_t group[3], items;
   size_t gl[3], lo[3];
-  uint64_t blk[2 * GJ_MAXPARAMS + OCL_HIDDEN_GLOBAL + 1];
+  uint64_t blk[OCL_BLOCK_MAX];
   cl_uint a = 0;
   unsigned k = 0;
   cl_int rc;
@@ -748,13 +741,15 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
     gl[i] = (size_t)((g + group[i] - 1) / group[i] * group[i]);
   }
   if (d->host_libm) blk[k] = (uint64_t)(uintptr_t)st->libm;
-  if (d->in_process) {         /* kept until the launch has run */
+  if (d->in_process) {         /* its address; kept until the launch has run */
     const uint64_t *kept = d->block;
+    uint64_t addr;
     if (s) kept = stream_block(s, blk, p->nblock);
     else memcpy(d->block, blk, p->nblock * sizeof(uint64_t));
     if (!kept) return gj_err_set(err, "opencl: out of memory");
-    if (set_block(st, p, e, kept, err)) return -1;
-  } else if (set_block(st, p, e, blk, err)) {
+    addr = (uint64_t)(uintptr_t)kept;
+    if (set_block(st, p, e, &addr, sizeof(addr), err)) return -1;
+  } else if (set_block(st, p, e, blk, p->nblock * sizeof(uint64_t), err)) {
     return -1;
   }
   if (s) return launch_on_stream(st, p, e, s, (cl_uint)nd, gl, lo, fault, err);

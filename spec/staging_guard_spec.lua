@@ -43,23 +43,10 @@ collectgarbage()
 print("DONE")
 ]]
 
--- The opencl device here (PoCL) shares host memory, so tables are passed as
--- their host staging buffers; "staged" hides that from gpujit, so that they
--- go through device staging buffers (copies in and out) as on a GPU.
-local STAGED = [[
-local core = require("gpujit.core")
-local devices = core.devices
-core.devices = function()
-  local d = devices()
-  for _, e in ipairs(d) do e.host_register = nil end
-  return d
-end
-]]
-
 local cases = {}
 for _, bk in ipairs(H.compilers) do
   cases[#cases + 1] = { bk = bk, label = bk, pre = "" }
-  if bk == "opencl" then cases[#cases + 1] = { bk = bk, label = "opencl (staged)", pre = STAGED } end
+  if bk == "opencl" then cases[#cases + 1] = { bk = bk, label = "opencl (staged)", pre = H.OPENCL_STAGED } end
 end
 
 for _, c in ipairs(cases) do

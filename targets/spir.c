@@ -310,11 +310,11 @@ static LLVMValueRef block_load(LLVMBuilderRef b, LLVMValueRef kernel,
   LLVMContextRef c = LLVMGetTypeContext(ty);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
   LLVMValueRef idx = LLVMConstInt(i64, slot, 0);
-  LLVMValueRef base = LLVMGetParam(kernel, sh->blk), p;
+  LLVMValueRef base = LLVMGetParam(kernel, sh->blk), p, v;
   if (sh->by_address)
     base = LLVMBuildIntToPtr(b, base, LLVMPointerTypeInContext(c, 1), "blk");
   p = LLVMBuildInBoundsGEP2(b, i64, base, &idx, 1, "");
-  LLVMValueRef v = LLVMBuildLoad2(b, ty, p, name);
+  v = LLVMBuildLoad2(b, ty, p, name);
   LLVMSetAlignment(v, 8);
   return v;
 }
