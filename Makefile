@@ -127,12 +127,15 @@ deps bench-deps peers-deps:
 
 # The suite runs every spec on both compiling backends (spec/helpers.lua);
 # PoCL provides the OpenCL device on machines without a GPU.  The
-# environment's GPUJIT_SPEC_BACKENDS, when set, wins.
+# environment's GPUJIT_SPEC_BACKENDS, when set, wins.  spec/parts.sh runs
+# it as parts, a spec file each, GPUJIT_TEST_JOBS at a time (default: the
+# cores): the main run, the SPIR-V run and the PTX run side by side.
+# `sh spec/run.sh [files]` runs specs in one busted process, as before.
 GPUJIT_SPEC_BACKENDS ?= cpu,opencl
 
 test: deps
 	$(MAKE) all $(MULTISTATE)
-	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) sh spec/run.sh
+	$(LUA_ENV) GPUJIT_SPEC_BACKENDS=$(GPUJIT_SPEC_BACKENDS) bash spec/parts.sh
 	$(LUA_ENV) $(MULTISTATE) 4 3 $(GPUJIT_SPEC_BACKENDS)
 	$(LUA_ENV) GPUJIT_OPENCL_FORMAT=spirv $(MULTISTATE) 4 2 opencl
 	$(MAKE) examples

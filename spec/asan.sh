@@ -1,6 +1,8 @@
 #!/bin/sh
-# The busted suite with the core built under AddressSanitizer and
-# UndefinedBehaviorSanitizer (make check builds it into $ASAN_BUILD).
+# The busted suite (spec/parts.sh: its main, SPIR-V and PTX runs, or the
+# runs named as arguments; GJ_PARTS_FILES for some specs) with the core
+# built under AddressSanitizer and UndefinedBehaviorSanitizer (make check
+# builds it into $ASAN_BUILD).
 # luajit is not instrumented, so libasan is preloaded.  Every process that
 # the suite starts (isolated specs, PoCL's linker) writes its reports to
 # $ASAN_BUILD/reports/asan.PID; the run fails on a failed spec or on any
@@ -35,7 +37,8 @@ PATH="$PWD/$ASAN_BUILD/bin:$PATH" \
 ASAN_OPTIONS="detect_leaks=1 allocator_may_return_null=1 log_path=$PWD/$dir/asan" \
 LSAN_OPTIONS="suppressions=$PWD/spec/c/lsan.supp print_suppressions=0" \
 UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 log_path=$PWD/$dir/ubsan" \
-LUA_CPATH="$ASAN_BUILD/?.so;;" sh spec/run.sh "$@"
+GJ_PARTS_DIR="$ASAN_BUILD/parts" \
+LUA_CPATH="$ASAN_BUILD/?.so;;" bash spec/parts.sh "$@"
 rc=$?
 reports=$(grep -l -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$dir"/* 2>/dev/null)
 if [ -n "$reports" ]; then

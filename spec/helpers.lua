@@ -108,7 +108,9 @@ if ptx_dir and loaded and H.gpu.core then
       if not seen[text] then
         seen[text] = true
         count = count + 1
-        local f = assert(io.open(ptx_dir .. "/" .. count .. (opts.boundscheck and "-bc" or "")
+        -- the pid: spec/parts.sh's ptx run writes from several processes
+        local f = assert(io.open(ptx_dir .. "/" .. ffi.C.getpid() .. "-" .. count
+          .. (opts.boundscheck and "-bc" or "")
           .. (ok and ".ptx" or ".err"), "w"))
         f:write(text)
         f:close()
