@@ -20,9 +20,10 @@
 --     when gpujit opens the cpu backend);
 --   * loads gpujit and makes current the device of the default backend
 --     whose index is local_rank modulo that backend's device count.
--- MPI is finalized by mpi.finalize(), at the end of mpi.run, or when the
--- Lua state is closed.  The library binding is gpujit.mpi_abi, the buffers
--- gpujit.mpi_buf.
+-- MPI is finalized by mpi.finalize() or at the end of mpi.run, never by
+-- itself: as in C, a rank that ends without it ends the job abnormally
+-- (and one that fails cannot hang in MPI_Finalize waiting for the others).
+-- The library binding is gpujit.mpi_abi, the buffers gpujit.mpi_buf.
 local ffi = require("ffi")
 local bit = require("bit")
 local abi = require("gpujit.mpi_abi")
@@ -93,9 +94,6 @@ function M.finalize()
   end
   finalized = true
 end
--- when the state closes (a program's normal end), if nothing did before
-M._finalizer = newproxy(true)
-getmetatable(M._finalizer).__gc = function() pcall(M.finalize) end
 
 -- mpi.abort([message [, code]]): the message on stderr, then the whole job
 -- ends (MPI_Abort).  Does not return.
@@ -503,5 +501,22 @@ function M.allgather(x, out)
 end
 
 function M.wtime() return f.Wtime() end
+
+-- mpi.node_first(fn, ...): fn(...) on local rank 0 of each node, then on
+-- the node's other ranks: a kernel's first launch inside compiles it once
+-- per node, the others finding it in the disk cache.  Returns fn's results.
+-- An error in fn on the first rank is raised after the others are released
+-- (they run fn too, and raise their own).
+function M.node_first(fn, ...)
+  if type(fn) ~= "function" then
+    argerr("mpi.node_first", "argument #1 must be a function, got " .. type(fn), 2)
+  end
+  local res
+  if M.local_rank == 0 then res = { pcall(fn, ...) } end
+  check(f.Barrier(M._node), "Barrier", 2)
+  if M.local_rank ~= 0 then res = { pcall(fn, ...) } end
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, table.maxn(res))
+end
 
 return M
