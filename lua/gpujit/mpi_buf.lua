@@ -72,6 +72,9 @@ local function length(v, info)
   return array.ffi_len(v, info)   -- nil for a pointer
 end
 
+-- The backends whose device pointers a CUDA-aware MPI takes.
+local CUDA_AWARE = { cuda = true }
+
 local Buf = {}
 Buf.__index = Buf
 function Buf.finish(b)
@@ -114,8 +117,13 @@ local function garray_buf(e, elem, offset, count, mode, fname, level, cuda_aware
   local esize = types.size[elem]
   local p = e.ptr + offset
   local b = setmetatable({ count = count, elem = elem, esize = esize, keep = e }, Buf)
-  local on_cuda = cuda_aware and require("gpujit").backends()[e.bk + 1]
-  if array.host_accessible(e) or (on_cuda and on_cuda.name == "cuda") then
+  local direct = array.host_accessible(e)
+  if cuda_aware and not direct then
+    for _, b in ipairs(require("gpujit").backends()) do
+      if b.index == e.bk and CUDA_AWARE[b.name] then direct = true end
+    end
+  end
+  if direct then
     b.ptr = p
     return b
   end

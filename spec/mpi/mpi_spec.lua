@@ -63,7 +63,8 @@ local function job(np, script, args, env)
   local dir = tmpdir()
   local cmd = string.format(
     "env -u GPUJIT_THREADS GPUJIT_CACHE_DIR=%s GJ_MPI_SPEC_DIR=%s GPUJIT_SPEC_BACKENDS=%s "
-      .. "OMPI_MCA_btl_vader_single_copy_mechanism=none %s timeout -k 5 %d %s -np %d luajit %s %s",
+      .. "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_mpi_yield_when_idle=1 "
+      .. "%s timeout -k 5 %d %s -np %d luajit %s %s",
     dir .. "/cache", dir, backends, env or "", timeout, launcher, np, script, args or "")
   os.execute("mkdir -p " .. dir .. "/cache")
   local out, rc = sh(cmd)
