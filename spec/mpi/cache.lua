@@ -1,8 +1,9 @@
 -- N ranks on one fresh disk cache (GPUJIT_CACHE_DIR, made by
 -- spec/mpi/mpi_spec.lua): under mpi.node_first one rank of the node
 -- compiles a kernel and the others load it from the cache; then every rank
--- compiles another kernel at the same moment, and every result is right
--- and no entry is damaged.  On each compiling backend.
+-- compiles another kernel at the same moment: one compiles, the others
+-- wait for its entry (the cache's compile lock), every result is right and
+-- no entry is damaged.  On each compiling backend.
 local mpi = require("gpujit.mpi")
 package.path = "./?.lua;" .. package.path
 local C = require("spec.mpi.check")
@@ -32,14 +33,20 @@ mpi.run(function()
         C.eq(s1.hits - s0.hits, 1, bk .. ": the other ranks hit the entry")
       end
       C.eq(mpi.allreduce(s1.compiles - s0.compiles, "sum"), 1, bk .. ": one compile in the job")
-      -- all at once: whatever each does, nothing is damaged
+      -- all at once: the entry's compile lock (src/gj_cache.c) makes one
+      -- rank compile while the others wait for the entry
       local add = function(x, s) local i = gpu.global_id(0) x[i] = x[i] + s end
       local k2 = gpu.kernel(add, { name = "mpi_cache_together" })
       mpi.barrier()
+      local s1b = stats()
       k2:launch({ global = 16 }, a, 1)
       C.eq(a[15], 15 * 3 + 15 + 1, bk .. ": compiled together: the result")
       mpi.barrier()
       local s2 = stats()
+      C.eq(mpi.allreduce(s2.compiles - s1b.compiles, "sum"), 1,
+        bk .. ": compiled together: one compile in the job")
+      C.eq(mpi.allreduce(s2.hits - s1b.hits, "sum"), mpi.size - 1,
+        bk .. ": compiled together: the others hit")
       C.eq(s2.rejected, 0, bk .. ": no entry read back damaged")
       C.eq(s2.write_errors, 0, bk .. ": no write failed")
       -- the entry they wrote is sound: a new kernel of it loads from disk
