@@ -119,8 +119,8 @@ local function garray_buf(e, elem, offset, count, mode, fname, level, cuda_aware
   local b = setmetatable({ count = count, elem = elem, esize = esize, keep = e }, Buf)
   local direct = array.host_accessible(e)
   if cuda_aware and not direct then
-    for _, b in ipairs(require("gpujit").backends()) do
-      if b.index == e.bk and CUDA_AWARE[b.name] then direct = true end
+    for _, be in ipairs(require("gpujit").backends()) do
+      if be.index == e.bk and CUDA_AWARE[be.name] then direct = true end
     end
   end
   if direct then
