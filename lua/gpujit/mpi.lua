@@ -165,6 +165,8 @@ do
     M.threads = tonumber(env) or M.threads
   elseif package.loaded.gpujit == nil then
     ffi.C.gj_mpi_setenv("GPUJIT_THREADS", tostring(M.threads), 1)
+  else
+    M._late = true   -- the cpu backend's pool has its size already
   end
 end
 
@@ -178,6 +180,22 @@ function M.device_index(local_rank, count)
 end
 
 local gpu = require("gpujit")
+
+-- Loaded after gpujit: the cpu backend kept its threads.  mpi.threads says
+-- what it has; a node with several ranks is told once, on stderr.
+if M._late then
+  for _, d in ipairs(gpu.devices()) do
+    if d.backend == "cpu" and d.compute_units ~= M.threads then
+      if M.local_size > 1 and M.local_rank == 0 then
+        io.stderr:write(string.format("gpujit.mpi: gpujit was loaded before gpujit.mpi, so the "
+          .. "cpu backend runs %d threads on each of the %d ranks of this node (%d CPUs): "
+          .. "require gpujit.mpi first, or set GPUJIT_THREADS (docs/distributed.md)\n",
+          d.compute_units, M.local_size, M.node_cpus))
+      end
+      M.threads = d.compute_units
+    end
+  end
+end
 
 -- mpi.use([backend]): makes current the device of backend (default: the
 -- current one) whose index is local_rank % its device count; returns the entry.

@@ -81,6 +81,7 @@ local function passes(np, name)
     local k = out:match("ok " .. name .. " rank " .. r .. "/" .. np .. ": (%d+) checks")
     assert(k and tonumber(k) > 0, "rank " .. r .. " of " .. name .. " did not finish:\n" .. out)
   end
+  return out
 end
 
 describe("gpujit.mpi under mpirun", function()
@@ -106,6 +107,15 @@ describe("gpujit.mpi under mpirun", function()
       passes(np, "collectives")
     end)
   end
+
+  it("gpujit loaded first: mpi.threads is the pool's size, and a warning when not the share",
+    function()
+    local out = passes(2, "late")
+    local share, pool = out:match("late: share (%d+) pool (%d+)")
+    assert(share, out)
+    local warned = out:find("gpujit.mpi: gpujit was loaded before gpujit.mpi", 1, true) ~= nil
+    assert.are.equal(share ~= pool, warned)
+  end)
 
   it("3 ranks on one fresh disk cache: one compiles, the others hit", function()
     passes(3, "cache")
