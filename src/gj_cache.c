@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,8 @@
 
 #define ENTRY_EXT ".gjc"
 #define TMP_PREFIX ".tmp-"
+#define LOCK_PREFIX ".lock-"
+#define LOCK_TRIES 64             /* files removed under a waiter, in a row */
 #define TMP_STALE_S 3600          /* a temporary file older than this was
                                   ** left by a writer that died */
 static const char entry_magic[8] = "GJCACHE";    /* with its NUL */
@@ -260,6 +263,55 @@ int gj_cache_get(const char *dir, const gj_cache_key *key, char **payload,
   *payload = (char *)buf;
   *len = plen;
   return 1;
+}
+
+/* -- the compile lock ---------------------------------------------------- */
+
+static void lock_path(char *buf, size_t size, const char *dir,
+                      const gj_cache_key *key)
+{
+  char hex[2 * GJ_CACHE_KEYLEN + 1];
+  gj_cache_key_hex(key, hex);
+  snprintf(buf, size, "%s/" LOCK_PREFIX "%s", dir, hex);
+}
+
+int gj_cache_lock(const char *dir, const gj_cache_key *key)
+{
+  char path[4200];
+  int i;
+  if (make_dir(dir) != 0) return -1;
+  lock_path(path, sizeof(path), dir, key);
+  for (i = 0; i < LOCK_TRIES; i++) {
+    struct stat held, there;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                  0644);
+    if (fd < 0) return -1;
+    if (fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
+      close(fd);
+      return -1;
+    }
+    while (flock(fd, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        close(fd);
+        return -1;
+      }
+    }
+    /* the file that holder removed is not the lock any more */
+    if (stat(path, &there) == 0 && there.st_ino == held.st_ino &&
+        there.st_dev == held.st_dev)
+      return fd;
+    close(fd);
+  }
+  return -1;
+}
+
+void gj_cache_unlock(const char *dir, const gj_cache_key *key, int fd)
+{
+  char path[4200];
+  if (fd < 0) return;
+  lock_path(path, sizeof(path), dir, key);
+  unlink(path);     /* while held: a waiter on it sees it gone, and retries */
+  close(fd);        /* releases the flock */
 }
 
 static void evict(const char *dir);

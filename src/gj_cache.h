@@ -73,6 +73,19 @@ int gj_cache_get(const char *dir, const gj_cache_key *key, char **payload,
 int gj_cache_put(const char *dir, const gj_cache_key *key,
                  const void *payload, size_t len, gj_err *err);
 
+/* The compile lock of key's entry, across processes: an exclusive flock
+** on <dir>/.lock-<hex>, waited for while another process holds it (the
+** one compiling that kernel).  Returns the descriptor that holds it, or -1
+** when no lock can be had (no directory, a name that is not a regular
+** file, ...): the caller compiles without it, since entries are written
+** atomically anyway and the lock only saves the duplicate compile.  The
+** caller looks the entry up again once it holds the lock.  unlock removes
+** the file while holding it and then releases it; a waiter that then gets
+** the removed file's lock sees the name gone (or another file there) and
+** takes the lock of the name's current file instead. */
+int gj_cache_lock(const char *dir, const gj_cache_key *key);
+void gj_cache_unlock(const char *dir, const gj_cache_key *key, int fd);
+
 /* Sum of entry sizes and their number. */
 void gj_cache_usage(const char *dir, uint64_t *bytes, uint64_t *entries);
 

@@ -309,6 +309,22 @@ static int cache_lookup(gj_ctx *ctx, gj_cache_stats *st, const gj_backend *be,
   return 1;
 }
 
+/* cache_lookup again, once the entry's compile lock is held (another
+** process may have written it meanwhile): the miss, and a bad entry, were
+** counted by the first lookup; only a hit counts. */
+static int cache_relookup(gj_ctx *ctx, gj_cache_stats *st,
+                          const gj_backend *be, const gj_compile_opts *o,
+                          const gj_cache_key *key, const gj_sig *sig,
+                          gj_kernel **out)
+{
+  gj_cache_stats again;
+  int r;
+  memset(&again, 0, sizeof(again));
+  r = cache_lookup(ctx, &again, be, o, key, sig, out);
+  st->hits += again.hits;
+  return r;
+}
+
 /* Keep what the backend wants kept for k (else the emitted artifact).  A
 ** failure is counted, never fatal: the kernel is compiled and loaded. */
 static int cache_store(gj_cache_stats *st, const gj_compile_opts *o,
@@ -608,15 +624,22 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
   gj_cache_key key;
   int use_cache = o->cache_dir && o->want_kernel && !o->want_llvm &&
                   !o->want_asm;
-  int rc = -1;
+  int rc = -1, lockfd = -1;
   double t0 = now_ms();
 
   /* 4. the disk cache: a hit is loaded, and the stages below are skipped
-  ** (unless GPUJIT_DUMP asks to see them) */
+  ** (unless GPUJIT_DUMP asks to see them).  On a miss the entry's compile
+  ** lock is taken, waiting for another process compiling the same kernel
+  ** (an MPI job's ranks, say), and the entry looked up again; the lock is
+  ** held until this compile has stored it (gj_cache_lock). */
   if (use_cache) {
     content_key(be, job, o, ps, mid->m, &key);
     if (!getenv("GPUJIT_DUMP") &&
-        cache_lookup(ctx, mid->stats, be, o, &key, &mid->sig, &out->kernel)) {
+        (cache_lookup(ctx, mid->stats, be, o, &key, &mid->sig, &out->kernel) ||
+         ((lockfd = gj_cache_lock(o->cache_dir, &key)) >= 0 &&
+          cache_relookup(ctx, mid->stats, be, o, &key, &mid->sig,
+                         &out->kernel)))) {
+      gj_cache_unlock(o->cache_dir, &key, lockfd);
       /* The check sites (file, line, argument names) are not in the
       ** module, only their numbers: this compile's describe the code. */
       out->kernel->sites = mid->sites;
@@ -729,6 +752,7 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
   }
   rc = 0;
 done:
+  if (lockfd >= 0) gj_cache_unlock(o->cache_dir, &key, lockfd);
   free(art);
   if (msg) LLVMDisposeMessage(msg);
   if (tm) LLVMDisposeTargetMachine(tm);
