@@ -127,6 +127,27 @@ static const char *kv_upvalue(gj_kvsrc *src, int fn, int n, int *h)
   return nm;
 }
 
+static const char *intr_name(kvlua *k);
+
+/* Replace the function on the top with the one core.intrinsic registered
+** as `name`, when there is one. */
+static void to_intrinsic(kvlua *k, const char *name)
+{
+  lua_State *L = k->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref_intr);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), name) == 0) {
+      lua_pop(L, 1);
+      lua_replace(L, -3);   /* the key, the function, over the top */
+      lua_pop(L, 1);        /* the table */
+      return;
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
 static int kv_global(gj_kvsrc *src, int fn, const char *name)
 {
   kvlua *k = of(src);
@@ -135,6 +156,11 @@ static int kv_global(gj_kvsrc *src, int fn, const char *name)
   lua_getfenv(L, -1);
   lua_remove(L, -2);
   index_top(k, name);
+  /* a kernel's global print is the print intrinsic whatever function the
+  ** host put there (a logger): its lines go to the global print of the
+  ** launch (gpujit.printer) */
+  if (strcmp(name, "print") == 0 && lua_isfunction(L, -1) && !intr_name(k))
+    to_intrinsic(k, name);
   return put(k);
 }
 
