@@ -274,6 +274,17 @@ static void classify_cdata(kvlua *k, gj_kvinfo *info)
   lua_pop(L, 1);
 }
 
+/* Is the Lua function on the top one of LuaJIT's library functions that
+** the VM builds from bytecode (string.len, table.remove, ...: no line of
+** their own, source "builtin:NAME")?  They are library functions, as the C
+** ones are, not the program's. */
+static int builtin(lua_State *L)
+{
+  lua_Debug ar;
+  lua_pushvalue(L, -1);
+  return lua_getinfo(L, ">S", &ar) && ar.linedefined < 0;
+}
+
 static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
 {
   kvlua *k = of(src);
@@ -298,7 +309,7 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
   case LUA_TFUNCTION:
     info->cls = GJ_KVC_FUNCTION;
     info->intr = intr_name(k);
-    info->cfunc = lua_iscfunction(L, -1);
+    info->cfunc = lua_iscfunction(L, -1) || builtin(L);
     break;
   default:
     if (strcmp(luaL_typename(L, -1), "cdata") == 0) classify_cdata(k, info);

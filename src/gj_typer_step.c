@@ -329,10 +329,11 @@ static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
                           "call the math.* and bit.* functions listed in "
                           "docs/kernels.md, gpu.* and Lua functions in the "
                           "kernel subset", name);
-  return gj_typer_error(cs, fn, i, "unknown function '%s': kernels may call "
-                        "only gpu.*, the math.* and bit.* functions listed in "
-                        "docs/kernels.md, and Lua functions in the kernel "
-                        "subset", name);
+  return gj_typer_error(cs, fn, i, "unknown function '%s': a library "
+                        "function not in the kernel subset is not supported; "
+                        "kernels may call only gpu.*, the math.* and bit.* "
+                        "functions listed in docs/kernels.md, and Lua "
+                        "functions in the kernel subset", name);
 }
 
 /* The arguments of a struct constructor (LuaJIT's initializers): numbers

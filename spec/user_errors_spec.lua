@@ -1,0 +1,73 @@
+-- Errors a new user met (issue 32): each names the user's file and line,
+-- in words about the user's program, on every backend.
+--  - a launch that no eager signature accepts, with two or more signatures,
+--    is raised at the caller's line (not inside gpujit);
+--  - a nil argument followed by others is "got nil", a trailing one (a
+--    launch cannot tell it from a missing one) "got nil or no value";
+--  - a library function outside the kernel subset that LuaJIT builds from
+--    bytecode (string.len) is refused as the C ones are: the kernel's file
+--    and line, its name, "a library function not in the kernel subset".
+
+local H = require("spec.helpers")
+local gpu = H.gpu
+
+local FILE = H.this_file()
+
+for _, bk in ipairs(H.backends) do
+  describe("errors a new user meets [" .. bk .. "]", function()
+    it("no eager signature fits: raised at the caller's line, with one signature or several", function()
+      local body = function(o, n) o[0] = n end
+      local two = H.kernel(bk, body, { name = "two" }, { { "double[]", "int32_t" }, { "float[]", "int32_t" } })
+      local one = H.kernel(bk, body, { name = "one" }, { { "double[]", "int32_t" } })
+      local ok, err = pcall(function()
+        two:launch({ global = 1 }, true, 1) --@two
+      end)
+      assert.is_false(ok)
+      assert.matches("^" .. FILE:gsub("%p", "%%%0") .. ":" .. H.line_of("--@two") .. ": no signature of kernel 'two'"
+        .. " accepts the arguments %(Lua boolean, Lua number%)", err:match("[^/]*$"))
+      ok, err = pcall(function()
+        one:launch({ global = 1 }, true, 1) --@one
+      end)
+      assert.is_false(ok)
+      assert.matches("^" .. FILE:gsub("%p", "%%%0") .. ":" .. H.line_of("--@one") .. ": bad argument #1 'o' to"
+        .. " kernel 'one': expected double%[%]", err:match("[^/]*$"))
+    end)
+
+    it("a nil argument is 'got nil', a trailing or missing one 'got nil or no value'", function()
+      local k = H.kernel(bk, function(o, n) o[0] = n end, { name = "nils" })
+      local o = H.array("double", { 0 }, 1)
+      local ok, err = pcall(function()
+        k:launch({ global = 1 }, nil, 1) --@nil
+      end)
+      assert.is_false(ok)
+      assert.are.equal(FILE .. ":" .. H.line_of("--@nil") .. ": bad argument #1 'o' to kernel 'nils': got nil",
+        err:match("[^/]*$"))
+      ok, err = pcall(function()
+        k:launch({ global = 1 }, o) --@none
+      end)
+      assert.is_false(ok)
+      assert.are.equal(FILE .. ":" .. H.line_of("--@none") .. ": bad argument #2 'n' to kernel 'nils': got nil or no value"
+        .. " (the kernel takes 2 arguments)", err:match("[^/]*$"))
+    end)
+
+    it("string.len is a library function outside the kernel subset", function()
+      local fn = function(o)
+        o[0] = string.len("hello") --@len
+      end
+      local k = H.kernel(bk, fn, { name = "strlen" })
+      local err
+      if bk == "sim" then
+        -- sim runs the function as LuaJIT does; compiling it (inspect) refuses it
+        local o = H.array("double", { 0 }, 1)
+        k:launch({ global = 1 }, o)
+        assert.are.equal(5, o[0])
+        err = H.error_of(k.inspect_llvm, k, { "double[]" })
+      else
+        err = H.error_of(k.launch, k, { global = 1 }, H.array("double", { 0 }, 1))
+      end
+      H.check_compile_error(err, FILE, H.line_of("--@len"), "strlen",
+        { "unknown function 'string.len': a library function not in the kernel subset is not supported" })
+      assert.is_nil(err:find("ISTYPE", 1, true), err)
+    end)
+  end)
+end
