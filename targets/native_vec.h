@@ -41,6 +41,7 @@ typedef struct vctx {
   LLVMValueRef vlx, vnext, vend;
   LLVMBasicBlockRef vhead, vlatch, spre;
   const char *why;              /* why not, once known */
+  int why_line;                 /* its Lua line, when known (else 0) */
   struct vloop *loops;          /* inner loops with one exit block */
   size_t nloops;
   int again;                    /* a loop became varying: another round */
