@@ -240,7 +240,8 @@ for _, bk in ipairs(backends) do
       for i = 0, 7 do assert.are.equal(1, a[i]) end
       local msg = H.error_of(k.launch, k, 4, a, 5, z, uz)
       assert.is_truthy(msg:find(FILE .. ":" .. line .. ": index ", 1, true), msg)
-      assert.is_truthy(msg:find("is out of bounds for argument 1 'a' (length 8, valid indices 0..7)", 1, true), msg)
+      assert.is_truthy(msg:find("is out of bounds for argument 1 'a' (length 8, valid indices 0..7)",
+        1, true), msg)
     end)
 
     it("gpu.sort under GPUJIT_BOUNDSCHECK=1 (its kernels index with 64-bit integers)", function()

@@ -10,7 +10,6 @@
 
 local H = require("spec.helpers")
 local ffi = require("ffi")
-local gpu = H.gpu
 
 local function body(o, d, f, b)
   o[0] = 1.25 + d

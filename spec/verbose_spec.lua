@@ -184,14 +184,14 @@ if H.testing("cpu") then
   describe("the cpu vectorizer's note", function()
     it("names the line of a branch that varies with the work item", function()
       local notes = H.notes_of(function()
-        H.kernel("cpu", function(o, n)
+        H.kernel("cpu", function(o)
           local i = gpu.global_id(0)
           local s = 0
           while s < i do --@varying
             if o[s] > 3 then s = s + 2 else s = s + 1 end
           end
           o[i] = s
-        end, { name = "vary" }):launch(16, ffi.new("double[16]"), 16)
+        end, { name = "vary" }):launch(16, ffi.new("double[16]"))
       end)
       assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
         .. " at line " .. H.line_of("--@varying"), notes.vary)
