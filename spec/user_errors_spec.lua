@@ -73,5 +73,14 @@ for _, bk in ipairs(H.backends) do
         { "unknown function 'string.len': a library function not in the kernel subset is not supported" })
       assert.is_nil(err:find("ISTYPE", 1, true), err)
     end)
+
+    it("math.deg and math.rad, built from bytecode too, still compile as LuaJIT computes them", function()
+      local o = H.array("double", { 0, 0 }, 2)
+      H.kernel(bk, function(a)
+        a[0], a[1] = math.deg(a[0] + 1), math.rad(a[1] + 90)
+      end, { name = "degrad" }):launch({ global = 1 }, o)
+      assert.are.equal(math.deg(1), o[0])
+      assert.are.equal(math.rad(90), o[1])
+    end)
   end)
 end

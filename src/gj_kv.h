@@ -64,8 +64,9 @@ typedef struct gj_kvinfo {
   const char *str;   /* see gj_kvclass; NULL where it says nothing */
   const char *intr;  /* FUNCTION: the intrinsic's name (gj_intr_lookup)
                      ** when it is one of gpujit's, else NULL */
-  int cfunc;         /* FUNCTION: a library function (written in C, or
-                     ** built by the VM: no bytecode of the program's) */
+  int cfunc;         /* FUNCTION: written in C (it has no bytecode) */
+  int builtin;       /* FUNCTION: a library function the VM builds from
+                     ** bytecode (string.len, math.deg: no line of its own) */
   const char *layout;  /* CTYPE of a struct the kernels can hold: its
                        ** layout text (gj_type.h, "Struct types"), as the
                        ** Lua face writes it; else NULL */

@@ -275,9 +275,8 @@ static void classify_cdata(kvlua *k, gj_kvinfo *info)
 }
 
 /* Is the Lua function on the top one of LuaJIT's library functions that
-** the VM builds from bytecode (string.len, table.remove, ...: no line of
-** their own, source "builtin:NAME")?  They are library functions, as the C
-** ones are, not the program's. */
+** the VM builds from bytecode (string.len, table.remove, math.deg: no line
+** of their own, source "builtin:NAME")? */
 static int builtin(lua_State *L)
 {
   lua_Debug ar;
@@ -309,7 +308,8 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
   case LUA_TFUNCTION:
     info->cls = GJ_KVC_FUNCTION;
     info->intr = intr_name(k);
-    info->cfunc = lua_iscfunction(L, -1) || builtin(L);
+    info->cfunc = lua_iscfunction(L, -1);
+    info->builtin = !info->cfunc && builtin(L);
     break;
   default:
     if (strcmp(luaL_typename(L, -1), "cdata") == 0) classify_cdata(k, info);
