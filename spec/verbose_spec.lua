@@ -182,7 +182,7 @@ end)
 -- The cpu vectorizer's note gives the line of what stopped it.
 if H.testing("cpu") then
   describe("the cpu vectorizer's note", function()
-    it("names the line of a branch that varies with the work item", function()
+    it("names the line of a branch, loop or if that varies with the work item", function()
       local notes = H.notes_of(function()
         H.kernel("cpu", function(o)
           local i = gpu.global_id(0)
@@ -192,9 +192,27 @@ if H.testing("cpu") then
           end
           o[i] = s
         end, { name = "vary" }):launch(16, ffi.new("double[16]"))
+        H.kernel("cpu", function(o)
+          local i = gpu.global_id(0)
+          for j = 0, i % 4 do --@forvary
+            o[i * 4 + j] = j
+          end
+        end, { name = "forvary" }):launch(16, ffi.new("double[64]"))
+        H.kernel("cpu", function(o)
+          local i = gpu.global_id(0)
+          local v = o[i]
+          if v > 2 then --@divif
+            v = (i * 7) % (i + 1)
+          end
+          o[i] = v
+        end, { name = "divif" }):launch(16, ffi.new("double[16]"))
       end)
       assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
         .. " at line " .. H.line_of("--@varying"), notes.vary)
+      assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
+        .. " at line " .. H.line_of("--@forvary"), notes.forvary)
+      assert.are.equal("not vectorized: a division in an if that varies at line " .. H.line_of("--@divif"),
+        notes.divif)
     end)
   end)
 end

@@ -399,8 +399,9 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
   }
 }
 
-/* !gj.line !{i32 line} on a conditional branch: the Lua line of its
-** condition, for the cpu vectorizer's note (targets/native_vec.c). */
+/* !gj.line !{i32 line} on a conditional branch (an if's, a loop's): the
+** Lua line of its condition, for the cpu vectorizer's note
+** (targets/native_vec.c). */
 static void tag_line(gj_cg *g, LLVMValueRef br, int line)
 {
   LLVMMetadataRef md = LLVMValueAsMetadata(
@@ -619,7 +620,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
       const gj_block *blk = &fn->blocks[b];
       LLVMBasicBlockRef go = edge(g, fs, fs->st.slot, blk->succ[1], -1, 0);
       LLVMBasicBlockRef out = edge(g, fs, fs->st.slot, blk->succ[0], -1, 0);
-      LLVMBuildCondBr(B, cond, go, out);
+      tag_line(g, LLVMBuildCondBr(B, cond, go, out), in->line);
     }
     return 1;
   }

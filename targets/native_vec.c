@@ -133,11 +133,10 @@ int vx_refuse(vctx *x, const char *why)
   return -1;
 }
 
-/* vx_refuse for instruction I, with the Lua line codegen put on it
-** (!gj.line, src/gj_cg.c) when it is still there. */
-static int refuse_at(vctx *x, LLVMValueRef I, const char *why)
+int vx_refuse_at(vctx *x, LLVMValueRef I, const char *why)
 {
-  LLVMValueRef md = LLVMGetMetadata(I, LLVMGetMDKindIDInContext(x->c, "gj.line", 7));
+  LLVMValueRef md = I ? LLVMGetMetadata(I, LLVMGetMDKindIDInContext(x->c, "gj.line", 7))
+                      : NULL;
   if (!x->why && md && LLVMGetMDNodeNumOperands(md) == 1) {
     LLVMValueRef v;
     LLVMGetMDNodeOperands(md, &v);
@@ -353,8 +352,8 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
       vloop *L = vx_exit_of(x, I);     /* a loop the lanes leave apart */
       vif *f = L ? NULL : vx_if_of(x, I);
       if (!L && !f)
-        return refuse_at(x, I, "a branch that varies with the work item (of a "
-                               "shape not handled)");
+        return vx_refuse_at(x, I, "a branch that varies with the work item (of a "
+                                  "shape not handled)");
       if (L && !L->varying) x->again = L->varying = 1;
       if (f && !f->varying) x->again = f->varying = 1;
     }
