@@ -58,6 +58,10 @@ build = {
   },
 }
 
+-- `luarocks show gpujit` of LuaRocks before 3.10 prints the command's path
+-- with the bin directory twice (LuaRocks' show, luarocks/luarocks#1482,
+-- fixed by #1583); the rock installs TREE/bin/gpujit-precompile, the first
+-- path it prints (spec/install_check.sh).
 deploy = {
   wrap_bin_scripts = false,
 }

@@ -225,6 +225,42 @@ for _, bk in ipairs(backends) do
         for i = 0, 49 do assert.are.equal(i, a[i * 2]) end
       end
     end)
+
+    it("int64_t and uint64_t indices: in range they index, out of range they fault", function()
+      local line = H.line_of("--@index64")
+      local k = kernel(function(a, n, z, uz)
+        local i = gpu.global_id()
+        local j, u = i + z, i + uz   -- int64_t, uint64_t
+        a[j] = a[u] + 1
+        a[u + n] = a[j] --@index64
+      end, "k_index64")
+      local a = dbl(8)
+      local z, uz = ffi.new("int64_t", 0), ffi.new("uint64_t", 0)
+      k:launch(4, a, 4, z, uz)
+      for i = 0, 7 do assert.are.equal(1, a[i]) end
+      local msg = H.error_of(k.launch, k, 4, a, 5, z, uz)
+      assert.is_truthy(msg:find(FILE .. ":" .. line .. ": index ", 1, true), msg)
+      assert.is_truthy(msg:find("is out of bounds for argument 1 'a' (length 8, valid indices 0..7)",
+        1, true), msg)
+    end)
+
+    it("gpu.sort under GPUJIT_BOUNDSCHECK=1 (its kernels index with 64-bit integers)", function()
+      local ok, out = H.run_isolated(bk, [[
+        local k0, v0, ref = {}, {}, {}
+        for i = 1, 300 do k0[i] = ((i - 1) * 7919) % 601 - 300; v0[i] = i - 1; ref[i] = k0[i] end
+        local dk, dv = gpu.to_device(k0, "int32_t"), gpu.to_device(v0, "uint32_t")
+        gpu.sort(dk, dv)
+        local keys, vals = dk:to_host(), dv:to_host()
+        table.sort(ref)
+        for i = 0, 299 do
+          assert(keys[i] == ref[i + 1], "key " .. i)
+          assert((vals[i] * 7919) % 601 - 300 == keys[i], "value " .. i)
+        end
+        print("sorted")
+      ]], { GPUJIT_BOUNDSCHECK = "1" })
+      assert.is_true(ok, out)
+      assert.is_truthy(out:find("sorted", 1, true), out)
+    end)
   end)
 end
 

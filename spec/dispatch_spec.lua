@@ -341,8 +341,9 @@ describe("dispatch", function()
         e(1, "x", x, 4), 1, true)
       assert.matches("bad argument #3 'y' to kernel 'saxpy': unsupported argument type 'function'",
         e(1, x, print, 4), 1, true)
-      assert.matches("bad argument #4 'n' to kernel 'saxpy': got no value", e(1, x, x), 1, true)
-      assert.matches("bad argument #1 'a' to kernel 'saxpy': got no value", e(nil, x, x, 4), 1, true)
+      assert.matches("bad argument #4 'n' to kernel 'saxpy': got nil or no value (the kernel takes 4"
+        .. " arguments)", e(1, x, x), 1, true)
+      assert.matches("bad argument #1 'a' to kernel 'saxpy': got nil", e(nil, x, x, 4), 1, true)
       assert.matches("bad argument #5 to kernel 'saxpy': the kernel takes 4 arguments",
         e(1, x, x, 4, 5), 1, true)
       assert.matches("bad argument #6 to kernel 'saxpy'", e(1, x, x, 4, nil, 6), 1, true)

@@ -73,6 +73,12 @@ probe "$tree/lib/lua/5.1/gpujit/core.so" \
 # rockspec asks LuaRocks not to wrap it for the default Lua.
 head -n 1 "$tree/bin/gpujit-precompile" | grep -q '^#!/usr/bin/env luajit$' ||
   { echo "install_check: $tree/bin/gpujit-precompile is not the LuaJIT script"; exit 1; }
+# luarocks show names the command by its path in the tree (LuaRocks before
+# 3.10 prints a second path with the bin directory twice: README.md, "Installing").
+tab=$(printf '\t')
+luarocks show --tree "$tree" --porcelain gpujit | grep -q "^command$tab$tree/bin/gpujit-precompile$tab" ||
+  { echo "install_check: luarocks show does not name $tree/bin/gpujit-precompile:";
+    luarocks show --tree "$tree" --porcelain gpujit | grep '^command'; exit 1; }
 cat >"$build/precompile_probe.lua" <<'LUA'
 local gpu = require("gpujit")
 gpu.use("cpu")

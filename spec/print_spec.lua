@@ -117,3 +117,29 @@ describe("print in kernels for cuda (PTX, no GPU needed)", function()
       or ptx:find("atom", 1, true), ptx)
   end)
 end)
+
+-- A host that sets the global print to its own function (a logger) before a
+-- printing kernel compiles gets the kernel's lines through it: the kernel's
+-- global `print` is the kernel print whatever function the global holds.
+for _, bk in ipairs(H.backends) do
+  describe("print in kernels under a host's own print [" .. bk .. "]", function()
+    it("compiles, and the logger gets the lines", function()
+      local lines, real = {}, _G.print
+      local ok, err = pcall(function()
+        _G.print = function(...)
+          local t = {}
+          for j = 1, select("#", ...) do t[j] = tostring((select(j, ...))) end
+          lines[#lines + 1] = table.concat(t, "\t")
+        end
+        local k = H.kernel(bk, function(o, n)
+          local i = gpu.global_id(0)
+          if i < n then print("item", i, o[i]) end
+        end, { name = "logged" })
+        k:launch({ global = 3 }, H.array("double", { 0.5, -2, 7 }, 3), 3)
+      end)
+      _G.print = real
+      assert.is_true(ok, err)
+      assert.are.same({ "item\t0\t0.5", "item\t1\t-2", "item\t2\t7" }, lines)
+    end)
+  end)
+end

@@ -98,6 +98,26 @@ print(pcall(k.launch, k, 1, require("ffi").new("int32_t[1]")))
     end)
   end)
 
+  describe("GPUJIT_VERBOSE names [" .. bk .. "]", function()
+    it("a kernel with its default name is named once, by file:line", function()
+      H.need(bk)
+      local out = child(([[
+local gpu = require("gpujit")
+gpu.use(%q)
+local function kern(a)
+  a[gpu.global_id(0)] = 1
+end
+gpu.kernel(kern):launch(2, require("ffi").new("int32_t[2]"))
+gpu.kernel(kern, { name = "named" }):launch(2, require("ffi").new("int32_t[2]"))
+]]):format(bk), { GPUJIT_VERBOSE = "1", GPUJIT_CACHE = "0" })
+      local lines = verbose_lines(out)
+      assert.are.equal(2, #lines, out)
+      assert.is_truthy(lines[1]:match("^gpujit: compiled [^ ]*lua_[%w_]+:3 %(int32_t%[%]%) on "), lines[1])
+      assert.is_truthy(lines[2]:match("^gpujit: compiled named at [^ ]*lua_[%w_]+:3 %(int32_t%[%]%) on "),
+        lines[2])
+    end)
+  end)
+
   describe("gpu.on_compile [" .. bk .. "]", function()
     it("calls back before and after each compile with the facts", function()
       local evs = {}
@@ -158,3 +178,41 @@ describe("gpu.on_compile's argument", function()
       1, true), msg)
   end)
 end)
+
+-- The cpu vectorizer's note gives the line of what stopped it.
+if H.testing("cpu") then
+  describe("the cpu vectorizer's note", function()
+    it("names the line of a branch, loop or if that varies with the work item", function()
+      local notes = H.notes_of(function()
+        H.kernel("cpu", function(o)
+          local i = gpu.global_id(0)
+          local s = 0
+          while s < i do --@varying
+            if o[s] > 3 then s = s + 2 else s = s + 1 end
+          end
+          o[i] = s
+        end, { name = "vary" }):launch(16, ffi.new("double[16]"))
+        H.kernel("cpu", function(o)
+          local i = gpu.global_id(0)
+          for j = 0, i % 4 do --@forvary
+            o[i * 4 + j] = j
+          end
+        end, { name = "forvary" }):launch(16, ffi.new("double[64]"))
+        H.kernel("cpu", function(o)
+          local i = gpu.global_id(0)
+          local v = o[i]
+          if v > 2 then --@divif
+            v = (i * 7) % (i + 1)
+          end
+          o[i] = v
+        end, { name = "divif" }):launch(16, ffi.new("double[16]"))
+      end)
+      assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
+        .. " at line " .. H.line_of("--@varying"), notes.vary)
+      assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
+        .. " at line " .. H.line_of("--@forvary"), notes.forvary)
+      assert.are.equal("not vectorized: a division in an if that varies at line " .. H.line_of("--@divif"),
+        notes.divif)
+    end)
+  end)
+end

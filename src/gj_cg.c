@@ -399,6 +399,17 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
   }
 }
 
+/* !gj.line !{i32 line} on a conditional branch (an if's, a loop's): the
+** Lua line of its condition, for the cpu vectorizer's note
+** (targets/native_vec.c). */
+static void tag_line(gj_cg *g, LLVMValueRef br, int line)
+{
+  LLVMMetadataRef md = LLVMValueAsMetadata(
+      LLVMConstInt(g->lt[LT_I32], (unsigned)line, 0));
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(g->C, "gj.line", 7),
+                  LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &md, 1)));
+}
+
 static void cond_branch(gj_cg *g, fnstate *fs, int b, LLVMValueRef cond,
                         const gj_edges *ed)
 {
@@ -407,7 +418,9 @@ static void cond_branch(gj_cg *g, fnstate *fs, int b, LLVMValueRef cond,
   int ca = ed->copy_a, cd = ed->copy_d;
   if (ed->live[0]) t0 = edge(g, fs, fs->st.slot, blk->succ[0], -1, 0);
   if (ed->live[1]) t1 = edge(g, fs, fs->st.slot, blk->succ[1], ca, cd);
-  if (t0 && t1 && cond) LLVMBuildCondBr(g->B, cond, t1, t0);
+  if (t0 && t1 && cond)
+    tag_line(g, LLVMBuildCondBr(g->B, cond, t1, t0),
+             g->fn->proto->ins[blk->end - 1].line);
   else if (t1) LLVMBuildBr(g->B, t1);
   else if (t0) LLVMBuildBr(g->B, t0);
   else LLVMBuildUnreachable(g->B);
@@ -607,7 +620,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
       const gj_block *blk = &fn->blocks[b];
       LLVMBasicBlockRef go = edge(g, fs, fs->st.slot, blk->succ[1], -1, 0);
       LLVMBasicBlockRef out = edge(g, fs, fs->st.slot, blk->succ[0], -1, 0);
-      LLVMBuildCondBr(B, cond, go, out);
+      tag_line(g, LLVMBuildCondBr(B, cond, go, out), in->line);
     }
     return 1;
   }

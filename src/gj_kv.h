@@ -65,6 +65,8 @@ typedef struct gj_kvinfo {
   const char *intr;  /* FUNCTION: the intrinsic's name (gj_intr_lookup)
                      ** when it is one of gpujit's, else NULL */
   int cfunc;         /* FUNCTION: written in C (it has no bytecode) */
+  int builtin;       /* FUNCTION: a library function the VM builds from
+                     ** bytecode (string.len, math.deg: no line of its own) */
   const char *layout;  /* CTYPE of a struct the kernels can hold: its
                        ** layout text (gj_type.h, "Struct types"), as the
                        ** Lua face writes it; else NULL */

@@ -127,6 +127,27 @@ static const char *kv_upvalue(gj_kvsrc *src, int fn, int n, int *h)
   return nm;
 }
 
+static const char *intr_name(kvlua *k);
+
+/* Replace the function on the top with the one core.intrinsic registered
+** as `name`, when there is one. */
+static void to_intrinsic(kvlua *k, const char *name)
+{
+  lua_State *L = k->L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref_intr);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), name) == 0) {
+      lua_pop(L, 1);
+      lua_replace(L, -3);   /* the key, the function, over the top */
+      lua_pop(L, 1);        /* the table */
+      return;
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
 static int kv_global(gj_kvsrc *src, int fn, const char *name)
 {
   kvlua *k = of(src);
@@ -135,6 +156,11 @@ static int kv_global(gj_kvsrc *src, int fn, const char *name)
   lua_getfenv(L, -1);
   lua_remove(L, -2);
   index_top(k, name);
+  /* a kernel's global print is the print intrinsic whatever function the
+  ** host put there (a logger): its lines go to the global print of the
+  ** launch (gpujit.printer) */
+  if (strcmp(name, "print") == 0 && lua_isfunction(L, -1) && !intr_name(k))
+    to_intrinsic(k, name);
   return put(k);
 }
 
@@ -248,6 +274,16 @@ static void classify_cdata(kvlua *k, gj_kvinfo *info)
   lua_pop(L, 1);
 }
 
+/* Is the Lua function on the top one of LuaJIT's library functions that
+** the VM builds from bytecode (string.len, table.remove, math.deg: no line
+** of their own, source "builtin:NAME")? */
+static int builtin(lua_State *L)
+{
+  lua_Debug ar;
+  lua_pushvalue(L, -1);
+  return lua_getinfo(L, ">S", &ar) && ar.linedefined < 0;
+}
+
 static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
 {
   kvlua *k = of(src);
@@ -273,6 +309,7 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
     info->cls = GJ_KVC_FUNCTION;
     info->intr = intr_name(k);
     info->cfunc = lua_iscfunction(L, -1);
+    info->builtin = !info->cfunc && builtin(L);
     break;
   default:
     if (strcmp(luaL_typename(L, -1), "cdata") == 0) classify_cdata(k, info);

@@ -329,10 +329,11 @@ static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
                           "call the math.* and bit.* functions listed in "
                           "docs/kernels.md, gpu.* and Lua functions in the "
                           "kernel subset", name);
-  return gj_typer_error(cs, fn, i, "unknown function '%s': kernels may call "
-                        "only gpu.*, the math.* and bit.* functions listed in "
-                        "docs/kernels.md, and Lua functions in the kernel "
-                        "subset", name);
+  return gj_typer_error(cs, fn, i, "unknown function '%s': a library "
+                        "function not in the kernel subset is not supported; "
+                        "kernels may call only gpu.*, the math.* and bit.* "
+                        "functions listed in docs/kernels.md, and Lua "
+                        "functions in the kernel subset", name);
 }
 
 /* The arguments of a struct constructor (LuaJIT's initializers): numbers
@@ -429,7 +430,12 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
     cs->src->ops->classify(cs->src, cs->kv[f.aux].h, &info);
     if (info.cfunc)
       return unknown_cfunction(cs, fn, i, f.aux);
-    if (gj_typer_call_lua(cs, fn, i, f.aux, nargs, args, res, &nout)) return -1;
+    /* a library function the VM builds from bytecode compiles as Lua
+    ** (math.deg); one outside the kernel subset (string.len checks its
+    ** argument's type) is an unknown function here, not its bytecode's
+    ** error at no line of the program's */
+    if (gj_typer_call_lua(cs, fn, i, f.aux, nargs, args, res, &nout))
+      return info.builtin ? unknown_cfunction(cs, fn, i, f.aux) : -1;
   }
 results:
   if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT)

@@ -115,7 +115,13 @@ static int call_bits(ufn *a, int b, int i, const gj_tstate *st, int report,
   int arg0, nargs, j;
   gj_call_shape(cs, in, st, fslot, &arg0, &nargs, nres);
   f = st->slot[*fslot];
-  /* the typer accepted the call: f is a known function */
+  /* the typer accepted the call: f is a struct's ctype (a constructor,
+  ** which reaches no barrier: its result varies as its arguments do) or a
+  ** known function */
+  if (f.k != GJ_T_KV) {
+    *x = vor(a, arg0, nargs);
+    return 0;
+  }
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
     int intr = cs->kv[f.aux].intr;
     *x = vor(a, arg0, nargs);

@@ -36,6 +36,8 @@
 ** When at least one plugin applies, codegen tags each array load and store
 ** with `!gj.loc !{i32 <Lua line>, i32 <kernel argument, 1-based; 0 when not
 ** known>, !"<source file>"}` so that plugins can point at the Lua line.
+** Every conditional branch of the Lua code carries `!gj.line !{i32 <Lua
+** line>}` (the line of its condition), plugins or not.
 **
 ** A C plugin is a shared object that exports gpujit_plugin_init; load it with
 ** gpu.load_plugin(path or name).  It links LLVM 15's C API itself (the

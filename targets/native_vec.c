@@ -133,6 +133,18 @@ int vx_refuse(vctx *x, const char *why)
   return -1;
 }
 
+int vx_refuse_at(vctx *x, LLVMValueRef I, const char *why)
+{
+  LLVMValueRef md = I ? LLVMGetMetadata(I, LLVMGetMDKindIDInContext(x->c, "gj.line", 7))
+                      : NULL;
+  if (!x->why && md && LLVMGetMDNodeNumOperands(md) == 1) {
+    LLVMValueRef v;
+    LLVMGetMDNodeOperands(md, &v);
+    if (v && LLVMIsAConstantInt(v)) x->why_line = (int)LLVMConstIntGetZExtValue(v);
+  }
+  return vx_refuse(x, why);
+}
+
 static int push_bb(vctx *x, LLVMBasicBlockRef bb)
 {
   if (x->nbbs == x->capbbs) {
@@ -340,8 +352,8 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
       vloop *L = vx_exit_of(x, I);     /* a loop the lanes leave apart */
       vif *f = L ? NULL : vx_if_of(x, I);
       if (!L && !f)
-        return vx_refuse(x, "a branch that varies with the work item (of a "
-                            "shape not handled)");
+        return vx_refuse_at(x, I, "a branch that varies with the work item (of a "
+                                  "shape not handled)");
       if (L && !L->varying) x->again = L->varying = 1;
       if (f && !f->varying) x->again = f->varying = 1;
     }
@@ -601,7 +613,10 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
     snprintf(note, notesz, "vectorized: %u lanes%s", x.W,
              x.frame ? " (groups through their barriers)" : "");
   }
-  if (x.why) snprintf(note, notesz, "not vectorized: %s", x.why);
+  if (x.why && x.why_line > 0)
+    snprintf(note, notesz, "not vectorized: %s at line %d", x.why, x.why_line);
+  else if (x.why)
+    snprintf(note, notesz, "not vectorized: %s", x.why);
   vx_loops_free(&x);
   vx_ifs_free(&x);
   free(x.slots);

@@ -41,6 +41,7 @@ typedef struct vctx {
   LLVMValueRef vlx, vnext, vend;
   LLVMBasicBlockRef vhead, vlatch, spre;
   const char *why;              /* why not, once known */
+  int why_line;                 /* its Lua line, when known (else 0) */
   struct vloop *loops;          /* inner loops with one exit block */
   size_t nloops;
   int again;                    /* a loop became varying: another round */
@@ -118,6 +119,9 @@ vent *vx_put(vctx *x, LLVMValueRef k);
 int vx_kind_of(const vctx *x, LLVMValueRef v, int64_t *stride);
 int vx_in_loop(const vctx *x, LLVMBasicBlockRef bb);
 int vx_refuse(vctx *x, const char *why);
+/* vx_refuse at branch I (or NULL), with the Lua line codegen put on it
+** (!gj.line, src/gj_cg.c) when it is still there: the note ends "at line N". */
+int vx_refuse_at(vctx *x, LLVMValueRef I, const char *why);
 int vx_readnone(LLVMValueRef f);
 /* Put bb into the blocks before x->bbs[at] (and into the table). */
 int vx_insert_bb(vctx *x, size_t at, LLVMBasicBlockRef bb);

@@ -232,11 +232,24 @@ int vx_exit_phi(const vctx *x, LLVMValueRef phi)
   return 0;
 }
 
+/* The branch of loop L that leaves it with a line (!gj.line), or NULL. */
+static LLVMValueRef exit_branch(vctx *x, const vloop *L)
+{
+  unsigned kind = LLVMGetMDKindIDInContext(x->c, "gj.line", 7);
+  size_t j;
+  for (j = 0; j < L->nbody; j++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(L->body[j]);
+    if (t && LLVMGetMetadata(t, kind)) return t;
+  }
+  return NULL;
+}
+
 int vx_check_loops(vctx *x)
 {
   size_t i, j;
   for (i = 0; i < x->nloops; i++) {
     vloop *L = &x->loops[i];
+    LLVMValueRef br = L->varying ? exit_branch(x, L) : NULL;
     for (j = 0; L->varying && j < L->nbody; j++) {
       LLVMValueRef in;
       for (in = LLVMGetFirstInstruction(L->body[j]); in;
@@ -244,17 +257,17 @@ int vx_check_loops(vctx *x)
         LLVMOpcode op = LLVMGetInstructionOpcode(in);
         int64_t st;
         if (op == LLVMStore)
-          return vx_refuse(x, "a store in a loop that varies with the work item");
+          return vx_refuse_at(x, br, "a store in a loop that varies with the work item");
         if (op == LLVMLoad && vx_kind_of(x, LLVMGetOperand(in, 0), &st) != V_UNI)
-          return vx_refuse(x, "a load at a varying address in a loop that varies "
-                              "with the work item");
+          return vx_refuse_at(x, br, "a load at a varying address in a loop that "
+                                     "varies with the work item");
         if (op == LLVMCall && !vx_readnone(LLVMGetCalledValue(in)))
-          return vx_refuse(x, "a call with effects in a loop that varies with "
-                              "the work item");
+          return vx_refuse_at(x, br, "a call with effects in a loop that varies "
+                                     "with the work item");
         if ((op == LLVMSDiv || op == LLVMUDiv || op == LLVMSRem ||
              op == LLVMURem) && vx_kind_of(x, in, &st) != V_UNI)
-          return vx_refuse(x, "integer division in a loop that varies with the "
-                              "work item");
+          return vx_refuse_at(x, br, "integer division in a loop that varies with "
+                                     "the work item");
       }
     }
   }

@@ -6,7 +6,7 @@
 -- signature's, and match_sigs picks an eager signature that fits.
 --
 --   local C = require("gpujit.classify")(raise, argerr)
---   C.tag_of(K, a, huge), C.classify(K, a, huge) -> kind or nil, why,
+--   C.tag_of(K, a, huge), C.classify(K, a, huge, explicit) -> kind or nil, why,
 --   C.match_sigs(K, kinds, args) -> sig (raises when none fits),
 --   C.sig_text(sig)
 local types = require("gpujit.types")
@@ -36,7 +36,9 @@ return function(raise, argerr)
   local K_TABLE = { kind = "table", tag = "table", type = "double[]" }
   local cdata_kinds = {}
 
-  local function classify(K, a, huge)
+  -- explicit: a later argument is not nil, so a nil here was passed (the
+  -- launch's fixed parameters cannot tell a trailing nil from no value).
+  local function classify(K, a, huge, explicit)
     local ta = type(a)
     if ta == "number" then
       local tag = types.numtag(a, huge)
@@ -57,7 +59,8 @@ return function(raise, argerr)
       end
       return k
     elseif ta == "nil" then
-      return nil, "got no value (the kernel takes " .. K.nparams .. " argument"
+      if explicit then return nil, "got nil" end
+      return nil, "got nil or no value (the kernel takes " .. K.nparams .. " argument"
         .. (K.nparams == 1 and "" or "s") .. ")"
     end
     return nil, "unsupported argument type '" .. ta

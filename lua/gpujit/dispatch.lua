@@ -367,7 +367,7 @@ local function build(K, tgt, huge, async, ...)
   local args = { ... }
   local kinds = {}
   for i = 1, n do
-    local k, why = classify(K, args[i], huge)
+    local k, why = classify(K, args[i], huge, table.maxn(args) > i)
     if not k then argerr(K, i, why) end
     kinds[i] = k
   end

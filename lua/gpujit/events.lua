@@ -29,6 +29,14 @@ function M.finish(ev, ok, info)
   end
 end
 
+-- "NAME at FILE:LINE", or "FILE:LINE" alone when the name is the default
+-- one (the file's base name and the line: gpujit.dispatch's default_name).
+local function who(ev)
+  local at = ev.source .. ":" .. ev.line
+  if at == ev.kernel or at:sub(-#ev.kernel - 1) == "/" .. ev.kernel then return at end
+  return ev.kernel .. " at " .. at
+end
+
 -- GPUJIT_VERBOSE's line for a "done" or "error" event.
 function M.line(ev)
   local parts = {}
@@ -36,12 +44,11 @@ function M.line(ev)
     parts[i] = ("%s %.1f"):format(name, ev.ms[name] or 0)
   end
   if ev.phase == "error" then
-    return ("gpujit: compile of %s at %s:%d (%s) on %s:%d failed after %.1f ms: %s\n"):format(
-      ev.kernel, ev.source, ev.line, concat(ev.types, ", "), ev.backend, ev.device,
-      ev.total_ms, ev.error)
+    return ("gpujit: compile of %s (%s) on %s:%d failed after %.1f ms: %s\n"):format(
+      who(ev), concat(ev.types, ", "), ev.backend, ev.device, ev.total_ms, ev.error)
   end
-  return ("gpujit: compiled %s at %s:%d (%s) on %s:%d in %.1f ms [%s]; cache %s%s\n"):format(
-    ev.kernel, ev.source, ev.line, concat(ev.types, ", "), ev.backend, ev.device,
+  return ("gpujit: compiled %s (%s) on %s:%d in %.1f ms [%s]; cache %s%s\n"):format(
+    who(ev), concat(ev.types, ", "), ev.backend, ev.device,
     ev.total_ms, concat(parts, ", "), ev.cache, ev.note and "; " .. ev.note or "")
 end
 

@@ -23,6 +23,7 @@ local gpu = { _VERSION = "0.1.0" }
 dispatch.own_source(debug.getinfo(1, "S").source)
 dispatch.own_source(debug.getinfo(array.array, "S").source)
 dispatch.own_source(debug.getinfo(types.normalize, "S").source)
+dispatch.own_source(debug.getinfo(require("gpujit.classify"), "S").source)
 
 local raise = dispatch.raise
 

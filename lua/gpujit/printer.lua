@@ -10,9 +10,9 @@ local ffi = require("ffi")
 local M = {}
 
 -- Where the lines go: M.write when set (the fuzzer's checker keeps them
--- there), else the global print as it is at the time.  A kernel's `print`
--- is the real one, which its compile sees in the globals: replacing the
--- global print around a launch would make it a Lua function to compile.
+-- there), else the global print as it is at the time.  A kernel's global
+-- `print` compiles as the kernel print whatever function the global holds
+-- (src/gj_kv_lua.c, kv_global), so a host's own print gets the lines.
 M.write = nil
 function M.out() return M.write or _G.print end
 

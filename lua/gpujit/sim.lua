@@ -98,7 +98,11 @@ end
 function M.checked(a, n, base, what)
   local p = newproxy(true)
   local mt = getmetatable(p)
-  local function ok(i) return type(i) == "number" and i >= base and i < n + base end
+  -- a number, or an integer cdata (int64_t, uint64_t: FFI arrays take it)
+  local function ok(i)
+    if type(i) == "cdata" then i = tonumber(i) end
+    return type(i) == "number" and i >= base and i < n + base
+  end
   mt.__index = function(_, i)
     if not ok(i) then oob(i, n, base, what, 3) end
     return a[i]
