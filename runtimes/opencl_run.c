@@ -18,6 +18,7 @@
 #include "opencl_int.h"
 
 #include "dims.h"
+#include "gj_watch.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -341,12 +342,14 @@ static int set_block(gj_bstate *st, const gj_program *p, ocl_entry *e,
 ** watchdog) on to the record the kernel reads, which lives in shared_rec.
 ** Polls: yielding the CPU for the first 64 looks (short kernels end
 ** there), then sleeping 20 us growing to at most 1 ms between looks.
+** The timeout's clock starts when the event says CL_RUNNING (gj_watch.h):
+** PoCL builds the work-group function before that, on a first launch.
 ** Errors of the event are left to the clFinish after it. */
 static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
                              gj_fault *fault, gj_fault *shared_rec)
 {
   long ns = 20000;
-  int sent = 0, looks = 0;
+  int sent = 0, looks = 0, running = 0;
   st->cl.Flush(d->queue);
   for (;; looks++) {
     cl_int status = CL_QUEUED;
@@ -354,6 +357,10 @@ static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
     if (st->cl.GetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
                             &status, NULL) != CL_SUCCESS || status <= CL_COMPLETE)
       break;
+    if (!running && status <= CL_RUNNING) {
+      gj_watch_running();
+      running = 1;
+    }
     if (!sent && __atomic_load_n(&fault->cancel, __ATOMIC_RELAXED)) {
       __atomic_store_n(&shared_rec->cancel, 1, __ATOMIC_RELAXED);
       sent = 1;
@@ -760,6 +767,8 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
                                    fault, 0, NULL, NULL);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
   }
+  /* a timed kernel: its clock starts when the event runs (wait_cancellable) */
+  if (fault && p->shared_rec) gj_watch_defer();
   rc = st->cl.EnqueueNDRangeKernel(d->queue, e->kernel, (cl_uint)nd, NULL,
                                    gl, lo, 0, NULL,
                                    fault && p->shared_rec ? &ev : NULL);
