@@ -48,6 +48,7 @@
 #include "pool.h"
 #include "cpu_stream.h"
 #include "gj_target.h"
+#include "gj_watch.h"
 #include "../targets/native.h"
 
 typedef void (*cpu_entry_fn)(void *args, const cpu_launch *launch);
@@ -449,15 +450,37 @@ static void cpu_unload(gj_bstate *st, gj_program *p)
 
 /* -- launch -------------------------------------------------------------- */
 
+/* Cancellation between chunks (docs/reliability.md, "Runaway kernels"):
+** a call of gj_entry covers at most this many work items' worth of whole
+** groups, and between two calls the task looks whether the launch was
+** cancelled (a timeout's cancel word, or a SIGINT during a long launch).
+** No new group starts after that; a check costs a load or two per 4096
+** work items, nothing per work item. */
+#define CPU_CANCEL_ITEMS 4096
+
 typedef struct cpu_task {
   cpu_entry_fn entry;
   void *args;
   const cpu_launch *launch;
   size_t scratch;              /* bytes of scratch each call needs */
+  int64_t step;                /* cpu_task_chunks: groups per call (>= 1) */
+  const int32_t *cancel;       /* the record's cancel word, or NULL */
+  int sigwatch;                /* SIGINT counts: gj_sigint_begin was called */
+  long sigints;                /* gj_sigint_count() at the start */
   _Atomic int oom;             /* a call could not get its scratch */
 } cpu_task;
 
-/* One call of gj_entry over groups [begin, end), with its own scratch. */
+/* Whether the launch of t was cancelled. */
+static int cpu_task_cancelled(const cpu_task *t)
+{
+  return (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_RELAXED)) ||
+         (t->sigwatch && gj_sigint_count() != t->sigints);
+}
+
+/* One call of gj_entry over groups [begin, end), with its own scratch: a
+** launch of fewer than CPU_SERIAL_ITEMS work items, which is not checked
+** for cancellation between groups (the cost of the common small launch
+** stays what it was). */
 static void cpu_task_run(void *arg, int64_t begin, int64_t end)
 {
   cpu_task *t = arg;
@@ -473,6 +496,31 @@ static void cpu_task_run(void *arg, int64_t begin, int64_t end)
     }
   }
   t->entry(t->args, &l);
+  free(l.scratch);
+}
+
+/* Calls of gj_entry over groups [begin, end), t->step groups each, with
+** one scratch; stops between calls when the launch was cancelled. */
+static void cpu_task_chunks(void *arg, int64_t begin, int64_t end)
+{
+  cpu_task *t = arg;
+  cpu_launch l = *t->launch;
+  int64_t b;
+  if (cpu_task_cancelled(t)) return;
+  l.scratch = NULL;
+  if (t->scratch) {
+    l.scratch = calloc(1, t->scratch);
+    if (!l.scratch) {
+      atomic_store(&t->oom, 1);
+      return;
+    }
+  }
+  for (b = begin; b < end; b += t->step) {
+    if (b > begin && cpu_task_cancelled(t)) break;
+    l.first = b;
+    l.last = end - b > t->step ? b + t->step : end;
+    t->entry(t->args, &l);
+  }
   free(l.scratch);
 }
 
@@ -611,8 +659,9 @@ static int cpu_plan_launch(const gj_program *p, const gj_dims *d,
 static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
 {
   cpu_task t;
-  int64_t fault = 0;
+  int64_t fault = 0, gitems;
   gj_fault *record = pl->l.record;
+  int interrupted = 0;
   pl->l.fault = &fault;
   t.entry = pl->entry;
   t.args = args;
@@ -620,9 +669,21 @@ static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
   t.scratch = pl->scratch;
   atomic_init(&t.oom, 0);
   if (pl->items >= CPU_SERIAL_ITEMS && pl->groups > 1) {
+    /* long enough for Ctrl-C to matter, and for two sigaction calls not
+    ** to: SIGINT stops it between chunks (a timeout's watchdog, when the
+    ** kernel has one, reports it first) */
     gj_pool *pool = cpu_pool(st);
-    if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, pl->groups, cpu_task_run, &t);
-    else cpu_task_run(&t, 0, pl->groups);
+    gitems = pl->l.group[0] * pl->l.group[1] * pl->l.group[2];
+    t.step = gitems >= CPU_CANCEL_ITEMS ? 1 : CPU_CANCEL_ITEMS / gitems;
+    t.cancel = record ? &record->cancel : NULL;
+    t.sigwatch = gj_sigint_begin() == 0;
+    t.sigints = gj_sigint_count();
+    if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, pl->groups, cpu_task_chunks, &t);
+    else cpu_task_chunks(&t, 0, pl->groups);
+    if (t.sigwatch) {
+      interrupted = gj_sigint_count() != t.sigints;
+      gj_sigint_end();
+    }
   } else {
     cpu_task_run(&t, 0, pl->groups);
   }
@@ -630,6 +691,9 @@ static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
   if (atomic_load(&t.oom))
     return gj_err_set(err, "launch: out of memory for the work groups' shared "
                       "memory and state (%zu bytes per thread)", t.scratch);
+  if (interrupted)
+    return gj_err_set(err, "launch interrupted (Ctrl-C): no work group started "
+                      "after the SIGINT");
   /* stopped (a timeout): work items that returned early left others at a
   ** barrier; the core reports the timeout */
   if (fault && !(record && __atomic_load_n(&record->cancel, __ATOMIC_RELAXED)))
