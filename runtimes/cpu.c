@@ -47,6 +47,7 @@
 
 #include "pool.h"
 #include "cpu_stream.h"
+#include "gj_fork.h"
 #include "gj_target.h"
 #include "gj_watch.h"
 #include "../targets/native.h"
@@ -64,6 +65,7 @@ struct gj_bstate {
   LLVMOrcLLJITRef jit;
   pthread_mutex_t mu;          /* guards everything below but `pool` */
   gj_pool *_Atomic pool;       /* made on the first launch that needs it */
+  unsigned pool_gen;           /* gj_fork_gen() when it was made (atomic) */
   int nthreads;                /* the pool's size, decided at open */
   uint64_t ndylibs;            /* JITDylibs made so far, for unique names */
   LLVMOrcJITDylibRef *spare;   /* emptied JITDylibs, reused by load */
@@ -198,7 +200,8 @@ static int cpu_open(gj_bstate **out, gj_err *err)
 static void cpu_close(gj_bstate *st)
 {
   if (!st) return;
-  gj_pool_free(atomic_load(&st->pool));
+  if (st->pool_gen == gj_fork_gen())   /* else the parent's: no threads here */
+    gj_pool_free(atomic_load(&st->pool));
   if (st->jit) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(st->jit);
     if (e) LLVMConsumeError(e);
@@ -524,14 +527,18 @@ static void cpu_task_chunks(void *arg, int64_t begin, int64_t end)
   free(l.scratch);
 }
 
+/* The pool, made on first use, and made again in a fork() child (whose
+** pool has no threads; the parent's is left, never joined: gj_fork.h). */
 static gj_pool *cpu_pool(gj_bstate *st)
 {
+  unsigned gen = gj_fork_gen();
   gj_pool *p = atomic_load_explicit(&st->pool, memory_order_acquire);
-  if (p) return p;
+  if (p && __atomic_load_n(&st->pool_gen, __ATOMIC_RELAXED) == gen) return p;
   pthread_mutex_lock(&st->mu);
   p = atomic_load_explicit(&st->pool, memory_order_relaxed);
-  if (!p) {
+  if (!p || st->pool_gen != gen) {
     p = gj_pool_new(st->nthreads);
+    __atomic_store_n(&st->pool_gen, gen, __ATOMIC_RELAXED);
     atomic_store_explicit(&st->pool, p, memory_order_release);
   }
   pthread_mutex_unlock(&st->mu);
