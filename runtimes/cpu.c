@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Core.h>
@@ -457,9 +458,16 @@ static void cpu_unload(gj_bstate *st, gj_program *p)
 ** a call of gj_entry covers at most this many work items' worth of whole
 ** groups, and between two calls the task looks whether the launch was
 ** cancelled (a timeout's cancel word, or a SIGINT during a long launch).
-** No new group starts after that; a check costs a load or two per 4096
-** work items, nothing per work item. */
+** No new group starts after that; a check costs a clock read and a few
+** loads per 4096 work items, nothing per work item. */
 #define CPU_CANCEL_ITEMS 4096
+/* A launch that has run this long gets the SIGINT handler (gj_watch.h)
+** until it returns: two sigaction calls (about 1.5 us here) are nothing
+** then, and launches shorter than this never pay them.  A Ctrl-C before
+** it reaches the program's own SIGINT action, as it would without gpujit. */
+#define CPU_SIGINT_AFTER 0.02
+
+enum { SIG_NONE, SIG_BUSY, SIG_ON, SIG_FAILED };   /* cpu_task.sigstate */
 
 typedef struct cpu_task {
   cpu_entry_fn entry;
@@ -468,16 +476,39 @@ typedef struct cpu_task {
   size_t scratch;              /* bytes of scratch each call needs */
   int64_t step;                /* cpu_task_chunks: groups per call (>= 1) */
   const int32_t *cancel;       /* the record's cancel word, or NULL */
-  int sigwatch;                /* SIGINT counts: gj_sigint_begin was called */
-  long sigints;                /* gj_sigint_count() at the start */
+  double t0;                   /* CLOCK_MONOTONIC seconds at the start */
+  _Atomic int sigstate;        /* SIG_*: the handler, once installed, is
+                               ** SIG_ON (release: sigints is set) */
+  long sigints;                /* gj_sigint_count() when it was installed */
   _Atomic int oom;             /* a call could not get its scratch */
 } cpu_task;
 
 /* Whether the launch of t was cancelled. */
-static int cpu_task_cancelled(const cpu_task *t)
+static double cpu_now(void)
 {
-  return (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_RELAXED)) ||
-         (t->sigwatch && gj_sigint_count() != t->sigints);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether the launch of t was cancelled; installs the SIGINT handler once
+** the launch has run CPU_SIGINT_AFTER seconds (any thread may: the first
+** to see the time). */
+static int cpu_task_cancelled(cpu_task *t)
+{
+  int s = atomic_load_explicit(&t->sigstate, memory_order_acquire);
+  if (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_RELAXED)) return 1;
+  if (s == SIG_ON) return gj_sigint_count() != t->sigints;
+  if (s == SIG_NONE && cpu_now() - t->t0 >= CPU_SIGINT_AFTER &&
+      atomic_compare_exchange_strong(&t->sigstate, &s, SIG_BUSY)) {
+    if (gj_sigint_begin() == 0) {
+      t->sigints = gj_sigint_count();
+      atomic_store_explicit(&t->sigstate, SIG_ON, memory_order_release);
+    } else {
+      atomic_store_explicit(&t->sigstate, SIG_FAILED, memory_order_release);
+    }
+  }
+  return 0;
 }
 
 /* One call of gj_entry over groups [begin, end), with its own scratch: a
@@ -676,18 +707,20 @@ static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
   t.scratch = pl->scratch;
   atomic_init(&t.oom, 0);
   if (pl->items >= CPU_SERIAL_ITEMS && pl->groups > 1) {
-    /* long enough for Ctrl-C to matter, and for two sigaction calls not
-    ** to: SIGINT stops it between chunks (a timeout's watchdog, when the
+    /* chunks, checked for cancellation between them; a SIGINT stops it
+    ** once it has run CPU_SIGINT_AFTER (a timeout's watchdog, when the
     ** kernel has one, reports it first) */
     gj_pool *pool = cpu_pool(st);
     gitems = pl->l.group[0] * pl->l.group[1] * pl->l.group[2];
     t.step = gitems >= CPU_CANCEL_ITEMS ? 1 : CPU_CANCEL_ITEMS / gitems;
     t.cancel = record ? &record->cancel : NULL;
-    t.sigwatch = gj_sigint_begin() == 0;
-    t.sigints = gj_sigint_count();
+    t.t0 = cpu_now();
+    atomic_init(&t.sigstate, SIG_NONE);
+    t.sigints = 0;
     if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, pl->groups, cpu_task_chunks, &t);
     else cpu_task_chunks(&t, 0, pl->groups);
-    if (t.sigwatch) {
+    /* every chunk has returned: nobody installs the handler any more */
+    if (atomic_load(&t.sigstate) == SIG_ON) {
       interrupted = gj_sigint_count() != t.sigints;
       gj_sigint_end();
     }
