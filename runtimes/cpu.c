@@ -483,7 +483,7 @@ typedef struct cpu_task {
   _Atomic int oom;             /* a call could not get its scratch */
 } cpu_task;
 
-/* Whether the launch of t was cancelled. */
+/* CLOCK_MONOTONIC, in seconds. */
 static double cpu_now(void)
 {
   struct timespec ts;
