@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Core.h>
@@ -47,7 +48,9 @@
 
 #include "pool.h"
 #include "cpu_stream.h"
+#include "gj_fork.h"
 #include "gj_target.h"
+#include "gj_watch.h"
 #include "../targets/native.h"
 
 typedef void (*cpu_entry_fn)(void *args, const cpu_launch *launch);
@@ -63,6 +66,7 @@ struct gj_bstate {
   LLVMOrcLLJITRef jit;
   pthread_mutex_t mu;          /* guards everything below but `pool` */
   gj_pool *_Atomic pool;       /* made on the first launch that needs it */
+  unsigned pool_gen;           /* gj_fork_gen() when it was made (atomic) */
   int nthreads;                /* the pool's size, decided at open */
   uint64_t ndylibs;            /* JITDylibs made so far, for unique names */
   LLVMOrcJITDylibRef *spare;   /* emptied JITDylibs, reused by load */
@@ -197,7 +201,8 @@ static int cpu_open(gj_bstate **out, gj_err *err)
 static void cpu_close(gj_bstate *st)
 {
   if (!st) return;
-  gj_pool_free(atomic_load(&st->pool));
+  if (st->pool_gen == gj_fork_gen())   /* else the parent's: no threads here */
+    gj_pool_free(atomic_load(&st->pool));
   if (st->jit) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(st->jit);
     if (e) LLVMConsumeError(e);
@@ -449,15 +454,67 @@ static void cpu_unload(gj_bstate *st, gj_program *p)
 
 /* -- launch -------------------------------------------------------------- */
 
+/* Cancellation between chunks (docs/reliability.md, "Runaway kernels"):
+** a call of gj_entry covers at most this many work items' worth of whole
+** groups, and between two calls the task looks whether the launch was
+** cancelled (a timeout's cancel word, or a SIGINT during a long launch).
+** No new group starts after that; a check costs a clock read and a few
+** loads per 4096 work items, nothing per work item. */
+#define CPU_CANCEL_ITEMS 4096
+/* A launch that has run this long gets the SIGINT handler (gj_watch.h)
+** until it returns: two sigaction calls (about 1.5 us here) are nothing
+** then, and launches shorter than this never pay them.  A Ctrl-C before
+** it reaches the program's own SIGINT action, as it would without gpujit. */
+#define CPU_SIGINT_AFTER 0.02
+
+enum { SIG_NONE, SIG_BUSY, SIG_ON, SIG_FAILED };   /* cpu_task.sigstate */
+
 typedef struct cpu_task {
   cpu_entry_fn entry;
   void *args;
   const cpu_launch *launch;
   size_t scratch;              /* bytes of scratch each call needs */
+  int64_t step;                /* cpu_task_chunks: groups per call (>= 1) */
+  const int32_t *cancel;       /* the record's cancel word, or NULL */
+  double t0;                   /* CLOCK_MONOTONIC seconds at the start */
+  _Atomic int sigstate;        /* SIG_*: the handler, once installed, is
+                               ** SIG_ON (release: sigints is set) */
+  long sigints;                /* gj_sigint_count() when it was installed */
   _Atomic int oom;             /* a call could not get its scratch */
 } cpu_task;
 
-/* One call of gj_entry over groups [begin, end), with its own scratch. */
+/* CLOCK_MONOTONIC, in seconds. */
+static double cpu_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether the launch of t was cancelled; installs the SIGINT handler once
+** the launch has run CPU_SIGINT_AFTER seconds (any thread may: the first
+** to see the time). */
+static int cpu_task_cancelled(cpu_task *t)
+{
+  int s = atomic_load_explicit(&t->sigstate, memory_order_acquire);
+  if (t->cancel && __atomic_load_n(t->cancel, __ATOMIC_RELAXED)) return 1;
+  if (s == SIG_ON) return gj_sigint_count() != t->sigints;
+  if (s == SIG_NONE && cpu_now() - t->t0 >= CPU_SIGINT_AFTER &&
+      atomic_compare_exchange_strong(&t->sigstate, &s, SIG_BUSY)) {
+    if (gj_sigint_begin() == 0) {
+      t->sigints = gj_sigint_count();
+      atomic_store_explicit(&t->sigstate, SIG_ON, memory_order_release);
+    } else {
+      atomic_store_explicit(&t->sigstate, SIG_FAILED, memory_order_release);
+    }
+  }
+  return 0;
+}
+
+/* One call of gj_entry over groups [begin, end), with its own scratch: a
+** launch of fewer than CPU_SERIAL_ITEMS work items, which is not checked
+** for cancellation between groups (the cost of the common small launch
+** stays what it was). */
 static void cpu_task_run(void *arg, int64_t begin, int64_t end)
 {
   cpu_task *t = arg;
@@ -476,14 +533,43 @@ static void cpu_task_run(void *arg, int64_t begin, int64_t end)
   free(l.scratch);
 }
 
+/* Calls of gj_entry over groups [begin, end), t->step groups each, with
+** one scratch; stops between calls when the launch was cancelled. */
+static void cpu_task_chunks(void *arg, int64_t begin, int64_t end)
+{
+  cpu_task *t = arg;
+  cpu_launch l = *t->launch;
+  int64_t b;
+  if (cpu_task_cancelled(t)) return;
+  l.scratch = NULL;
+  if (t->scratch) {
+    l.scratch = calloc(1, t->scratch);
+    if (!l.scratch) {
+      atomic_store(&t->oom, 1);
+      return;
+    }
+  }
+  for (b = begin; b < end; b += t->step) {
+    if (b > begin && cpu_task_cancelled(t)) break;
+    l.first = b;
+    l.last = end - b > t->step ? b + t->step : end;
+    t->entry(t->args, &l);
+  }
+  free(l.scratch);
+}
+
+/* The pool, made on first use, and made again in a fork() child (whose
+** pool has no threads; the parent's is left, never joined: gj_fork.h). */
 static gj_pool *cpu_pool(gj_bstate *st)
 {
+  unsigned gen = gj_fork_gen();
   gj_pool *p = atomic_load_explicit(&st->pool, memory_order_acquire);
-  if (p) return p;
+  if (p && __atomic_load_n(&st->pool_gen, __ATOMIC_RELAXED) == gen) return p;
   pthread_mutex_lock(&st->mu);
   p = atomic_load_explicit(&st->pool, memory_order_relaxed);
-  if (!p) {
+  if (!p || st->pool_gen != gen) {
     p = gj_pool_new(st->nthreads);
+    __atomic_store_n(&st->pool_gen, gen, __ATOMIC_RELAXED);
     atomic_store_explicit(&st->pool, p, memory_order_release);
   }
   pthread_mutex_unlock(&st->mu);
@@ -611,8 +697,9 @@ static int cpu_plan_launch(const gj_program *p, const gj_dims *d,
 static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
 {
   cpu_task t;
-  int64_t fault = 0;
+  int64_t fault = 0, gitems;
   gj_fault *record = pl->l.record;
+  int interrupted = 0;
   pl->l.fault = &fault;
   t.entry = pl->entry;
   t.args = args;
@@ -620,9 +707,23 @@ static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
   t.scratch = pl->scratch;
   atomic_init(&t.oom, 0);
   if (pl->items >= CPU_SERIAL_ITEMS && pl->groups > 1) {
+    /* chunks, checked for cancellation between them; a SIGINT stops it
+    ** once it has run CPU_SIGINT_AFTER (a timeout's watchdog, when the
+    ** kernel has one, reports it first) */
     gj_pool *pool = cpu_pool(st);
-    if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, pl->groups, cpu_task_run, &t);
-    else cpu_task_run(&t, 0, pl->groups);
+    gitems = pl->l.group[0] * pl->l.group[1] * pl->l.group[2];
+    t.step = gitems >= CPU_CANCEL_ITEMS ? 1 : CPU_CANCEL_ITEMS / gitems;
+    t.cancel = record ? &record->cancel : NULL;
+    t.t0 = cpu_now();
+    atomic_init(&t.sigstate, SIG_NONE);
+    t.sigints = 0;
+    if (pool && gj_pool_size(pool) > 1) gj_pool_run(pool, pl->groups, cpu_task_chunks, &t);
+    else cpu_task_chunks(&t, 0, pl->groups);
+    /* every chunk has returned: nobody installs the handler any more */
+    if (atomic_load(&t.sigstate) == SIG_ON) {
+      interrupted = gj_sigint_count() != t.sigints;
+      gj_sigint_end();
+    }
   } else {
     cpu_task_run(&t, 0, pl->groups);
   }
@@ -630,6 +731,9 @@ static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
   if (atomic_load(&t.oom))
     return gj_err_set(err, "launch: out of memory for the work groups' shared "
                       "memory and state (%zu bytes per thread)", t.scratch);
+  if (interrupted)
+    return gj_err_set(err, "launch interrupted (Ctrl-C): no work group started "
+                      "after the SIGINT");
   /* stopped (a timeout): work items that returned early left others at a
   ** barrier; the core reports the timeout */
   if (fault && !(record && __atomic_load_n(&record->cancel, __ATOMIC_RELAXED)))

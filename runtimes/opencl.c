@@ -358,6 +358,7 @@ static int ocl_open(gj_bstate **out, gj_err *err)
     return -1;
   }
   st->nbufs = 1;         /* slot 0 is never handed out */
+  st->gen = gj_fork_gen();
   *out = st;
   return 0;
 }
@@ -369,6 +370,10 @@ static void ocl_close(gj_bstate *st)
   uint32_t i;
   int d;
   if (!st) return;
+  if (OCL_IN_CHILD(st)) {     /* the parent's objects: PoCL cannot run here */
+    free(st);
+    return;
+  }
   for (i = 1; i < st->nbufs; i++)
     if (st->bufs[i].mem) st->cl.ReleaseMemObject(st->bufs[i].mem);
   for (d = 0; d < st->ndevs; d++) {
@@ -401,12 +406,23 @@ static int ocl_device_info(gj_bstate *st, int dev, gj_device_info *out)
 ** d->queue is published last (release; the fast path acquires it). */
 static pthread_mutex_t ocl_ready_mu = PTHREAD_MUTEX_INITIALIZER;
 
+int ocl_forked(gj_bstate *st, gj_err *err)
+{
+  if (!OCL_IN_CHILD(st)) return 0;
+  return gj_err_set(err, "opencl: this process is a fork() child of the "
+                    "process that opened the OpenCL platform, and PoCL's "
+                    "threads do not survive fork(): use opencl in the parent, "
+                    "or in a new process (fork and exec), or the cpu backend "
+                    "in the child");
+}
+
 int ocl_ready(gj_bstate *st, int dev, gj_err *err)
 {
   ocl_device *d;
   cl_command_queue q;
   cl_int rc = CL_SUCCESS;
   const char *what = NULL;
+  if (ocl_forked(st, err)) return -1;
   if (dev < 0 || dev >= st->ndevs)
     return gj_err_set(err, "opencl: no device %d", dev);
   d = &st->devs[dev];
@@ -600,7 +616,9 @@ static void ocl_free(gj_bstate *st, int dev, void *ptr)
   /* Only an address that alloc returned frees anything: free cannot
   ** report an error, so anything else is ignored (a registration of host
   ** memory included: host_release releases it). */
-  ocl_buf *b = ocl_buf_at(st, dev, ptr);
+  ocl_buf *b;
+  if (OCL_IN_CHILD(st)) return;   /* left to the parent (ocl_forked) */
+  b = ocl_buf_at(st, dev, ptr);
   if (b && !b->reg) ocl_buf_drop(st, b);
 }
 

@@ -48,6 +48,7 @@ void *ocl_host_register(gj_bstate *st, int dev, void *host, size_t bytes,
   uint32_t i;
   ocl_buf *b;
   void *addr;
+  if (ocl_forked(st, err)) return NULL;
   if (!ocl_host_shares(st, dev)) {
     gj_err_set(err, "opencl: device %d does not share host memory", dev);
     return NULL;
@@ -108,9 +109,11 @@ static int to_host(gj_bstate *st, ocl_buf *b, gj_err *err)
 
 int ocl_host_release(gj_bstate *st, int dev, void *addr, gj_err *err)
 {
-  ocl_buf *b = ocl_buf_at(st, dev, addr);
+  ocl_buf *b;
   uint32_t i;
   int rc = 0;
+  if (ocl_forked(st, err)) return -1;
+  b = ocl_buf_at(st, dev, addr);
   if (!b || !b->reg)
     return gj_err_set(err, "opencl: %p is no registration of host memory",
                       addr);

@@ -16,6 +16,7 @@
 #include <llvm-c/Core.h>
 
 #include "gj_backend.h"
+#include "gj_fork.h"
 #include "../targets/spir.h"
 
 /* -- The OpenCL API, loaded at run time ----------------------------------- */
@@ -130,6 +131,11 @@ struct gj_bstate {
   /* The SPIR-V translator, found on first use: the SPIR-V target's state
   ** (targets/spir.h), which ocl_load also runs for spirv_via_spir. */
   ocl_spirv_tool spirv;
+  /* gj_fork_gen() at open: in a fork() child of the process that opened
+  ** the platform, PoCL's threads are gone (gj_fork.h), and every call
+  ** that would use them fails with ocl_forked's error instead of waiting
+  ** for ever; what would release OpenCL objects leaves them. */
+  unsigned gen;
 };
 
 /* -- opencl.c --------------------------------------------------------------- */
@@ -138,7 +144,12 @@ struct gj_bstate {
 const char *ocl_errname(cl_int code, char buf[32]);
 /* err = "opencl: <what>: <name of code>"; returns -1. */
 int ocl_fail(gj_err *err, const char *what, cl_int code);
-/* The device's context and queue, made on first use. */
+/* 1 when this process is a fork() child of the one that opened st. */
+#define OCL_IN_CHILD(st) ((st)->gen != gj_fork_gen())
+/* 0, or -1 with err saying that OpenCL cannot be used in this fork()
+** child (OCL_IN_CHILD). */
+int ocl_forked(gj_bstate *st, gj_err *err);
+/* The device's context and queue, made on first use (ocl_forked first). */
 int ocl_ready(gj_bstate *st, int dev, gj_err *err);
 /* A device address -> its allocation and the byte offset into it (which
 ** may be negative: a Lua table is passed as its buffer minus one element).

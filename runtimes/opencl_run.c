@@ -18,6 +18,7 @@
 #include "opencl_int.h"
 
 #include "dims.h"
+#include "gj_watch.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -264,7 +265,7 @@ static void program_free(gj_bstate *st, gj_program *p)
 
 void ocl_unload(gj_bstate *st, gj_program *p)
 {
-  if (!p) return;
+  if (!p || OCL_IN_CHILD(st)) return;   /* the parent's (ocl_forked) */
   if (st->devs[p->dev].pending.p == p) {   /* its launch, finished first */
     gj_err e;
     int failed;
@@ -341,12 +342,14 @@ static int set_block(gj_bstate *st, const gj_program *p, ocl_entry *e,
 ** watchdog) on to the record the kernel reads, which lives in shared_rec.
 ** Polls: yielding the CPU for the first 64 looks (short kernels end
 ** there), then sleeping 20 us growing to at most 1 ms between looks.
+** The timeout's clock starts when the event says CL_RUNNING (gj_watch.h):
+** PoCL builds the work-group function before that, on a first launch.
 ** Errors of the event are left to the clFinish after it. */
 static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
                              gj_fault *fault, gj_fault *shared_rec)
 {
   long ns = 20000;
-  int sent = 0, looks = 0;
+  int sent = 0, looks = 0, running = 0;
   st->cl.Flush(d->queue);
   for (;; looks++) {
     cl_int status = CL_QUEUED;
@@ -354,6 +357,10 @@ static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
     if (st->cl.GetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status),
                             &status, NULL) != CL_SUCCESS || status <= CL_COMPLETE)
       break;
+    if (!running && status <= CL_RUNNING) {
+      gj_watch_running();
+      running = 1;
+    }
     if (!sent && __atomic_load_n(&fault->cancel, __ATOMIC_RELAXED)) {
       __atomic_store_n(&shared_rec->cancel, 1, __ATOMIC_RELAXED);
       sent = 1;
@@ -493,7 +500,7 @@ static int stream_profile(gj_bstate *st, gj_stream *s, gj_err *err)
 void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
 {
   (void)dev;
-  if (!s) return;
+  if (!s || OCL_IN_CHILD(st)) return;   /* the parent's (ocl_forked) */
   st->cl.Finish(s->q);
   st->cl.ReleaseCommandQueue(s->q);
   while (s->chunks) {
@@ -517,6 +524,7 @@ int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
   gj_event *e;
   cl_int rc;
   *out = NULL;
+  if (ocl_forked(st, err)) return -1;
   if (!s->profiling && stream_profile(st, s, err) != 0) return -1;
   e = calloc(1, sizeof(*e));
   if (!e) return gj_err_set(err, "opencl: out of memory");
@@ -535,8 +543,10 @@ int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
 int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err)
 {
   cl_int status = CL_QUEUED;
-  cl_int rc = st->cl.GetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                  sizeof(status), &status, NULL);
+  cl_int rc;
+  if (ocl_forked(st, err)) return -1;
+  rc = st->cl.GetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                           sizeof(status), &status, NULL);
   if (rc != CL_SUCCESS) return ocl_fail(err, "clGetEventInfo", rc);
   if (status < 0) return ocl_fail(err, "the event's stream", status);
   return status == CL_COMPLETE;
@@ -544,7 +554,9 @@ int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err)
 
 int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
 {
-  cl_int rc = st->cl.WaitForEvents(1, &e->ev);
+  cl_int rc;
+  if (ocl_forked(st, err)) return -1;
+  rc = st->cl.WaitForEvents(1, &e->ev);
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clWaitForEvents", rc);
 }
 
@@ -552,6 +564,7 @@ int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
                    gj_err *err)
 {
   cl_int rc;
+  if (ocl_forked(st, err)) return -1;
   if (e->dev != dev) return ocl_event_sync(st, e, err);  /* another context */
   rc = st->cl.EnqueueBarrierWithWaitList(s->q, 1, &e->ev, NULL);
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clEnqueueBarrierWithWaitList", rc);
@@ -561,8 +574,10 @@ int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
                       gj_err *err)
 {
   cl_ulong ta = 0, tb = 0;
-  cl_int rc = st->cl.GetEventProfilingInfo(a->ev, CL_PROFILING_COMMAND_END,
-                                           sizeof(ta), &ta, NULL);
+  cl_int rc;
+  if (ocl_forked(st, err)) return -1;
+  rc = st->cl.GetEventProfilingInfo(a->ev, CL_PROFILING_COMMAND_END,
+                                    sizeof(ta), &ta, NULL);
   if (rc == CL_SUCCESS)
     rc = st->cl.GetEventProfilingInfo(b->ev, CL_PROFILING_COMMAND_END,
                                       sizeof(tb), &tb, NULL);
@@ -574,7 +589,7 @@ int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
 void ocl_event_free(gj_bstate *st, gj_event *e)
 {
   if (!e) return;
-  st->cl.ReleaseEvent(e->ev);
+  if (!OCL_IN_CHILD(st)) st->cl.ReleaseEvent(e->ev);   /* else the parent's */
   free(e);
 }
 
@@ -647,6 +662,7 @@ int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
   cl_event ev = d->pending.ev;
   cl_int rc;
   *failed = -1;
+  if (ocl_forked(st, err)) return -1;
   if (s) {
     rc = st->cl.Finish(s->q);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish (stream)", rc);
@@ -690,6 +706,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
   int i, failed, nd = dm->ndim;
   if (!p || !p->entry[0].kernel)
     return gj_err_set(err, "opencl: launch of no program");
+  if (ocl_forked(st, err)) return -1;
   d = &st->devs[p->dev];
   if (!s && d->pending.p && ocl_wait(st, p->dev, NULL, &failed, err) != 0)
     return -1;
@@ -760,6 +777,8 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
                                    fault, 0, NULL, NULL);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
   }
+  /* a timed kernel: its clock starts when the event runs (wait_cancellable) */
+  if (fault && p->shared_rec) gj_watch_defer();
   rc = st->cl.EnqueueNDRangeKernel(d->queue, e->kernel, (cl_uint)nd, NULL,
                                    gl, lo, 0, NULL,
                                    fault && p->shared_rec ? &ev : NULL);

@@ -1,8 +1,16 @@
 /*
 ** The ordered background worker (worker.h): a mutex, two condition
 ** variables (work posted; all done) and a singly linked FIFO of jobs.
+**
+** fork(): a worker made before it has no thread in the child.  Its first
+** use there (fork_check) makes its mutex, condition variables and thread
+** again; the jobs still queued run on the new thread, and a job that was
+** running in the parent at the fork counts as failed (its effects are the
+** parent's).  gj_worker_free in the child never joins the parent's thread.
 */
 #include "worker.h"
+
+#include "gj_fork.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +36,7 @@ struct gj_worker {
   int posted;              /* jobs posted since the last wait */
   int failed;              /* index of the first that failed, or -1 */
   gj_err err;              /* its error */
+  unsigned gen;            /* gj_fork_gen() of the thread */
 };
 
 static void *worker_main(void *arg)
@@ -61,19 +70,15 @@ static void *worker_main(void *arg)
   return NULL;
 }
 
-gj_worker *gj_worker_new(gj_err *err)
+/* The mutex, condition variables and thread of w (blocking every signal);
+** 0, or the error code of pthread_create (then nothing is left made). */
+static int start(gj_worker *w)
 {
-  gj_worker *w = calloc(1, sizeof(*w));
   sigset_t all, old;
   int rc;
-  if (!w) {
-    gj_err_set(err, "out of memory");
-    return NULL;
-  }
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->work, NULL);
   pthread_cond_init(&w->idle, NULL);
-  w->failed = -1;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   rc = pthread_create(&w->thread, NULL, worker_main, w);
@@ -82,6 +87,23 @@ gj_worker *gj_worker_new(gj_err *err)
     pthread_cond_destroy(&w->idle);
     pthread_cond_destroy(&w->work);
     pthread_mutex_destroy(&w->mu);
+    return rc;
+  }
+  w->gen = gj_fork_gen();
+  return 0;
+}
+
+gj_worker *gj_worker_new(gj_err *err)
+{
+  gj_worker *w = calloc(1, sizeof(*w));
+  int rc;
+  if (!w) {
+    gj_err_set(err, "out of memory");
+    return NULL;
+  }
+  w->failed = -1;
+  rc = start(w);
+  if (rc != 0) {
     free(w);
     gj_err_set(err, "cannot start the stream's thread (%s)", strerror(rc));
     return NULL;
@@ -89,10 +111,35 @@ gj_worker *gj_worker_new(gj_err *err)
   return w;
 }
 
+/* In a fork() child, before anything else touches w: its thread again
+** (see the top).  0, or -1 with err (the thread could not be made: w is
+** unusable, and posting to it is refused). */
+static int fork_check(gj_worker *w, gj_err *err)
+{
+  int rc;
+  if (w->gen == gj_fork_gen()) return 0;
+  if (w->running) {            /* the parent's job: lost here */
+    if (w->failed < 0) {
+      w->failed = 0;
+      gj_err_set(&w->err, "a launch on this stream was running when fork() "
+                 "was called: its results are the parent's");
+    }
+    w->running = 0;
+  }
+  w->stop = 0;
+  rc = start(w);
+  if (rc != 0)
+    return gj_err_set(err, "cannot start the stream's thread in this fork() "
+                      "child (%s)", strerror(rc));
+  return 0;
+}
+
 static int post(gj_worker *w, gj_work_fn run, gj_work_done done, void *job,
                 int counted, gj_err *err)
 {
-  wjob *j = malloc(sizeof(*j));
+  wjob *j;
+  if (fork_check(w, err)) return -1;
+  j = malloc(sizeof(*j));
   if (!j) return gj_err_set(err, "out of memory");
   j->next = NULL;
   j->run = run;
@@ -122,6 +169,10 @@ int gj_worker_mark(gj_worker *w, gj_work_done done, void *job, gj_err *err)
 int gj_worker_wait(gj_worker *w, int *failed, gj_err *err)
 {
   int rc = 0;
+  if (fork_check(w, err)) {
+    *failed = -1;
+    return -1;
+  }
   pthread_mutex_lock(&w->mu);
   while (w->head || w->running) pthread_cond_wait(&w->idle, &w->mu);
   if (w->failed >= 0) {
@@ -138,6 +189,8 @@ int gj_worker_wait(gj_worker *w, int *failed, gj_err *err)
 int gj_worker_idle(gj_worker *w)
 {
   int idle;
+  gj_err e;
+  if (fork_check(w, &e)) return 1;   /* nothing will run */
   pthread_mutex_lock(&w->mu);
   idle = !w->head && !w->running;
   pthread_mutex_unlock(&w->mu);
@@ -149,6 +202,10 @@ void gj_worker_free(gj_worker *w)
   int failed;
   gj_err e;
   if (!w) return;
+  if (w->gen != gj_fork_gen()) {   /* the parent's, never used here */
+    free(w);                       /* its queued jobs are the parent's */
+    return;
+  }
   gj_worker_wait(w, &failed, &e);
   pthread_mutex_lock(&w->mu);
   w->stop = 1;

@@ -12,12 +12,18 @@
 **   and orphan flags are the owning thread's alone.
 ** - The worker never frees a compile and never touches Lua or the
 **   context's kernels and streams: freeing happens on the owning thread.
+** - fork(): a queue made before it has no worker in the child.  Its first
+**   use there (fork_check) makes its mutex, condition variables and thread
+**   again; queued compiles run on the new thread, and one that was running
+**   in the parent ends with an error (compile it again).  Nothing in the
+**   child joins the parent's thread.
 */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gj_bg.h"
+#include "gj_fork.h"
 
 enum { BG_QUEUED, BG_RUNNING, BG_DONE };
 
@@ -47,6 +53,7 @@ struct gj_bgq {
   int running;            /* queued or running (mu) */
   int stop;               /* mu */
   gj_bgc *all;            /* owning thread */
+  unsigned gen;           /* gj_fork_gen() of the thread */
 };
 
 static void *worker_main(void *arg)
@@ -73,18 +80,12 @@ static void *worker_main(void *arg)
   return NULL;
 }
 
-/* The context's queue and worker, made on first use. */
-static struct gj_bgq *queue_of(gj_ctx *ctx, gj_err *err)
+/* The mutex, condition variables and worker of q; 0, or -1 (nothing left
+** made). */
+static int start(struct gj_bgq *q)
 {
-  struct gj_bgq *q = ctx->bg;
   sigset_t all, old;
   int rc;
-  if (q) return q;
-  q = calloc(1, sizeof(*q));
-  if (!q) {
-    gj_err_set(err, "out of memory");
-    return NULL;
-  }
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->work, NULL);
   pthread_cond_init(&q->fin, NULL);
@@ -97,6 +98,57 @@ static struct gj_bgq *queue_of(gj_ctx *ctx, gj_err *err)
     pthread_cond_destroy(&q->fin);
     pthread_cond_destroy(&q->work);
     pthread_mutex_destroy(&q->mu);
+    return -1;
+  }
+  q->gen = gj_fork_gen();
+  return 0;
+}
+
+/* End b (not queued any more) with the error msg. */
+static void bg_fail(gj_bgc *b, const char *msg)
+{
+  b->state = BG_DONE;
+  b->rc = -1;
+  gj_err_set(&b->err, "kernel %s: %s", b->o.name, msg);
+}
+
+/* In a fork() child, before anything else touches q (see the top): 0, or
+** -1 with err when no thread could be made (the queued compiles end with
+** that error then, and the next use tries again). */
+static int fork_check(struct gj_bgq *q, gj_err *err)
+{
+  gj_bgc *b;
+  if (!q || q->gen == gj_fork_gen()) return 0;
+  q->running = 0;
+  for (b = q->all; b; b = b->next)
+    if (b->state == BG_RUNNING) {   /* the parent's thread had it */
+      b->mid = NULL;
+      memset(&b->out, 0, sizeof(b->out));
+      bg_fail(b, "its compile was running when fork() was called (compile it "
+              "again in this process)");
+    }
+  for (b = q->head; b; b = b->qnext) q->running++;
+  q->stop = 0;
+  if (start(q) == 0) return 0;
+  for (b = q->head; b; b = b->qnext)
+    bg_fail(b, "no compile worker thread in this fork() child");
+  q->head = q->tail = NULL;
+  q->running = 0;
+  return gj_err_set(err, "cannot start the compile worker thread in this "
+                    "fork() child");
+}
+
+/* The context's queue and worker, made on first use. */
+static struct gj_bgq *queue_of(gj_ctx *ctx, gj_err *err)
+{
+  struct gj_bgq *q = ctx->bg;
+  if (q) return fork_check(q, err) ? NULL : q;
+  q = calloc(1, sizeof(*q));
+  if (!q) {
+    gj_err_set(err, "out of memory");
+    return NULL;
+  }
+  if (start(q) != 0) {
     free(q);
     gj_err_set(err, "cannot start the compile worker thread");
     return NULL;
@@ -210,6 +262,8 @@ int gj_bg_done(gj_bgc *b)
 {
   struct gj_bgq *q = b->ctx->bg;
   int done;
+  gj_err e;
+  fork_check(q, &e);
   pthread_mutex_lock(&q->mu);
   done = b->state == BG_DONE;
   pthread_mutex_unlock(&q->mu);
@@ -219,6 +273,8 @@ int gj_bg_done(gj_bgc *b)
 int gj_bg_wait(gj_bgc *b, gj_compile_out *out, gj_err *err)
 {
   struct gj_bgq *q = b->ctx->bg;
+  gj_err e;
+  fork_check(q, &e);   /* on failure, b is done with its error */
   pthread_mutex_lock(&q->mu);
   while (b->state != BG_DONE) pthread_cond_wait(&q->fin, &q->mu);
   pthread_mutex_unlock(&q->mu);
@@ -258,7 +314,9 @@ int gj_bg_pending(gj_ctx *ctx)
 {
   struct gj_bgq *q = ctx->bg;
   int n;
+  gj_err e;
   if (!q) return 0;
+  fork_check(q, &e);
   pthread_mutex_lock(&q->mu);
   n = q->running;
   pthread_mutex_unlock(&q->mu);
@@ -269,7 +327,15 @@ void gj_bg_close(gj_ctx *ctx)
 {
   struct gj_bgq *q = ctx->bg;
   gj_bgc *b, *dropped;
+  gj_err e;
   if (!q) return;
+  fork_check(q, &e);
+  if (q->gen != gj_fork_gen()) {   /* no thread here: nothing runs or waits */
+    while (q->all) bg_free(q->all);
+    free(q);
+    ctx->bg = NULL;
+    return;
+  }
   pthread_mutex_lock(&q->mu);
   dropped = q->head;               /* not started: they never will be */
   for (b = dropped; b; b = b->qnext) {

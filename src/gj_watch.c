@@ -9,6 +9,7 @@
 #include "gj_watch.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -81,6 +82,31 @@ static struct timespec at(double t)
   return ts;
 }
 
+/* The watch of the launch this thread runs (gj_watch_defer/running). */
+static _Thread_local gj_watch *cur_watch;
+
+void gj_watch_defer(void)
+{
+  gj_watch *w = cur_watch;
+  if (!w) return;
+  pthread_mutex_lock(&w->mu);
+  w->deadline = HUGE_VAL;
+  pthread_mutex_unlock(&w->mu);
+}
+
+void gj_watch_running(void)
+{
+  gj_watch *w = cur_watch;
+  if (!w) return;
+  pthread_mutex_lock(&w->mu);
+  if (w->deadline == HUGE_VAL) {
+    w->t0 = now_s();
+    w->deadline = w->t0 + w->seconds;
+    pthread_cond_signal(&w->cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+}
+
 static void *watch_main(void *arg)
 {
   gj_watch *w = arg;
@@ -128,6 +154,8 @@ int gj_watch_start(gj_watch *w, int32_t *flag, double seconds, gj_err *err)
     return gj_err_set(err, "launch: cannot start the timeout's watchdog "
                       "thread (%s)", strerror(rc));
   }
+  w->outer = cur_watch;
+  cur_watch = w;
   return 0;
 }
 
@@ -135,6 +163,7 @@ int gj_watch_stop(gj_watch *w, const char *name, gj_err *err)
 {
   double elapsed;
   int reason;
+  cur_watch = w->outer;
   pthread_mutex_lock(&w->mu);
   w->done = 1;
   pthread_cond_signal(&w->cv);

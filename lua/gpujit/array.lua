@@ -19,8 +19,9 @@ local M = {}
 local SIM_BK = -1
 M.SIM_BK = SIM_BK
 
-pcall(ffi.cdef, "void *calloc(size_t nmemb, size_t size);")
-pcall(ffi.cdef, "void free(void *ptr);")
+-- Private, asm-labelled names: a program's own calloc/free keep their types.
+pcall(ffi.cdef, [[void *gj_array_calloc(size_t nmemb, size_t size) asm("calloc");]])
+pcall(ffi.cdef, [[void gj_array_free(void *ptr) asm("free");]])
 local C = ffi.C
 
 local REG = debug.getregistry()
@@ -174,7 +175,7 @@ local deferred = setmetatable({}, { __mode = "k" })
 
 local function release_mem(p, ctx, bk, dev)
   if bk == SIM_BK then
-    C.free(p)
+    C.gj_array_free(p)
   elseif env.lib then
     env.lib.gj_mem_free(ctx, bk, dev, p)
   end
@@ -268,7 +269,7 @@ local function alloc(elem, n, tgt, fname, level)
   local bytes = math.max(n * esz, esz)
   local p
   if tgt.sim then
-    p = C.calloc(math.max(n, 1), esz)
+    p = C.gj_array_calloc(math.max(n, 1), esz)
     if p == nil then
       fail(("%s: cannot allocate %.0f bytes of host memory"):format(fname, bytes), level + 1)
     end

@@ -10,17 +10,19 @@ local ffi = require("ffi")
 
 local M = {}
 
-pcall(ffi.cdef, [[
-  struct gj_util_timespec { long tv_sec; long tv_nsec; };
-  int clock_gettime(int clk, struct gj_util_timespec *ts);
-]])
+-- Private, asm-labelled names (docs/api.md, "FFI names"): gpujit claims no
+-- libc name in ffi.C, so a program's own `clock_gettime` declaration, before
+-- or after require("gpujit"), keeps its standard types.
+pcall(ffi.cdef, "struct gj_util_timespec { long tv_sec; long tv_nsec; };")
+pcall(ffi.cdef, [[int gj_util_clock_gettime(int clk, struct gj_util_timespec *ts)
+  asm("clock_gettime");]])
 local ts = ffi.new("struct gj_util_timespec")
 local CLOCK_MONOTONIC = 1
 
 -- Seconds on the monotonic wall clock (CLOCK_MONOTONIC): for intervals only.
 -- os.clock() is CPU time, which adds up every thread of the cpu backend's pool.
 function M.now()
-  ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
+  ffi.C.gj_util_clock_gettime(CLOCK_MONOTONIC, ts)
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 local now = M.now
