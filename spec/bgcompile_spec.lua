@@ -7,7 +7,6 @@
 local H = require("spec.helpers")
 local ffi = require("ffi")
 local gpu = H.gpu
-local now = require("gpujit.util").now
 
 local SIG = { "double[]", "double[]", "int32_t" }
 
@@ -77,30 +76,28 @@ for _, bk in ipairs(H.compilers) do
   describe("compiling in the background on " .. bk, function()
     H.use_in_block(bk)
 
-    it("an async compile returns in well under the time of a sync compile, finishes, "
+    -- Not a time threshold (a loaded machine can stall the calling thread for
+    -- any time): an async compile of a long kernel (front half 2-4 ms, whole
+    -- compile hundreds of ms) returns before its compile is done, which
+    -- h:done() tells right after it; a synchronous compile would be done.
+    it("an async compile returns before its compile is done, finishes, "
       .. "and its launch gives plain LuaJIT's result", function()
       local steps = 100
-      H.kernel(bk, saxpy_fn):compile(SIG)   -- the device made ready before the timing
-      -- the shortest of two each: the front half (typing, codegen) against the
-      -- whole compile (on PoCL, whose build is quick, ~10%; on cpu ~1%)
-      local sync, async = math.huge, math.huge
+      H.kernel(bk, saxpy_fn):compile(SIG)   -- the device made ready first
       local ka, fa, h
-      for _ = 1, 2 do
+      local running = 0
+      for _ = 1, 3 do
         local ks = H.kernel(bk, long_fn(steps))
-        local t0 = now()
         local hs = ks:compile(SIG)
-        sync = math.min(sync, now() - t0)
         assert.is_true(hs:done())
         assert.are.equal("ready", hs:status())
         fa = long_fn(steps)
         ka = H.kernel(bk, fa)
-        t0 = now()
         h = ka:compile(SIG, { async = true })
-        async = math.min(async, now() - t0)
+        if not h:done() then running = running + 1 end
         h:wait()
       end
-      assert.is_true(async < 0.3 * sync, string.format(
-        "async compile returned in %.1f ms, the sync compile took %.1f ms", async * 1e3, sync * 1e3))
+      assert.is_true(running > 0, "every async compile had finished when k:compile returned")
       assert.are.equal(ka, h:wait())
       assert.is_true(h:done())
       assert.are.equal("ready", h:status())
