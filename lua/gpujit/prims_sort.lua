@@ -313,4 +313,6 @@ function M.sort(keys, values)
   return keys, values
 end
 
+M.api = { sort = M.sort }
+
 return M
