@@ -697,23 +697,8 @@ function M.scan(a, op, out, exclusive)
 end
 
 ---------------------------------------------------------------------------
--- fill and copy: one work item per element.
-
-local function make_fill()
-  return function(a, v, n)
-    local i = gpu.global_id(0)
-    if i < n then a[i] = v end
-  end
-end
-
--- int64_t/uint64_t: the value from a 1-element array (a scalar argument is
--- a Lua number on sim, which rounds beyond 2^53)
-local function make_fill64()
-  return function(a, v, n)
-    local i = gpu.global_id(0)
-    if i < n then a[i] = v[0] end
-  end
-end
+-- Shared elementwise kernels (one work item per element): copy and iota;
+-- gpu.fill, gpu.copy, gpu.map, gpu.iota are gpujit.prims_map.
 
 local function make_copy()
   return function(dst, src, n)
@@ -723,76 +708,20 @@ local function make_copy()
 end
 M.make_copy = make_copy   -- gpu.sort copies with it too (prims_sort.lua)
 
+-- a[i] = start + i * step, computed in double (start, step: numbers) and
+-- stored as a store converts (gpu.iota; the sorts' index arrays)
+local function make_iota()
+  return function(a, start, step, n)
+    local i = gpu.global_id(0)
+    if i < n then a[i] = start + i * step end
+  end
+end
+M.make_iota = make_iota
+
 function M.elementwise(tgt, name, make, n, ...)
   if n == 0 then return end
   local k = M.kernel(tgt, name, make)
   k:launch(n, ...)
-end
-
--- gpu.fill(a, v)
-function M.fill(a, v)
-  local fname = "fill"
-  local A = classify(a, 1, fname, 2)
-  A.argn = 1
-  local ok_v
-  if A.elem == "bool" then ok_v = type(v) == "boolean" else
-    ok_v = type(v) == "number" or (type(v) == "cdata" and types.ctype_info(v) ~= nil
-      and types.ctype_info(v).kind == "scalar")
-  end
-  if not ok_v then
-    argerr(2, fname, (A.elem == "bool" and "boolean" or "number") .. " expected, got "
-      .. types.describe(v), 2)
-  end
-  if A.n == 0 then return a end
-  local tgt = pick_target({ A }, fname, 2)
-  local list = { A }
-  local mark = M.open_views()
-  local ok, res = pcall(function()
-    local d = to_dev(A, tgt, fname)
-    if types.is_int64[A.elem] then
-      local x = env.gpu.to_device(ffi.new(A.elem .. "[1]", v), A.elem, tgt.entry)
-      M.elementwise(tgt, "fill64", make_fill64, A.n, d, x, i64(A.n))
-      x:free()
-    else
-      -- a scalar of the element type, so that every value shares one
-      -- compiled kernel and the store is a plain one (the kernel reading
-      -- v[0] from memory that may alias a[] was not vectorized, 2x slower)
-      M.elementwise(tgt, "fill", make_fill, A.n, d, A.elem == "bool" and v or ffi.new(A.elem, v),
-        i64(A.n))
-    end
-    A.back()
-  end)
-  done(list, mark)
-  if not ok then error(res, 2) end
-  return a
-end
-
--- gpu.copy(dst, src): the #src elements of src into dst[0 .. #src - 1].
-function M.copy(dst, src)
-  local fname = "copy"
-  local D = classify(dst, 1, fname, 2)
-  D.argn = 1
-  local S = classify(src, 2, fname, 2)
-  S.argn = 2
-  if D.n < S.n then
-    argerr(1, fname, "dst has " .. D.n .. " elements, src has " .. S.n, 2)
-  end
-  if (D.elem == "bool") ~= (S.elem == "bool") then
-    argerr(2, fname, "cannot copy " .. S.elem .. " elements into " .. D.elem, 2)
-  end
-  if S.n == 0 or rawequal(dst, src) then return dst end
-  local tgt = pick_target({ D, S }, fname, 2)
-  local list = { D, S }
-  local mark = M.open_views()
-  local ok, res = pcall(function()
-    local dd = to_dev(D, tgt, fname)
-    local ds = to_dev(S, tgt, fname)
-    M.elementwise(tgt, "copy", make_copy, S.n, dd, ds, i64(S.n))
-    D.back()
-  end)
-  done(list, mark)
-  if not ok then error(res, 2) end
-  return dst
 end
 
 return M
