@@ -411,7 +411,7 @@ end
 local prims = require("gpujit.prims")
 prims.setup({ gpu = gpu, ctx = ctx, current = current, target_of = target_of })
 gpu.reduce, gpu.scan = prims.reduce, prims.scan
-for _, m in ipairs({ "prims_map", "prims_sort", "prims_select", "prims_segment" }) do
+for _, m in ipairs({ "prims_map", "prims_sort", "prims_select", "prims_segment", "hashgrid" }) do
   for name, f in pairs(require("gpujit." .. m).api) do gpu[name] = f end
 end
 
