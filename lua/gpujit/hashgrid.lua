@@ -96,7 +96,7 @@ local OPTS = { dim = true, dims = true }
 -- gpu.hashgrid(cell [, opts]) -> grid
 function M.new(cellsize, opts)
   local fname = "hashgrid"
-  if type(cellsize) ~= "number" or not (cellsize > 0) or cellsize == math.huge then
+  if type(cellsize) ~= "number" or cellsize ~= cellsize or cellsize <= 0 or cellsize == math.huge then
     argerr(1, fname, "cell: a positive number expected, got " .. types.describe(cellsize), 2)
   end
   local o = P.options(opts, 2, fname, OPTS, 2)
