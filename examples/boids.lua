@@ -86,7 +86,7 @@ end, { name = "boids" })
 
 -- The start: boids on a jittered lattice, headings from a hash.
 local init = {}
-for k, v in pairs({ px = 0, py = 0, vx = 0, vy = 0 }) do init[k] = ffi.new("double[?]", N) end
+for _, f in ipairs({ "px", "py", "vx", "vy" }) do init[f] = ffi.new("double[?]", N) end
 do
   local side = math.ceil(math.sqrt(N))
   local s = 7
