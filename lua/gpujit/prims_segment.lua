@@ -312,9 +312,12 @@ local function make_hcount(ranged)
         for b = 0, nb - 1 do hist[row + b] = 0 end
         local first = j * C
         local last = math.min(n, first + C)
+        local xd = gpu.local_array("double", 1)
         for i = first, last - 1 do
           local x = a[i]
           if ranged then
+            xd[0] = x     -- in double (int64_t arithmetic would truncate the scale)
+            x = xd[0]
             if x >= lo and x <= hi then
               local b = math.floor((x - lo) * scale)
               if b >= nb then b = nb - 1 end
