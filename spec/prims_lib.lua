@@ -76,12 +76,12 @@ function L.list(a, n)
   return out
 end
 
--- Values as the element type stores them (a float rounds).
-local f1 = ffi.new("float[1]")
+-- Values as the element type stores them (a float rounds, a narrow
+-- integer wraps; 64-bit integers as cdata).
 function L.as(ct, v)
-  if ct == "float" then f1[0] = v return f1[0] end
+  if ct == "double" then return v end
   if ct == "int64_t" or ct == "uint64_t" then return ffi.new(ct, v) end
-  return v
+  return tonumber(ffi.new(ct, v))
 end
 
 -- Equal as the element type's bits (NaN equals NaN, -0 is not +0).
