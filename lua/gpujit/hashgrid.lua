@@ -5,7 +5,7 @@
 -- A point (x, y [, z]) is in cell (cx, cy [, cz]) = floor(coordinate /
 -- cell); the cell's slot in the table of dim^2 (dim^3) slots is
 -- index(cx, cy [, cz], dim) = cx % dim + dim * (cy % dim [+ dim * (cz %
--- dim)]) (Lua's %, never negative), so cells dim apart share a slot: the
+-- dim)]) (each % in [0, dim)), so cells dim apart share a slot: the
 -- table covers all of space, periodically (a world of dim * cell on a side
 -- has no two cells in one slot).  grid:build(x, y [, z]) computes each
 -- point's slot, sorts the point indices by slot (the radix sort: stable,
@@ -39,14 +39,22 @@ function M.cell(x, inv_cell)
   return math.floor(x * inv_cell)
 end
 
+-- c modulo dim in [0, dim) (LuaJIT's % on int64_t cdata, as on C
+-- integers, takes the sign of c: a kernel's dim may be one).
+local function wrap(c, dim)
+  local m = c % dim
+  if m < 0 then m = m + dim end
+  return m
+end
+
 -- The slot of cell (cx, cy) in a 2-D table of dim^2 slots.
 function M.index(cx, cy, dim)
-  return cx % dim + dim * (cy % dim)
+  return wrap(cx, dim) + dim * wrap(cy, dim)
 end
 
 -- The slot of cell (cx, cy, cz) in a 3-D table of dim^3 slots.
 function M.index3(cx, cy, cz, dim)
-  return cx % dim + dim * (cy % dim + dim * (cz % dim))
+  return wrap(cx, dim) + dim * (wrap(cy, dim) + dim * wrap(cz, dim))
 end
 
 local cell, index, index3 = M.cell, M.index, M.index3
