@@ -67,14 +67,18 @@ for _, bk in ipairs(H.backends) do
 
     for _, kv in ipairs(PAIRS) do
       local kt, vt = kv[1], kv[2]
-      it(kt .. " keys, " .. vt .. " values: reduce_by_key + min max, every size and kind", function()
+      -- min and max on two pairs (each op and type is a kernel to compile)
+      local ops = (kt == vt and (kt == "int32_t" or kt == "float")) and { "+", "min", "max" }
+        or { "+" }
+      it(kt .. " keys, " .. vt .. " values: reduce_by_key " .. table.concat(ops, " ")
+        .. ", every size and kind", function()
         for _, n in ipairs(L.sizes(bk)) do
           for _, maxrun in ipairs({ 3, 1000 }) do
             local keys = runs(n, maxrun, n + maxrun)
             local vals = L.vals(vt, n, n + 1)
             for _, kind in ipairs(L.KINDS) do
               local ket, vet = L.elem(kind, kt), L.elem(kind, vt)
-              for _, op in ipairs({ "+", "min", "max" }) do
+              for _, op in ipairs(ops) do
                 local label = ("%s %s/%s %s n=%d maxrun=%d"):format(kind, kt, vt, op, n, maxrun)
                 local wk, wv = rbk_ref(keys, vals, OPS[op])
                 for i = 1, #wk do wk[i], wv[i] = L.as(ket, wk[i]), L.as(vet, wv[i]) end

@@ -90,16 +90,10 @@ for _, bk in ipairs(H.backends) do
       for _, kind in ipairs(L.KINDS) do
         local n = bk == "sim" and 100 or 3001
         local keys = L.vals("int32_t", n, 17, 40)
-        local a, b, c = L.make(kind, "int32_t", keys), L.make(kind, "double", {}, n),
-          L.make(kind, "uint8_t", {}, n)
-        for i = 1, n do
-          local j = kind == "table" and i or i - 1
-          b[j], c[j] = (i - 1) * 0.5, (i - 1) % 256
-        end
-        if kind == "garray" then
-          b, c = gpu.to_device(L.make("ffi", "double", L.list(b, n)), "double"),
-            gpu.to_device(L.make("ffi", "uint8_t", L.list(c, n)), "uint8_t")
-        end
+        local bv, cv = {}, {}
+        for i = 1, n do bv[i], cv[i] = (i - 1) * 0.5, (i - 1) % 256 end
+        local a, b, c = L.make(kind, "int32_t", keys), L.make(kind, "double", bv),
+          L.make(kind, "uint8_t", cv)
         for _, desc in ipairs({ false, true }) do
           local want = order(L.list(a, n), desc)
           local bw, cw = L.list(b, n), L.list(c, n)
