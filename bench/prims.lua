@@ -286,10 +286,9 @@ end, { name = "bench_pairs_count" })
 for _, n in ipairs({ 2 ^ 14, 2 ^ 20 }) do
   local side = math.floor(math.sqrt(n))
   local px, py = ffi.new("double[?]", n), ffi.new("double[?]", n)
-  local rx, ry = rand_i32(n, 5), rand_i32(n, 6)
-  for i = 0, n - 1 do
-    px[i] = (rx[i] % 1000000) / 1000000 * side
-    py[i] = (ry[i] % 1000000) / 1000000 * side
+  for i = 0, n - 1 do   -- uniform in the square (Philox: rand_i32's sequence has short cycles)
+    px[i] = gpu.uniform(5, i) * side
+    py[i] = gpu.uniform(6, i) * side
   end
   local grid = gpu.hashgrid(1, { dims = 2, dim = side })
   grid:build(px, py)
