@@ -174,6 +174,16 @@ for _, bk in ipairs(H.backends) do
         "bad argument #3 to 'build' (the array has 3 elements, x has 4)")
       assert.has_error(function() gpu.hashgrid(1, { dims = 2 }):build(a, a, a) end,
         "bad argument #4 to 'build' (a 2-D grid takes x and y)")
+      -- a NaN or infinite coordinate has no cell: an error, never a write outside the table
+      for _, bad in ipairs({ 0 / 0, math.huge, -math.huge }) do
+        local g = gpu.hashgrid(1, { dims = 2, dim = 4 })
+        local ok, err = pcall(g.build, g, { 1, 2, bad, 3 }, { 0, 0, 0, 0 })
+        assert.is_false(ok)
+        assert.matches("bad argument #2 to 'build' %(point 2 has a NaN or infinite coordinate%)", err)
+        assert.equals(0, g.n)
+        g:build({ 1, 2 }, { 0, 0 })   -- usable again
+        assert.equals(2, g.n)
+      end
     end)
   end)
 end

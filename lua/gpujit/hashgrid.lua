@@ -62,21 +62,33 @@ local cell, index, index3 = M.cell, M.index, M.index3
 ---------------------------------------------------------------------------
 -- Build kernels.
 
+-- A slot outside [0, slots) (a NaN or infinite coordinate) is stored as 0
+-- and flagged: bad[0] = the point's index + 1 (one of them).
 local function make_keys2()
-  return function(x, y, key, order, inv, dim, n)
+  return function(x, y, key, order, bad, inv, dim, slots, n)
     local i = gpu.global_id(0)
     if i < n then
-      key[i] = index(cell(x[i], inv), cell(y[i], inv), dim)
+      local s = index(cell(x[i], inv), cell(y[i], inv), dim)
+      if not (s >= 0 and s < slots) then
+        s = 0
+        bad[0] = i + 1
+      end
+      key[i] = s
       order[i] = i
     end
   end
 end
 
 local function make_keys3()
-  return function(x, y, z, key, order, inv, dim, n)
+  return function(x, y, z, key, order, bad, inv, dim, slots, n)
     local i = gpu.global_id(0)
     if i < n then
-      key[i] = index3(cell(x[i], inv), cell(y[i], inv), cell(z[i], inv), dim)
+      local s = index3(cell(x[i], inv), cell(y[i], inv), cell(z[i], inv), dim)
+      if not (s >= 0 and s < slots) then
+        s = 0
+        bad[0] = i + 1
+      end
+      key[i] = s
       order[i] = i
     end
   end
@@ -160,12 +172,20 @@ function Grid:build(x, y, z)
     self.n = n
     if n == 0 then return end
     local dx, dy = P.to_dev(X, tgt, fname), P.to_dev(Y, tgt, fname)
+    local bad = P.scratch(tgt, "int64_t", 1, "hashgrid_bad")
+    g.fill(bad, 0)
     if Z then
       P.elementwise(tgt, "hashgrid_keys3", make_keys3, n, dx, dy, P.to_dev(Z, tgt, fname),
-        self.keys, self.order, self.inv_cell, i64(self.dim), i64(n))
+        self.keys, self.order, bad, self.inv_cell, self.dim, self.slots, i64(n))
     else
-      P.elementwise(tgt, "hashgrid_keys2", make_keys2, n, dx, dy, self.keys, self.order,
-        self.inv_cell, i64(self.dim), i64(n))
+      P.elementwise(tgt, "hashgrid_keys2", make_keys2, n, dx, dy, self.keys, self.order, bad,
+        self.inv_cell, self.dim, self.slots, i64(n))
+    end
+    local b = tonumber(P.read1(bad, "int64_t"))
+    if b ~= 0 then
+      self.n = 0
+      error(("bad argument #2 to 'build' (point %d has a NaN or infinite coordinate)"):format(
+        b - 1), 0)
     end
     S.sort(self.keys, self.order)
     P.elementwise(tgt, "hashgrid_bounds", make_bounds, n, self.keys, self.cell_start,
