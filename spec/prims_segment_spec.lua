@@ -58,8 +58,11 @@ local function sbk_ref(keys, vals, op, id)
   return out
 end
 
+-- Every element type as keys and as values.
 local PAIRS = { { "int32_t", "int32_t" }, { "uint8_t", "double" }, { "int64_t", "int64_t" },
-  { "float", "float" }, { "double", "int16_t" }, { "uint32_t", "uint64_t" } }
+  { "float", "float" }, { "double", "int16_t" }, { "uint32_t", "uint64_t" },
+  { "int16_t", "uint8_t" }, { "uint64_t", "int8_t" }, { "int8_t", "uint16_t" },
+  { "uint16_t", "uint32_t" } }
 
 for _, bk in ipairs(H.backends) do
   describe("work by keys [" .. bk .. "]", function()
