@@ -2,7 +2,10 @@
 -- algorithms in C with OpenMP (bench/ref.c, built with gcc and clang: the
 -- faster is the anchor) and plain LuaJIT loops: gpu.reduce of 16M floats,
 -- gpu.scan of 4M int32, gpu.sort of 4M int32, gpu.fill and gpu.copy of 16M
--- floats (goal for these two: within 2x of C, memory-bound either way).  Run by `make bench`
+-- floats (goal for these two: within 2x of C, memory-bound either way);
+-- and the second wave (issue 37): gpu.compact, gpu.argsort and
+-- gpu.reduce_by_key of 4M elements, the hash grid's neighbour query at 16k
+-- and 1M points and an all-pairs query at 16k (goal: within 2x of C).  Run by `make bench`
 -- (bench/bench.lua prints and records its table), or alone:
 --
 --   luajit bench/prims.lua [runs]     (GJ_BENCH_REF_GCC, GJ_BENCH_REF_CLANG)
@@ -33,6 +36,15 @@ void ref_scan_i32(const int32_t *a, int32_t *out, int64_t n, int64_t G, int64_t 
 void ref_sort_i32(int32_t *keys, int64_t n, int64_t G, uint32_t *tmp, int64_t *hist);
 void ref_fill_f32(float *a, int64_t n, float v);
 void ref_copy_f32(float *dst, const float *src, int64_t n);
+int64_t ref_compact_i32(const int32_t *a, int32_t *dst, int64_t n, int64_t G, int64_t *part);
+void ref_argsort_i32(const int32_t *keys, int32_t *idx, int64_t n, int64_t G, uint32_t *k1,
+                     uint32_t *k2, int32_t *i2, int64_t *hist);
+int64_t ref_reduce_by_key_i32f(const int32_t *k, const float *v, int32_t *ko, float *vo,
+                               int64_t n, int64_t G, float *tail, int64_t *nh);
+void ref_grid_count2(const double *px, const double *py, const int32_t *cs, const int32_t *ce,
+                     const int32_t *order, int32_t *cnt, double inv, int64_t dim, double r2,
+                     int64_t n);
+void ref_pairs_count2(const double *px, const double *py, int32_t *cnt, double r2, int64_t n);
 ]]
 
 gpu.use("cpu")
@@ -161,6 +173,148 @@ do -- fill and copy: 16M floats
     lua = function() for i = 0, n - 1 do dl[i] = src[i] end end,
     check = function() same(dg, dc, "copy gpujit/C"); same(dl, dc, "copy LuaJIT/C") end,
   }
+end
+
+local function same_elems(a, b, n, what)
+  for i = 0, n - 1 do
+    if a[i] ~= b[i] then error(("%s: element %d: %s vs %s"):format(what, i, a[i], b[i]), 0) end
+  end
+end
+
+do -- compact: 4M int32, about half kept
+  local n = 2 ^ 22
+  local a = rand_i32(n, 99)
+  local G = items(n)
+  local part = ffi.new("int64_t[?]", G)
+  local dg, dc = ffi.new("int32_t[?]", n), ffi.new("int32_t[?]", n)
+  local positive = function(x) return x > 0 end
+  local r = {}
+  cases[#cases + 1] = {
+    name = "gpu.compact(a, pred, dst)", what = "4M int32", goal_c = 0.5,
+    gj = function() r.gj = gpu.compact(a, positive, dg) end,
+    c = function(L) r.c = tonumber(L.ref_compact_i32(a, dc, n, G, part)) end,
+    check = function()
+      assert(r.gj == r.c, ("compact: count gpujit %d, C %d"):format(r.gj, r.c))
+      same_elems(dg, dc, r.c, "compact gpujit/C")
+    end,
+  }
+end
+
+do -- argsort: 4M int32 keys
+  local n = 2 ^ 22
+  local keys = rand_i32(n, 4242)
+  local G = sort_items(n)
+  local ig, ic = ffi.new("int32_t[?]", n), ffi.new("int32_t[?]", n)
+  local k1, k2 = ffi.new("uint32_t[?]", n), ffi.new("uint32_t[?]", n)
+  local i2, hist = ffi.new("int32_t[?]", n), ffi.new("int64_t[?]", 256 * G)
+  local opts = { out = ig }
+  cases[#cases + 1] = {
+    name = "gpu.argsort(keys, { out = idx })", what = "4M int32", goal_c = 0.5,
+    gj = function() gpu.argsort(keys, opts) end,
+    c = function(L) L.ref_argsort_i32(keys, ic, n, G, k1, k2, i2, hist) end,
+    check = function() same_elems(ig, ic, n, "argsort gpujit/C") end,
+  }
+end
+
+do -- reduce_by_key: 4M int32 keys in runs of 1-64, float values, "+"
+  local n = 2 ^ 22
+  local k, v = ffi.new("int32_t[?]", n), ffi.new("float[?]", n)
+  local lens = rand_i32(n, 77)
+  local key, i, r = 0, 0, 0
+  while i < n do
+    key = key + 1 + lens[r] % 3
+    for _ = 1, lens[r] % 64 + 1 do
+      if i < n then
+        k[i], v[i] = key, (i % 1000) / 8
+        i = i + 1
+      end
+    end
+    r = r + 1
+  end
+  local G = items(n)
+  local tail, nh = ffi.new("float[?]", G), ffi.new("int64_t[?]", G)
+  local kg, vg = ffi.new("int32_t[?]", n), ffi.new("float[?]", n)
+  local kc, vc = ffi.new("int32_t[?]", n), ffi.new("float[?]", n)
+  local opts = { keys_out = kg, values_out = vg }
+  local res = {}
+  cases[#cases + 1] = {
+    name = "gpu.reduce_by_key(k, v, \"+\", outs)", what = "4M int32/float", goal_c = 0.5,
+    gj = function() res.gj = gpu.reduce_by_key(k, v, "+", opts) end,
+    c = function(L) res.c = tonumber(L.ref_reduce_by_key_i32f(k, v, kc, vc, n, G, tail, nh)) end,
+    check = function()
+      assert(res.gj == res.c, ("reduce_by_key: %d segments, C %d"):format(res.gj, res.c))
+      same_elems(kg, kc, res.c, "reduce_by_key keys gpujit/C")
+      same_elems(vg, vc, res.c, "reduce_by_key values gpujit/C")
+    end,
+  }
+end
+
+-- The hash grid's neighbour query (and all pairs): points in a square of
+-- side `side` cells of 1, as many slots; count those within 1.
+local count_grid = gpu.kernel(function(px, py, cs, ce, order, cnt, inv, dim, r2, n)
+  local i = gpu.global_id(0)
+  if i < n then
+    local x, y = px[i], py[i]
+    local cx, cy = gpu.hashgrid_cell(x, inv), gpu.hashgrid_cell(y, inv)
+    local c = 0
+    for oy = -1, 1 do
+      for ox = -1, 1 do
+        local s = gpu.hashgrid_index(cx + ox, cy + oy, dim)
+        for k = cs[s], ce[s] - 1 do
+          local j = order[k]
+          local dx, dy = px[j] - x, py[j] - y
+          if dx * dx + dy * dy < r2 then c = c + 1 end
+        end
+      end
+    end
+    cnt[i] = c
+  end
+end, { name = "bench_grid_count" })
+local count_pairs = gpu.kernel(function(px, py, cnt, r2, n)
+  local i = gpu.global_id(0)
+  if i < n then
+    local x, y = px[i], py[i]
+    local c = 0
+    for j = 0, n - 1 do
+      local dx, dy = px[j] - x, py[j] - y
+      if dx * dx + dy * dy < r2 then c = c + 1 end
+    end
+    cnt[i] = c
+  end
+end, { name = "bench_pairs_count" })
+
+for _, n in ipairs({ 2 ^ 14, 2 ^ 20 }) do
+  local side = math.floor(math.sqrt(n))
+  local px, py = ffi.new("double[?]", n), ffi.new("double[?]", n)
+  for i = 0, n - 1 do   -- uniform in the square (Philox: rand_i32's sequence has short cycles)
+    px[i] = gpu.uniform(5, i) * side
+    py[i] = gpu.uniform(6, i) * side
+  end
+  local grid = gpu.hashgrid(1, { dims = 2, dim = side })
+  grid:build(px, py)
+  local cs, ce, order = grid.cell_start, grid.cell_end, grid.order   -- host-shared on cpu
+  local csp, cep, op = ffi.cast("int32_t *", cs.ptr), ffi.cast("int32_t *", ce.ptr),
+    ffi.cast("int32_t *", order.ptr)
+  local cg, cc = ffi.new("int32_t[?]", n), ffi.new("int32_t[?]", n)
+  local what = ("%dk points, %.1f a cell"):format(n / 1024, n / side ^ 2)
+  cases[#cases + 1] = {
+    name = "hashgrid query (count within r)", what = what, goal_c = 0.5,
+    gj = function() count_grid:launch(n, px, py, cs, ce, order, cg, 1, side, 1, n) end,
+    c = function(L) L.ref_grid_count2(px, py, csp, cep, op, cc, 1, side, 1, n) end,
+    check = function() same_elems(cg, cc, n, "grid query gpujit/C") end,
+  }
+  if n <= 2 ^ 14 then
+    local pg, pc = ffi.new("int32_t[?]", n), ffi.new("int32_t[?]", n)
+    cases[#cases + 1] = {
+      name = "all-pairs query (the same count)", what = what, goal_c = 0.5,
+      gj = function() count_pairs:launch(n, px, py, pg, 1, n) end,
+      c = function(L) L.ref_pairs_count2(px, py, pc, 1, n) end,
+      check = function()
+        same_elems(pg, pc, n, "all pairs gpujit/C")
+        same_elems(pg, cg, n, "all pairs/grid")
+      end,
+    }
+  end
 end
 
 local function range(a, b)

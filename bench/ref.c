@@ -236,3 +236,200 @@ void ref_copy_f32(float *dst, const float *src, int64_t n)
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; i++) dst[i] = src[i];
 }
+
+/* The library's second wave (issue 37), the algorithms of
+** lua/gpujit/prims_select.lua, prims_sort.lua (argsort), prims_segment.lua
+** and hashgrid.lua, with gpujit's item counts passed in. */
+
+/* reduce's chunking: C a multiple of the lanes, g chunks. */
+static int64_t prim_chunk(int64_t n, int64_t G, int64_t *g)
+{
+  int64_t C = (n + G * PRIM_LANES - 1) / (G * PRIM_LANES) * PRIM_LANES;
+  *g = (n + C - 1) / C;
+  return C;
+}
+
+/* gpu.compact(a, function(x) return x > 0 end, dst) of int32: count,
+** offsets, scatter; returns the count.  part: G int64. */
+int64_t ref_compact_i32(const int32_t *a, int32_t *dst, int64_t n, int64_t G, int64_t *part)
+{
+  int64_t g, C = prim_chunk(n, G, &g);
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < g; j++) {
+    int64_t lo = j * C, hi = lo + C < n ? lo + C : n, c = 0;
+    for (int64_t i = lo; i < hi; i++) c += a[i] > 0;
+    part[j] = c;
+  }
+  int64_t s = 0;
+  for (int64_t j = 0; j < g; j++) {
+    int64_t c = part[j];
+    part[j] = s;
+    s += c;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < g; j++) {
+    int64_t lo = j * C, hi = lo + C < n ? lo + C : n, o = part[j];
+    for (int64_t i = lo; i < hi; i++)
+      if (a[i] > 0) dst[o++] = a[i];
+  }
+  return s;
+}
+
+/* gpu.argsort(keys, { out = idx }) of int32: the keys copied in unsigned
+** order with their indices, 4 LSD passes of 8 bits moving both (a pass
+** whose digit is the same for every key skipped, as gpujit does).  k1, k2:
+** n uint32; i2: n int32; hist: 256 * G int64. */
+void ref_argsort_i32(const int32_t *keys, int32_t *idx, int64_t n, int64_t G, uint32_t *k1,
+                     uint32_t *k2, int32_t *i2, int64_t *hist)
+{
+  uint32_t *src = k1, *dst = k2;
+  int32_t *vs = idx, *vd = i2;
+  int64_t C = (n + G - 1) / G;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    k1[i] = (uint32_t)keys[i] ^ 0x80000000u;
+    idx[i] = (int32_t)i;
+  }
+  for (int shift = 0; shift < 32; shift += 8) {
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < G; j++) {
+      int64_t cnt[256] = { 0 };
+      int64_t lo = j * C, hi = lo + C < n ? lo + C : n;
+      for (int64_t i = lo; i < hi; i++) cnt[(src[i] >> shift) & 255]++;
+      for (int d = 0; d < 256; d++) hist[d * G + j] = cnt[d];
+    }
+    int64_t s = 0;
+    for (int64_t i = 0; i < 256 * G; i++) {
+      int64_t c = hist[i];
+      hist[i] = s;
+      s += c;
+    }
+    int one = 0;
+    for (int d = 0; d < 256; d++)
+      if ((d < 255 ? hist[(d + 1) * G] : n) - hist[d * G] == n) one = 1;
+    if (one) continue;
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < G; j++) {
+      int64_t off[256];
+      for (int d = 0; d < 256; d++) off[d] = hist[d * G + j];
+      int64_t lo = j * C, hi = lo + C < n ? lo + C : n;
+      for (int64_t i = lo; i < hi; i++) {
+        int64_t o = off[(src[i] >> shift) & 255]++;
+        dst[o] = src[i];
+        vd[o] = vs[i];
+      }
+    }
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+    int32_t *tv = vs;
+    vs = vd;
+    vd = tv;
+  }
+  if (vs != idx) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) idx[i] = vs[i];
+  }
+}
+
+/* gpu.reduce_by_key(keys, values, "+", { keys_out, values_out }) of int32
+** keys and float values: tails and head counts, carries, write; returns
+** the segment count.  tail: G floats; nh: G int64. */
+int64_t ref_reduce_by_key_i32f(const int32_t *k, const float *v, int32_t *ko, float *vo,
+                               int64_t n, int64_t G, float *tail, int64_t *nh)
+{
+  int64_t g, C = prim_chunk(n, G, &g);
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < g; j++) {
+    int64_t lo = j * C, hi = lo + C < n ? lo + C : n, h = 0;
+    float acc = v[lo];
+    if (lo == 0 || k[lo] != k[lo - 1]) h = 1;
+    for (int64_t i = lo + 1; i < hi; i++) {
+      if (k[i] != k[i - 1]) {
+        h++;
+        acc = v[i];
+      } else {
+        acc = acc + v[i];
+      }
+    }
+    tail[j] = acc;
+    nh[j] = h;
+  }
+  float acc = tail[0];
+  int64_t s = nh[0];
+  nh[0] = 0;
+  for (int64_t j = 1; j < g; j++) {
+    float t = tail[j];
+    int64_t h = nh[j];
+    tail[j] = acc;
+    nh[j] = s;
+    s += h;
+    acc = h > 0 ? t : acc + t;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t j = 0; j < g; j++) {
+    int64_t lo = j * C, hi = lo + C < n ? lo + C : n, o = nh[j];
+    float a;
+    if (lo == 0 || k[lo] != k[lo - 1]) {
+      if (lo > 0) vo[o - 1] = tail[j];
+      ko[o++] = k[lo];
+      a = v[lo];
+    } else {
+      a = tail[j] + v[lo];
+    }
+    for (int64_t i = lo + 1; i < hi; i++) {
+      if (k[i] != k[i - 1]) {
+        vo[o - 1] = a;
+        ko[o++] = k[i];
+        a = v[i];
+      } else {
+        a = a + v[i];
+      }
+    }
+    if (hi == n) vo[o - 1] = a;
+  }
+  return s;
+}
+
+/* The hash grid's query (bench/prims.lua's kernel): for every point, the
+** points within sqrt(r2) found through the 3 x 3 slots around its cell. */
+static int64_t grid_wrap(int64_t c, int64_t dim)
+{
+  int64_t m = c % dim;
+  return m < 0 ? m + dim : m;
+}
+
+void ref_grid_count2(const double *px, const double *py, const int32_t *cs, const int32_t *ce,
+                     const int32_t *order, int32_t *cnt, double inv, int64_t dim, double r2,
+                     int64_t n)
+{
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    int64_t cx = (int64_t)floor(px[i] * inv), cy = (int64_t)floor(py[i] * inv);
+    int32_t c = 0;
+    for (int64_t oy = -1; oy <= 1; oy++)
+      for (int64_t ox = -1; ox <= 1; ox++) {
+        int64_t s = grid_wrap(cx + ox, dim) + dim * grid_wrap(cy + oy, dim);
+        for (int32_t k = cs[s]; k < ce[s]; k++) {
+          int32_t j = order[k];
+          double dx = px[j] - px[i], dy = py[j] - py[i];
+          if (dx * dx + dy * dy < r2) c++;
+        }
+      }
+    cnt[i] = c;
+  }
+}
+
+/* The same count over all pairs. */
+void ref_pairs_count2(const double *px, const double *py, int32_t *cnt, double r2, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    int32_t c = 0;
+    for (int64_t j = 0; j < n; j++) {
+      double dx = px[j] - px[i], dy = py[j] - py[i];
+      if (dx * dx + dy * dy < r2) c++;
+    }
+    cnt[i] = c;
+  }
+}

@@ -502,7 +502,17 @@ local function struct_array(v)
   return info and info.struct and info.kind == "farray" and info or nil
 end
 
+-- Is v a gpu.array (not freed)?
+local function garray(v)
+  if type(v) ~= "cdata" or not H.gpu.types then return false end
+  local info = H.gpu.types.ctype_info(v)
+  return info ~= nil and info.kind == "garray" and v.ptr ~= nil
+end
+
 local function clone_arg(v)
+  if garray(v) then   -- a gpu.array: its contents in a sim array
+    return H.gpu.to_device(v:to_host(), nil, "sim")
+  end
   if type(v) == "table" then
     local t = {}
     for k, x in pairs(v) do t[k] = x end
@@ -541,6 +551,7 @@ end
 function H.compare_args(label, got_args, ref_args, ulps, dulps)
   for j = 1, math.max(#got_args, #ref_args) do
     local g, r = got_args[j], ref_args[j]
+    if garray(g) and garray(r) then g, r = g:to_host(), r:to_host() end
     if type(g) == "table" then
       local n = math.max(#g, #r)
       H.check(nil, g, function(i) return r[i + 1] end, n,

@@ -4,6 +4,7 @@
 -- and gpu.arrays, on every backend of GPUJIT_SPEC_BACKENDS; and the errors.
 
 local H = require("spec.helpers")
+local L = require("spec.prims_lib")
 local ffi = require("ffi")
 local gpu = H.gpu
 
@@ -22,29 +23,10 @@ local function sizes(bk)
 end
 local function large() return 10000000 end
 
--- A deterministic pseudo-random sequence of small integers in [lo, hi].
-local function gen(n, lo, hi, seed)
-  local out, s = {}, seed or 1
-  for i = 1, n do
-    s = (s * 1103515245 + 12345) % 2147483648
-    out[i] = lo + s % (hi - lo + 1)
-  end
-  return out
-end
-
--- An array of kind "ffi", "table" or "garray" holding the Lua values vals.
-local function make(kind, ct, vals, n)
-  n = n or #vals
-  if kind == "table" then
-    local t = {}
-    for i = 1, n do t[i] = vals[i] or 0 end
-    return t
-  end
-  local a = ffi.new(ct .. "[?]", n)
-  for i = 1, n do a[i - 1] = vals[i] or 0 end
-  if kind == "garray" then return gpu.to_device(a, ct) end
-  return a
-end
+-- gen(n, lo, hi, seed): deterministic small integers in [lo, hi];
+-- make(kind, ct, vals [, n]): an array of kind "ffi", "table" or "garray"
+-- holding vals (spec/prims_lib.lua, shared with the library's other specs).
+local gen, make = L.gen, L.make
 
 -- Element i (0-based) of any kind of array, as the host sees it.
 local function host(kind, a)

@@ -406,12 +406,15 @@ if core and core.intrinsic then
 end
 
 ---------------------------------------------------------------------------
--- Parallel primitives (gpujit.prims, gpujit.prims_sort; docs/api.md).
+-- Parallel primitives (gpujit.prims and a module per concern, each
+-- listing its functions in `api`; docs/api.md).
 
 local prims = require("gpujit.prims")
 prims.setup({ gpu = gpu, ctx = ctx, current = current, target_of = target_of })
-gpu.reduce, gpu.scan, gpu.fill, gpu.copy = prims.reduce, prims.scan, prims.fill, prims.copy
-gpu.sort = require("gpujit.prims_sort").sort
+gpu.reduce, gpu.scan = prims.reduce, prims.scan
+for _, m in ipairs({ "prims_map", "prims_sort", "prims_select", "prims_segment", "hashgrid" }) do
+  for name, f in pairs(require("gpujit." .. m).api) do gpu[name] = f end
+end
 
 gpu.types = types
 gpu._raise = raise

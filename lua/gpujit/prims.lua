@@ -1,5 +1,9 @@
 -- gpujit.prims: the parallel primitives gpu.reduce, gpu.scan, gpu.fill and
--- gpu.copy (gpu.sort is gpujit.prims_sort), written as gpujit kernels: Lua
+-- gpu.copy, and what every primitive shares (arguments, views, scratch,
+-- kernels, options); the others are one concern a file: gpujit.prims_sort
+-- (sort, argsort), prims_select (compact, partition, unique), prims_segment
+-- (reduce_by_key, scan_by_key, histogram), prims_map (map, iota, arange),
+-- hashgrid (neighbour search).  All are written as gpujit kernels: Lua
 -- functions compiled per device and per argument types like any kernel, so
 -- they run on every backend (cpu, opencl, cuda, and sim item by item).
 --
@@ -51,6 +55,26 @@ M.argerr = argerr
 
 local function i64(v) return ffi.new("int64_t", v) end
 M.i64 = i64
+
+-- Check an options table: nil or a table whose keys are all in `allowed`
+-- (a set); an unknown key is an error naming it.  Returns the table ({}
+-- for nil).
+function M.options(opts, argn, fname, allowed, level)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    argerr(argn, fname, "options table expected, got " .. types.describe(opts), level + 1)
+  end
+  for k in pairs(opts) do
+    if not allowed[k] then
+      local names = {}
+      for name in pairs(allowed) do names[#names + 1] = name end
+      table.sort(names)
+      argerr(argn, fname, "unknown option '" .. tostring(k) .. "' (" .. (#names > 0 and
+        "expected " .. table.concat(names, ", ") or "it takes none") .. ")", level + 1)
+    end
+  end
+  return opts
+end
 
 ---------------------------------------------------------------------------
 -- Arrays: what an argument is, and its device view.
@@ -251,6 +275,48 @@ local function fkey(f)
     fkeys[f] = k
   end
   return k
+end
+M.fkey = fkey
+
+-- Run body(tgt) for a primitive over the classified arguments `list` (on
+-- their device): the views and temporaries it opens are dropped after it,
+-- and its error is raised at `level` (as error() counts from M.run: 3,
+-- the default, is the caller of the primitive that called M.run).  list
+-- may hold nils.  Returns body's results.
+function M.run(list, fname, body, level)
+  level = level or 3
+  local args = {}
+  for i = 1, table.maxn(list) do
+    if list[i] then args[#args + 1] = list[i] end
+  end
+  local tgt = pick_target(args, fname, level)
+  local mark = M.open_views()
+  local res = { pcall(body, tgt) }
+  M.done(args, mark)
+  if not res[1] then error(res[2], level) end
+  return unpack(res, 2, table.maxn(res))
+end
+
+-- A classified argument (argn set), or nil for nil when optional.
+function M.arg(v, argn, fname, optional, level)
+  if v == nil and optional then return nil end
+  local a = classify(v, argn, fname, level + 1)
+  a.argn = argn
+  return a
+end
+
+-- The result of a primitive that wrote `count` elements of elem into the
+-- device array d: an array of the kind of the argument `like` (a
+-- gpu.array on the device, an FFI array, a Lua table) holding them.
+function M.result_like(like, d, elem, count, tgt)
+  if like.kind == "garray" then
+    local e = env.gpu.array(elem, count, tgt.entry)
+    if count > 0 then M.elementwise(tgt, "copy", M.make_copy, count, e, d, i64(count)) end
+    return e
+  end
+  local out = like.kind == "table" and {} or ffi.new(elem .. "[?]", count)
+  if count > 0 then M.alias(d, elem, count, tgt):to_host(out) end
+  return out
 end
 
 -- The launch shape of G items: a row of S work items per item where the
@@ -491,9 +557,11 @@ end
 -- carries (in place: part[j] becomes p[0] op ... op p[j-1] for j >= 1),
 -- pass 3 scans each chunk sequentially from its carry.
 
-local function make_carry(ACC, op)
+-- with_total: the fold of every partial (the scan's total) is stored
+-- into tot[0] as a store converts.
+local function make_carry(ACC, op, with_total)
   return function()
-    return function(part, g)
+    return function(part, g, tot)
       if gpu.global_id(0) == 0 and gpu.global_id(1) == 0 then
         local acc = gpu.local_array(ACC, 1)
         acc[0] = part[0]
@@ -502,6 +570,7 @@ local function make_carry(ACC, op)
           part[j] = acc[0]
           acc[0] = op(acc[0], t)
         end
+        if with_total then tot[0] = acc[0] end
       end
     end
   end
@@ -551,9 +620,23 @@ local function wider(from, to)
 end
 M.wider = wider
 
--- gpu.scan(a, op, out [, exclusive])
+local SCAN_OPTS = { exclusive = true, total = true }
+
+-- gpu.scan(a, op, out [, exclusive | opts])
 function M.scan(a, op, out, exclusive)
   local fname = "scan"
+  local T
+  if type(exclusive) == "table" then
+    local o = M.options(exclusive, 4, fname, SCAN_OPTS, 2)
+    exclusive = o.exclusive
+    if o.total ~= nil then
+      T = classify(o.total, 4, fname, 2)
+      T.argn = 4
+      check_elem(T, fname, 2)
+      if T.n ~= 1 then argerr(4, fname, "total must be a 1-element array, got " .. T.n
+        .. " elements", 2) end
+    end
+  end
   local A = classify(a, 1, fname, 2)
   A.argn = 1
   check_elem(A, fname, 2)
@@ -576,10 +659,15 @@ function M.scan(a, op, out, exclusive)
     argerr(4, fname, "an exclusive scan starts from the op's identity, which a function op "
       .. "does not have: use an inclusive scan", 2)
   end
-  if A.n == 0 then return out end
   local ACC = fn and O.elem or acc_type(op, O.elem)
-  local tgt = pick_target({ A, O }, fname, 2)
-  local list = { A, O }
+  if A.n == 0 and T then
+    if fn then argerr(4, fname, "the array is empty and a function op has no identity: the "
+      .. "total is undefined", 2) end
+    env.gpu.fill(T.value, identity(op, ACC))
+  end
+  if A.n == 0 then return out end
+  local tgt = pick_target({ A, O, T }, fname, 2)
+  local list = { A, O, T }
   local mark = M.open_views()
   local ok, res = pcall(function()
     local da = to_dev(A, tgt, fname)
@@ -589,17 +677,19 @@ function M.scan(a, op, out, exclusive)
     local f = fn and op or op_fn(op)
     local key = opkey(op, ACC)
     local k1 = M.kernel(tgt, "reduce_" .. key, make_chunks(ACC, f))
-    local k2 = M.kernel(tgt, "scan_carry_" .. key, make_carry(ACC, f))
+    local k2 = M.kernel(tgt, (T and "scan_carryt_" or "scan_carry_") .. key,
+      make_carry(ACC, f, T ~= nil))
     local k3 = M.kernel(tgt, (exclusive and "scan_excl_" or "scan_") .. key,
       make_scan(ACC, f, exclusive == true))
     local part = M.scratch(tgt, ACC, G, "part")
     k1:launch(items_cfg(tgt, G), da, part, i64(A.n), i64(C))
-    k2:launch(items_cfg(tgt, 1), part, i64(g))
+    k2:launch(items_cfg(tgt, 1), part, i64(g), T and to_dev(T, tgt, fname) or part)
     local id = env.gpu.to_device(ffi.new(ACC .. "[1]", fn and 0 or identity(op, ACC)), ACC,
       tgt.entry)
     k3:launch(items_cfg(tgt, G), da, dout, part, i64(A.n), i64(C), id)
     id:free()
     if same then A.back() else O.back() end
+    if T then T.back() end
   end)
   done(list, mark)
   if not ok then error(res, 2) end
@@ -607,23 +697,8 @@ function M.scan(a, op, out, exclusive)
 end
 
 ---------------------------------------------------------------------------
--- fill and copy: one work item per element.
-
-local function make_fill()
-  return function(a, v, n)
-    local i = gpu.global_id(0)
-    if i < n then a[i] = v end
-  end
-end
-
--- int64_t/uint64_t: the value from a 1-element array (a scalar argument is
--- a Lua number on sim, which rounds beyond 2^53)
-local function make_fill64()
-  return function(a, v, n)
-    local i = gpu.global_id(0)
-    if i < n then a[i] = v[0] end
-  end
-end
+-- Shared elementwise kernels (one work item per element): copy and iota;
+-- gpu.fill, gpu.copy, gpu.map, gpu.iota are gpujit.prims_map.
 
 local function make_copy()
   return function(dst, src, n)
@@ -633,76 +708,20 @@ local function make_copy()
 end
 M.make_copy = make_copy   -- gpu.sort copies with it too (prims_sort.lua)
 
+-- a[i] = start + i * step, computed in double (start, step: numbers) and
+-- stored as a store converts (gpu.iota; the sorts' index arrays)
+local function make_iota()
+  return function(a, start, step, n)
+    local i = gpu.global_id(0)
+    if i < n then a[i] = start + i * step end
+  end
+end
+M.make_iota = make_iota
+
 function M.elementwise(tgt, name, make, n, ...)
   if n == 0 then return end
   local k = M.kernel(tgt, name, make)
   k:launch(n, ...)
-end
-
--- gpu.fill(a, v)
-function M.fill(a, v)
-  local fname = "fill"
-  local A = classify(a, 1, fname, 2)
-  A.argn = 1
-  local ok_v
-  if A.elem == "bool" then ok_v = type(v) == "boolean" else
-    ok_v = type(v) == "number" or (type(v) == "cdata" and types.ctype_info(v) ~= nil
-      and types.ctype_info(v).kind == "scalar")
-  end
-  if not ok_v then
-    argerr(2, fname, (A.elem == "bool" and "boolean" or "number") .. " expected, got "
-      .. types.describe(v), 2)
-  end
-  if A.n == 0 then return a end
-  local tgt = pick_target({ A }, fname, 2)
-  local list = { A }
-  local mark = M.open_views()
-  local ok, res = pcall(function()
-    local d = to_dev(A, tgt, fname)
-    if types.is_int64[A.elem] then
-      local x = env.gpu.to_device(ffi.new(A.elem .. "[1]", v), A.elem, tgt.entry)
-      M.elementwise(tgt, "fill64", make_fill64, A.n, d, x, i64(A.n))
-      x:free()
-    else
-      -- a scalar of the element type, so that every value shares one
-      -- compiled kernel and the store is a plain one (the kernel reading
-      -- v[0] from memory that may alias a[] was not vectorized, 2x slower)
-      M.elementwise(tgt, "fill", make_fill, A.n, d, A.elem == "bool" and v or ffi.new(A.elem, v),
-        i64(A.n))
-    end
-    A.back()
-  end)
-  done(list, mark)
-  if not ok then error(res, 2) end
-  return a
-end
-
--- gpu.copy(dst, src): the #src elements of src into dst[0 .. #src - 1].
-function M.copy(dst, src)
-  local fname = "copy"
-  local D = classify(dst, 1, fname, 2)
-  D.argn = 1
-  local S = classify(src, 2, fname, 2)
-  S.argn = 2
-  if D.n < S.n then
-    argerr(1, fname, "dst has " .. D.n .. " elements, src has " .. S.n, 2)
-  end
-  if (D.elem == "bool") ~= (S.elem == "bool") then
-    argerr(2, fname, "cannot copy " .. S.elem .. " elements into " .. D.elem, 2)
-  end
-  if S.n == 0 or rawequal(dst, src) then return dst end
-  local tgt = pick_target({ D, S }, fname, 2)
-  local list = { D, S }
-  local mark = M.open_views()
-  local ok, res = pcall(function()
-    local dd = to_dev(D, tgt, fname)
-    local ds = to_dev(S, tgt, fname)
-    M.elementwise(tgt, "copy", make_copy, S.n, dd, ds, i64(S.n))
-    D.back()
-  end)
-  done(list, mark)
-  if not ok then error(res, 2) end
-  return dst
 end
 
 return M

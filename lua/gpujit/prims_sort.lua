@@ -1,5 +1,12 @@
--- gpujit.prims_sort: gpu.sort(keys [, values]), a stable LSD radix sort
--- written as gpujit kernels (docs/api.md, "Parallel primitives").
+-- gpujit.prims_sort: gpu.sort(keys [, values [, opts]]) and gpu.argsort,
+-- written as gpujit kernels (docs/api.md, "Parallel primitives"): a stable
+-- LSD radix sort, or with a comparison function (opts.cmp) the stable
+-- merge sort of gpujit.prims_mergesort.  Several value arrays, and argsort,
+-- sort an index along and gather by it.  Descending order complements the
+-- ordered keys the radix passes see (a stable ascending sort of them is
+-- the stable descending sort), or reverses the comparison.
+--
+-- The radix sort:
 --
 -- Keys are sorted on order-preserving unsigned bit patterns, 8 bits per
 -- pass (1 pass for 8-bit keys, 2 for 16-bit, 4 for 32-bit, 8 for 64-bit).
@@ -20,6 +27,7 @@
 -- that index.
 local types = require("gpujit.types")
 local P = require("gpujit.prims")
+local MS = require("gpujit.prims_mergesort")
 local sim = require("gpujit.sim")
 
 local gpu = {}
@@ -106,6 +114,15 @@ local function make_flip(half)
         if x >= half then uw[i * W + W - 1] = x - half else uw[i * W + W - 1] = x + half end
       end
     end
+  end
+end
+
+-- Descending order: every ordered key complemented (m words of the view
+-- uw, W apart from word w; top: the word's largest value).
+local function make_compl()
+  return function(uw, W, w, top, m)
+    local i = gpu.global_id(0)
+    if i < m then uw[i * W + w] = top - uw[i * W + w] end
   end
 end
 
@@ -221,96 +238,227 @@ local function key_views(e, n, bytes, tgt)
   return { m = P.alias(e, "uint64_t", n, tgt), w = P.alias(e, "uint32_t", 2 * n, tgt), W = 2 }
 end
 
--- gpu.sort(keys [, values])
-function M.sort(keys, values)
-  local fname = "sort"
-  local K = P.classify(keys, 1, fname, 2)
-  K.argn = 1
+-- The radix sort of the n keys of device array dk (element type kelem) in
+-- place, with the device array dv (or nil) permuted along; descending: the
+-- order reversed (on complemented ordered keys: stable, NaNs first).
+local function radix(tgt, dk, kelem, n, dv, velem, desc)
+  local bytes = types.size[kelem]
+  local ut = UINT[bytes]
+  local cp = function(dst, src)
+    P.kernel(tgt, "copy", P.make_copy):launch(n, dst, src, i64(n))
+  end
+  -- complement the m words of view uw (W words apart from word w): the
+  -- ordered keys of a descending sort
+  local function compl(uw, W, w, m, top)
+    if desc then
+      P.kernel(tgt, "sort_compl", make_compl):launch(m, uw, i64(W), i64(w), top, i64(m))
+    end
+  end
+  if types.is_int[kelem] then
+    local signed = kelem:sub(1, 1) == "i"
+    local W = bytes == 8 and 2 or 1
+    local flipw = P.alias(dk, bytes == 8 and "uint32_t" or ut, n * W, tgt)
+    local half = bytes == 8 and 2 ^ 31 or 2 ^ (8 * bytes - 1)
+    local top = bytes == 8 and 2 ^ 32 - 1 or 2 ^ (8 * bytes) - 1
+    local flip = signed and P.kernel(tgt, "sort_flip" .. bytes, make_flip(half))
+    if flip then flip:launch(n, flipw, i64(W), i64(n)) end
+    compl(flipw, 1, 0, n * W, top)
+    local tmp = P.scratch(tgt, ut, n, "keys")
+    local vtmp = dv and P.scratch(tgt, velem, n, "values")
+    local A, B = key_views(dk, n, bytes, tgt), key_views(tmp, n, bytes, tgt)
+    local inB = passes(tgt, n, bytes, A, B, dv, vtmp)
+    if inB then
+      cp(A.m, B.m)
+      if dv then cp(dv, vtmp) end
+    end
+    compl(flipw, 1, 0, n * W, top)
+    if flip then flip:launch(n, flipw, i64(W), i64(n)) end
+  elseif bytes == 4 then
+    -- float: (ordered key, bits) pairs sorted on the upper word, values along
+    local kb = P.alias(dk, "uint32_t", n, tgt)
+    local pA = P.scratch(tgt, "uint64_t", n, "keys")
+    local pB = P.scratch(tgt, "uint64_t", n, "keys2")
+    local vtmp = dv and P.scratch(tgt, velem, n, "values")
+    local A, B = key_views(pA, n, 8, tgt), key_views(pB, n, 8, tgt)
+    P.kernel(tgt, "sort_fpack32", make_fpack32):launch(n, dk, kb, A.w, i64(n))
+    compl(A.w, 2, 1, n, 2 ^ 32 - 1)
+    local inB = passes(tgt, n, 8, A, B, dv, vtmp, 1)
+    P.kernel(tgt, "sort_unpack32", make_unpack32):launch(n, kb, inB and B.w or A.w, i64(n))
+    if inB and dv then cp(dv, vtmp) end
+  else
+    local kb = P.alias(dk, "uint32_t", n * (bytes / 4), tgt)
+    local ukA = P.scratch(tgt, ut, n, "keys")
+    local ukB = P.scratch(tgt, ut, n, "keys2")
+    local iA = P.scratch(tgt, "uint32_t", n, "index")
+    local iB = P.scratch(tgt, "uint32_t", n, "index2")
+    local ukw = P.alias(ukA, "uint32_t", n * (bytes / 4), tgt)
+    P.kernel(tgt, "sort_fmap64", make_fmap64):launch(n, dk, kb, ukw, iA, i64(n))
+    compl(ukw, 1, 0, 2 * n, 2 ^ 32 - 1)
+    local A, B = key_views(ukA, n, bytes, tgt), key_views(ukB, n, bytes, tgt)
+    local inB = passes(tgt, n, bytes, A, B, iA, iB)
+    local idx = inB and iB or iA
+    local g = P.kernel(tgt, "sort_gather", make_gather)
+    local kcopy = P.scratch(tgt, kelem, n, "keycopy")
+    cp(kcopy, dk)
+    g:launch(n, dk, kcopy, idx, i64(n))
+    if dv then
+      local vcopy = P.scratch(tgt, velem, n, "values")
+      cp(vcopy, dv)
+      g:launch(n, dv, vcopy, idx, i64(n))
+    end
+  end
+end
+
+-- The comparison's descending form, once per function (a stable sort by
+-- it keeps equal keys in their order).
+local reversed = setmetatable({}, { __mode = "k" })
+local function reverse(cmp)
+  local r = reversed[cmp]
+  if r == nil then
+    r = function(a, b) return cmp(b, a) end
+    reversed[cmp] = r
+  end
+  return r
+end
+
+-- Sort dk in place carrying dv along, by the radix sort or, with cmp, the
+-- merge sort (whose index permutes dv).
+local function sort_dev(tgt, dk, kelem, n, dv, velem, o)
+  if o.cmp then
+    local c = o.descending and reverse(o.cmp) or o.cmp
+    local idx = MS.sort(tgt, dk, kelem, n, c)
+    if dv then
+      local vcopy = P.scratch(tgt, velem, n, "values")
+      P.kernel(tgt, "copy", P.make_copy):launch(n, vcopy, dv, i64(n))
+      P.kernel(tgt, "sort_gather", make_gather):launch(n, dv, vcopy, idx, i64(n))
+    end
+  else
+    radix(tgt, dk, kelem, n, dv, velem, o.descending == true)
+  end
+end
+
+local SORT_OPTS = { descending = true, cmp = true }
+local ARGSORT_OPTS = { descending = true, cmp = true, out = true }
+
+local function check_keys(K, o, fname, level)
+  if o.descending ~= nil and type(o.descending) ~= "boolean" then
+    argerr(K.optn, fname, "option descending: boolean expected, got "
+      .. types.describe(o.descending), level + 1)
+  end
+  if o.cmp ~= nil and type(o.cmp) ~= "function" then
+    argerr(K.optn, fname, "option cmp: a Lua function cmp(a, b) (a before b) expected, got "
+      .. types.describe(o.cmp), level + 1)
+  end
   if not (types.is_int[K.elem] or types.is_float[K.elem]) then
     argerr(1, fname, "keys of type " .. K.elem .. " cannot be sorted: expected an integer or "
-      .. "float type", 2)
+      .. "float type", level + 1)
   end
-  local V
-  if values ~= nil then
-    V = P.classify(values, 2, fname, 2)
-    V.argn = 2
+  if (K.elem == "double" or o.cmp) and K.n > 2 ^ 32 - 1 then   -- the index is a uint32_t
+    argerr(1, fname, ("%.0f keys: at most 2^32 - 1 can be sorted %s"):format(K.n,
+      o.cmp and "by a comparison" or "as double"), level + 1)
+  end
+end
+
+-- A list of value arrays: a Lua table whose first element is not a number.
+local function is_list(v)
+  return type(v) == "table" and #v > 0 and type(v[1]) ~= "number"
+end
+
+-- gpu.sort(keys [, values [, opts]]): values an array or a list of arrays
+function M.sort(keys, values, opts)
+  local fname = "sort"
+  local K = P.arg(keys, 1, fname, false, 2)
+  K.optn = 3
+  local o = P.options(opts, 3, fname, SORT_OPTS, 2)
+  check_keys(K, o, fname, 2)
+  local vals = {}
+  if is_list(values) then
+    for i, v in ipairs(values) do vals[i] = P.arg(v, 2, fname, false, 2) end
+  elseif values ~= nil then
+    vals[1] = P.arg(values, 2, fname, false, 2)
+  end
+  for i, V in ipairs(vals) do
+    local what = #vals > 1 and "values[" .. i .. "]" or "values"
     if V.n ~= K.n then
-      argerr(2, fname, "values has " .. V.n .. " elements, keys has " .. K.n, 2)
+      argerr(2, fname, what .. " has " .. V.n .. " elements, keys has " .. K.n, 2)
     end
-    if rawequal(values, keys) then
-      argerr(2, fname, "values must be another array than keys", 2)
+    if rawequal(V.value, keys) then
+      argerr(2, fname, what .. " must be another array than keys", 2)
+    end
+    for j = 1, i - 1 do
+      if rawequal(V.value, vals[j].value) then
+        argerr(2, fname, what .. " is values[" .. j .. "] again", 2)
+      end
     end
   end
   local n = K.n
   if n <= 1 then return keys, values end
-  if K.elem == "double" and n > 2 ^ 32 - 1 then   -- the index is a uint32_t
-    argerr(1, fname, ("%.0f double keys: at most 2^32 - 1 can be sorted"):format(n), 2)
-  end
-  local list = { K, V }
-  local mark = P.open_views()
-  local tgt = P.pick_target({ K, V }, fname, 2)
-  local ok, err = pcall(function()
+  local list = { K }
+  for _, V in ipairs(vals) do list[#list + 1] = V end
+  P.run(list, fname, function(tgt)
     local dk = P.to_dev(K, tgt, fname)
-    local dv = V and P.to_dev(V, tgt, fname)
-    local bytes = types.size[K.elem]
-    local ut = UINT[bytes]
-    local cp = function(dst, src)
-      P.kernel(tgt, "copy", P.make_copy):launch(n, dst, src, i64(n))
-    end
-    if types.is_int[K.elem] then
-      local signed = K.elem:sub(1, 1) == "i"
-      local W = bytes == 8 and 2 or 1
-      local flipw = P.alias(dk, bytes == 8 and "uint32_t" or ut, n * W, tgt)
-      local half = bytes == 8 and 2 ^ 31 or 2 ^ (8 * bytes - 1)
-      local flip = signed and P.kernel(tgt, "sort_flip" .. bytes, make_flip(half))
-      if flip then flip:launch(n, flipw, i64(W), i64(n)) end
-      local tmp = P.scratch(tgt, ut, n, "keys")
-      local vtmp = dv and P.scratch(tgt, V.elem, n, "values")
-      local A, B = key_views(dk, n, bytes, tgt), key_views(tmp, n, bytes, tgt)
-      local inB = passes(tgt, n, bytes, A, B, dv, vtmp)
-      if inB then
-        cp(A.m, B.m)
-        if dv then cp(dv, vtmp) end
-      end
-      if flip then flip:launch(n, flipw, i64(W), i64(n)) end
-    elseif bytes == 4 then
-      -- float: (ordered key, bits) pairs sorted on the upper word, values along
-      local kb = P.alias(dk, "uint32_t", n, tgt)
-      local pA = P.scratch(tgt, "uint64_t", n, "keys")
-      local pB = P.scratch(tgt, "uint64_t", n, "keys2")
-      local vtmp = dv and P.scratch(tgt, V.elem, n, "values")
-      local A, B = key_views(pA, n, 8, tgt), key_views(pB, n, 8, tgt)
-      P.kernel(tgt, "sort_fpack32", make_fpack32):launch(n, dk, kb, A.w, i64(n))
-      local inB = passes(tgt, n, 8, A, B, dv, vtmp, 1)
-      P.kernel(tgt, "sort_unpack32", make_unpack32):launch(n, kb, inB and B.w or A.w, i64(n))
-      if inB and dv then cp(dv, vtmp) end
+    if #vals <= 1 then
+      local V = vals[1]
+      sort_dev(tgt, dk, K.elem, n, V and P.to_dev(V, tgt, fname), V and V.elem, o)
     else
-      local kb = P.alias(dk, "uint32_t", n * (bytes / 4), tgt)
-      local ukA = P.scratch(tgt, ut, n, "keys")
-      local ukB = P.scratch(tgt, ut, n, "keys2")
-      local iA = P.scratch(tgt, "uint32_t", n, "index")
-      local iB = P.scratch(tgt, "uint32_t", n, "index2")
-      local ukw = P.alias(ukA, "uint32_t", n * (bytes / 4), tgt)
-      P.kernel(tgt, "sort_fmap64", make_fmap64):launch(n, dk, kb, ukw, iA, i64(n))
-      local A, B = key_views(ukA, n, bytes, tgt), key_views(ukB, n, bytes, tgt)
-      local inB = passes(tgt, n, bytes, A, B, iA, iB)
-      local idx = inB and iB or iA
-      local g = P.kernel(tgt, "sort_gather", make_gather)
-      local kcopy = P.scratch(tgt, K.elem, n, "keycopy")
-      cp(kcopy, dk)
-      g:launch(n, dk, kcopy, idx, i64(n))
-      if dv then
+      -- several value arrays: sort an index along, then gather each
+      local idx = P.scratch(tgt, "uint32_t", n, "perm")
+      P.kernel(tgt, "iota", P.make_iota):launch(n, idx, 0, 1, i64(n))
+      sort_dev(tgt, dk, K.elem, n, idx, "uint32_t", o)
+      for _, V in ipairs(vals) do
+        local dv = P.to_dev(V, tgt, fname)
         local vcopy = P.scratch(tgt, V.elem, n, "values")
-        cp(vcopy, dv)
-        g:launch(n, dv, vcopy, idx, i64(n))
+        P.kernel(tgt, "copy", P.make_copy):launch(n, vcopy, dv, i64(n))
+        P.kernel(tgt, "sort_gather", make_gather):launch(n, dv, vcopy, idx, i64(n))
+        V.back()
       end
     end
     K.back()
-    if V then V.back() end
+    if #vals == 1 then vals[1].back() end
   end)
-  P.done(list, mark)
-  if not ok then error(err, 2) end
   return keys, values
 end
+
+-- gpu.argsort(keys [, opts]) -> the permutation that sorts keys (keys not
+-- written)
+function M.argsort(keys, opts)
+  local fname = "argsort"
+  local K = P.arg(keys, 1, fname, false, 2)
+  K.optn = 2
+  local o = P.options(opts, 2, fname, ARGSORT_OPTS, 2)
+  check_keys(K, o, fname, 2)
+  local OUT = P.arg(o.out, 2, fname, true, 2)
+  if OUT then
+    if not types.is_int[OUT.elem] or types.size[OUT.elem] < 4 then
+      argerr(2, fname, "option out: an array of 32- or 64-bit integers expected, got "
+        .. OUT.elem .. " elements", 2)
+    end
+    if OUT.n ~= K.n then
+      argerr(2, fname, "option out has " .. OUT.n .. " elements, keys has " .. K.n, 2)
+    end
+  end
+  local ielem = OUT and OUT.elem or (K.n < 2 ^ 31 and "int32_t" or "int64_t")
+  local res = P.run({ K, OUT }, fname, function(tgt)
+    local n = K.n
+    local didx = OUT and P.to_dev(OUT, tgt, fname) or P.scratch(tgt, ielem, n, "argsort")
+    if n > 0 then
+      P.kernel(tgt, "iota", P.make_iota):launch(n, didx, 0, 1, i64(n))
+      if n > 1 then
+        local dk = P.to_dev(K, tgt, fname)
+        local kcopy = P.scratch(tgt, K.elem, n, "argsort_keys")
+        P.kernel(tgt, "copy", P.make_copy):launch(n, kcopy, dk, i64(n))
+        sort_dev(tgt, kcopy, K.elem, n, didx, ielem, o)
+      end
+    end
+    if OUT then
+      OUT.back()
+      return o.out
+    end
+    return P.result_like(K, didx, ielem, n, tgt)
+  end)
+  return res
+end
+
+M.api = { sort = M.sort, argsort = M.argsort }
 
 return M
