@@ -412,6 +412,10 @@ prims.setup({ gpu = gpu, ctx = ctx, current = current, target_of = target_of })
 gpu.reduce, gpu.scan, gpu.fill, gpu.copy = prims.reduce, prims.scan, prims.fill, prims.copy
 gpu.sort = require("gpujit.prims_sort").sort
 
+do   -- derivatives of kernels (docs/autodiff.md)
+  local AD = require("gpujit.autodiff")(dispatch, raise)
+  gpu.jvp = AD.jvp
+end
 gpu.types = types
 gpu._raise = raise
 

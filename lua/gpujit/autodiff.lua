@@ -1,0 +1,139 @@
+-- gpujit.autodiff: derivatives of kernels (docs/autodiff.md, docs/api.md).
+--
+--   local AD = require("gpujit.autodiff")(dispatch, raise)
+--   AD.jvp(k [, scalars]) -> a derivative object d; d:launch(cfg, ...)
+--
+-- A derivative's launch takes the kernel's arguments, each array of float
+-- or double followed by its shadow (an array of the same kind, or nil:
+-- inactive), and each scalar parameter named in `scalars` followed by its
+-- tangent (a number; nil or 0: inactive).  Per pattern of active arguments
+-- it keeps one kernel object of gpujit.dispatch (the same classification,
+-- launchers, in-memory and disk caches), compiled with the options
+-- derivative = "forward" and shadows = "0101..", the whole argument list's
+-- pattern (src/gj_ad.h), whose launch takes the primals and the active
+-- shadows in that order.
+local ffi = require("ffi")
+local types = require("gpujit.types")
+local concat, unpack = table.concat, unpack
+
+return function(dispatch, raise)
+  local AD = {}
+  local methods = {}
+  local Dmt = { __index = methods }
+
+  local function float_array(a)
+    local ta = type(a)
+    if ta == "table" then return true end
+    if ta ~= "cdata" then return false end
+    local info = types.ctype_info(a)
+    return info ~= nil and info.kind ~= "scalar" and info.struct == nil
+      and (info.elem == "float" or info.elem == "double")
+  end
+
+  local function float_scalar(a)
+    if type(a) == "number" then return true end
+    if type(a) ~= "cdata" then return false end
+    local info = types.ctype_info(a)
+    return info ~= nil and info.kind == "scalar" and (info.elem == "float" or info.elem == "double")
+  end
+
+  -- The kernel object for one pattern of shadows.
+  local function inner(D, pattern)
+    local k = D._inner[pattern]
+    if k then return k end
+    local K = D.kernel
+    local opts = {}
+    for name, v in pairs(K.opts) do opts[name] = v end
+    local names, j = {}, 0
+    for i = 1, #pattern do
+      if pattern:sub(i, i) == "0" then
+        j = j + 1
+        names[i] = K.pnames[j]
+      else
+        names[i] = "d" .. tostring(K.pnames[j])
+      end
+    end
+    opts.derivative = { mode = D.mode, shadows = pattern, names = names }
+    opts.name = K.name .. "'" .. D.mode
+    k = dispatch.kernel(K.fn, nil, opts, K.pin)
+    D._inner[pattern] = k
+    return k
+  end
+
+  function methods:launch(cfg, ...)
+    local K = self.kernel
+    local n = select("#", ...)
+    local args = { ... }
+    local out, pattern, pos = {}, {}, 1
+    local ct = K.opts.precision == "single" and "float" or "double"
+    for j = 1, K.nparams do
+      local a = args[pos]
+      local name = K.pnames[j]
+      pos = pos + 1
+      if self.scalars[name] then
+        local d = args[pos]
+        pos = pos + 1
+        if not float_scalar(a) then
+          raise("bad argument #" .. (pos - 2) .. " to derivative of kernel '" .. K.name .. "' ("
+            .. tostring(name) .. "): a number expected, got " .. type(a))
+        end
+        out[#out + 1] = ffi.new(ct, a)
+        pattern[#pattern + 1] = "0"
+        if d ~= nil and d ~= 0 then
+          if not float_scalar(d) then
+            raise("bad argument #" .. (pos - 1) .. " to derivative of kernel '" .. K.name
+              .. "' (d" .. tostring(name) .. "): the tangent must be a number or nil, got " .. type(d))
+          end
+          out[#out + 1] = ffi.new(ct, d)
+          pattern[#pattern + 1] = "1"
+        end
+      elseif float_array(a) then
+        local d = args[pos]
+        pos = pos + 1
+        out[#out + 1] = a
+        pattern[#pattern + 1] = "0"
+        if d ~= nil then
+          if not float_array(d) then
+            raise("bad argument #" .. (pos - 1) .. " to derivative of kernel '" .. K.name
+              .. "' (d" .. tostring(name) .. "): the shadow of an array of floats must be an "
+              .. "array of floats or nil, got " .. type(d))
+          end
+          out[#out + 1] = d
+          pattern[#pattern + 1] = "1"
+        end
+      else
+        out[#out + 1] = a
+        pattern[#pattern + 1] = "0"
+      end
+    end
+    if pos <= n then
+      raise("bad argument #" .. pos .. " to derivative of kernel '" .. K.name
+        .. "': it takes " .. (pos - 1) .. " arguments with these shadows")
+    end
+    local k = inner(self, concat(pattern))
+    return k:launch(cfg, unpack(out, 1, #out))
+  end
+
+  local function new(k, scalars, mode, fname)
+    if type(k) ~= "table" or k.fn == nil or k.pnames == nil then
+      raise(fname .. ": a kernel (gpu.kernel) expected, got " .. type(k))
+    end
+    local set = {}
+    for i, s in ipairs(scalars or {}) do
+      local ok = false
+      for j = 1, k.nparams do ok = ok or k.pnames[j] == s end
+      if not ok then
+        raise(fname .. ": scalar #" .. i .. " '" .. tostring(s) .. "' is not a parameter of kernel '"
+          .. k.name .. "'")
+      end
+      set[s] = true
+    end
+    return setmetatable({ kernel = k, mode = mode, scalars = set, _inner = {} }, Dmt)
+  end
+
+  function AD.jvp(k, scalars)
+    return new(k, scalars, "forward", "gpu.jvp")
+  end
+
+  return AD
+end
