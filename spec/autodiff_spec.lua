@@ -10,6 +10,17 @@ local N = 16
 local STEP = 1e-6
 local TOL = 1e-6
 
+-- The line of this file holding marker (the refusals name their line).
+local SELF = debug.getinfo(1, "S").source:sub(2)
+local function line_of(marker)
+  local n = 0
+  for l in io.lines(SELF) do
+    n = n + 1
+    if l:find(marker, 1, true) then return "autodiff_spec.lua:" .. n .. ":" end
+  end
+  error("no line with " .. marker)
+end
+
 local function darr(n, f)
   local a = ffi.new("double[?]", n)
   for i = 0, n - 1 do a[i] = f(i) end
@@ -99,7 +110,7 @@ local function branchy(a, x, y, n)
       v = a / (v + 1)
     end
     local it = 0
-    while s < v and it < 50 do   -- the trip count depends on v
+    while s < v and it < 50 do   -- the trip count depends on v; refused: loop (reverse)
       s = s + 0.25 + 0.1 * p
       p = p * 0.9 + v * 0.01
       it = it + 1
@@ -121,6 +132,22 @@ local function mathy(a, x, y, n)
       + v % 0.3 - v / a
     y[i] = r * y[i]
   end
+end
+
+-- if/else on a varying condition, an early return, no loop
+local function branches(a, x, y, n)
+  local i = gpu.global_id()
+  if i >= n then return end
+  local v = x[i]
+  local w
+  if v > 0.8 then
+    w = v * v * a - math.exp(v) / a
+  elseif v > 0.6 then
+    w = math.sin(v * a)
+  else
+    w = a / (v + 1)
+  end
+  y[i] = w * y[i] + v
 end
 
 local cases = {
@@ -183,7 +210,7 @@ for _, bk in ipairs(H.backends) do
       local k = H.kernel(bk, function(x, y, n)
         local i = gpu.global_id()
         if i < n then
-          local _, f = math.modf(x[i])   -- the line the error names
+          local _, f = math.modf(x[i])   -- refused: modf
           y[i] = f
         end
       end)
@@ -191,21 +218,22 @@ for _, bk in ipairs(H.backends) do
       local x, y = input(1), input(2)
       local ok, err = pcall(jk.launch, jk, { global = N }, x, copy(x, N), y, copy(y, N), N)
       assert.is_false(ok)
-      assert.matches("autodiff_spec.lua:186: derivative: ", tostring(err), 1, true)
+      assert.matches(line_of("refused: modf") .. " derivative: ", tostring(err), 1, true)
     end)
 
     it("refuses atomics on an array with a shadow at its line", function()
       local k = H.kernel(bk, function(x, y, n)
         local i = gpu.global_id()
         if i < n then
-          gpu.atomic_add(y, 0, x[i])   -- the line the error names
+          gpu.atomic_add(y, 0, x[i])   -- refused: atomic (forward)
         end
       end)
       local jk = gpu.jvp(k)
       local x, y = input(1), input(2)
       local ok, err = pcall(jk.launch, jk, { global = N }, x, copy(x, N), y, copy(y, N), N)
       assert.is_false(ok)
-      assert.matches("autodiff_spec.lua:201: derivative: an atomic operation", tostring(err), 1, true)
+      assert.matches(line_of("refused: atomic (forward)") .. " derivative: an atomic operation",
+        tostring(err), 1, true)
     end)
 
     it("refuses a float in local memory at its line", function()
@@ -213,7 +241,7 @@ for _, bk in ipairs(H.backends) do
         local i = gpu.global_id()
         if i < n then
           local t = gpu.local_array("double", 2)
-          t[0] = x[i]                -- the line the error names
+          t[0] = x[i]                -- refused: local memory
           y[i] = t[0] * 2
         end
       end)
@@ -221,7 +249,105 @@ for _, bk in ipairs(H.backends) do
       local x, y = input(1), input(2)
       local ok, err = pcall(jk.launch, jk, { global = N }, x, copy(x, N), y, copy(y, N), N)
       assert.is_false(ok)
-      assert.matches("autodiff_spec.lua:216: derivative: a float kept in local", tostring(err), 1, true)
+      assert.matches(line_of("refused: local memory") .. " derivative: a float kept in local",
+        tostring(err), 1, true)
+    end)
+
+    local function dot(a, b)
+      local t = 0
+      for e = 0, N - 1 do t = t + a[e] * b[e] end
+      return t
+    end
+
+    local grad_cases = {
+      { name = "saxpy", fn = saxpy, a = 2.5 },
+      { name = "if/else with an early return", fn = branches, a = 1.7 },
+      { name = "math functions", fn = mathy, a = 1.3 },
+    }
+    for ci, c in ipairs(grad_cases) do
+      it("grad of " .. c.name .. " matches finite differences and forward mode (x, y and a)", function()
+        local k = H.kernel(bk, c.fn)
+        local gk, jk = gpu.grad(k, { "a" }), gpu.jvp(k, { "a" })
+        local x, y = input(ci + 20), input(ci + 30)
+        local v = direction(ci + 40)          -- the adjoint of the output y
+        -- reverse: adjoints accumulate into zeroed arrays
+        local gx, gy = darr(N, function() return 0 end), copy(v, N)
+        local ga = ffi.new("double[1]")
+        local yr = copy(y, N)
+        gk:launch({ global = N }, c.a, ga, copy(x, N), gx, yr, gy, N)
+        -- the primal results are the kernel's
+        local yk = copy(y, N)
+        k:launch({ global = N }, c.a, copy(x, N), yk, N)
+        for e = 0, N - 1 do assert.equals(yk[e], yr[e]) end
+        -- each element against central differences (work item i reads x[i]
+        -- and y[i] only, so J is diagonal in x and y)
+        local K = { launch = function(_, cfg, a, xx, yy) return k:launch(cfg, a, xx, yy, N) end }
+        local ones, zeros = darr(N, function() return 1 end), darr(N, function() return 0 end)
+        local fx = fd(K, c.a, 0, { x, y }, { ones, zeros }, { 2 })[1]
+        local fy = fd(K, c.a, 0, { x, y }, { zeros, ones }, { 2 })[1]
+        local fa = fd(K, c.a, 1, { x, y }, { zeros, zeros }, { 2 })[1]
+        check_close(gx, darr(N, function(e) return v[e] * fx[e] end), c.name .. ": dx")
+        check_close(gy, darr(N, function(e) return v[e] * fy[e] end), c.name .. ": dy")
+        local want_a = dot(v, fa)
+        assert(relerr(ga[0], want_a) <= TOL, ("%s: da %.17g, finite differences %.17g")
+          :format(c.name, ga[0], want_a))
+        -- <v, J u> both ways: forward mode's J u, reverse mode's J^T v
+        local ux, uy, ua = direction(ci + 50), direction(ci + 60), -0.6
+        local ju = copy(uy, N)
+        jk:launch({ global = N }, c.a, ua, copy(x, N), copy(ux, N), copy(y, N), ju, N)
+        local lhs, rhs = dot(v, ju), dot(gx, ux) + dot(gy, uy) + ga[0] * ua
+        assert(relerr(lhs, rhs) <= 1e-12, ("%s: <v, J u> %.17g forward, %.17g reverse")
+          :format(c.name, lhs, rhs))
+      end)
+    end
+
+    it("grad adds into the adjoints (+=) and takes nil as inactive", function()
+      local k = H.kernel(bk, saxpy)
+      local gk = gpu.grad(k, { "a" })
+      local x, y = input(5), input(6)
+      local gx = darr(N, function() return 1 end)     -- not zeroed: added into
+      local gy = darr(N, function() return 2 end)
+      gk:launch({ global = N }, 3.0, nil, x, gx, copy(y, N), gy, N)
+      for e = 0, N - 1 do
+        assert.equals(1 + 2 * 3.0, gx[e])            -- dx += dy * a
+        assert.equals(2, gy[e])                      -- zeroed by the write, += 2 by the read
+      end
+    end)
+
+    local function refused(fn, pattern, scalars, ...)
+      local k = H.kernel(bk, fn)
+      local gk = gpu.grad(k, scalars)
+      local ok, err = pcall(gk.launch, gk, { global = N }, ...)
+      assert.is_false(ok)
+      assert.matches(pattern, tostring(err), 1, true)
+    end
+
+    it("refuses a loop in reverse mode at its line", function()
+      refused(branchy,
+        line_of("refused: loop (reverse)") .. " derivative: reverse mode: loops are not supported yet",
+        { "a" }, 1.7, ffi.new("double[1]"), input(1), copy(input(1), N), input(2), input(3), N)
+    end)
+
+    it("refuses a read of an array after a write to it at the read's line", function()
+      refused(function(x, y, n)
+        local i = gpu.global_id()
+        if i < n then
+          y[i] = x[i] * 2
+          y[i] = y[i] + x[i]         -- refused: read after write
+        end
+      end, line_of("refused: read after write")
+        .. " derivative: reverse mode: a read of an array after a write",
+        nil, input(1), copy(input(1), N), input(2), input(3), N)
+    end)
+
+    it("refuses atomics on an array with an adjoint at its line", function()
+      refused(function(x, y, n)
+        local i = gpu.global_id()
+        if i < n then
+          gpu.atomic_add(y, 0, x[i])   -- refused: atomic (reverse)
+        end
+      end, line_of("refused: atomic (reverse)") .. " derivative: an atomic operation",
+        nil, input(1), copy(input(1), N), input(2), input(3), N)
     end)
 
     it("keeps derivative kernels apart from the kernel in the disk cache", function()

@@ -95,6 +95,8 @@ int gj_ad_refuse(gj_ad *a, LLVMValueRef at, const char *what)
   LLVMValueRef v, md = NULL;
   for (v = at; v && !md; v = LLVMGetPreviousInstruction(v))
     md = LLVMGetMetadata(v, a->line_kind);
+  for (v = at; v && !md; v = LLVMGetNextInstruction(v))   /* a block's head */
+    md = LLVMGetMetadata(v, a->line_kind);
   if (md && LLVMGetMDNodeNumOperands(md) == 2) {
     LLVMValueRef ops[2];
     unsigned len = 0;
@@ -106,6 +108,120 @@ int gj_ad_refuse(gj_ad *a, LLVMValueRef at, const char *what)
                       (int)LLVMConstIntGetZExtValue(ops[0]), what, a->kname);
   }
   return gj_err_set(a->err, "derivative: %s (in kernel %s)", what, a->kname);
+}
+
+/* --- shared rules --------------------------------------------------------- */
+
+int gj_ad_call(gj_ad *a, LLVMValueRef I, char *fn, size_t fnsize)
+{
+  LLVMValueRef callee = LLVMGetCalledValue(I);
+  size_t len = 0;
+  const char *name = LLVMIsAFunction(callee) ? LLVMGetValueName2(callee, &len) : "";
+  unsigned j, n = (unsigned)LLVMGetNumArgOperands(I);
+  char what[160];
+  if (len > 9 && !strncmp(name, "gj.math.", 8) && gj_ad_isfloat(LLVMTypeOf(I))) {
+    const char *dot = strrchr(name, '.');
+    snprintf(fn, fnsize, "%.*s", (int)(dot - name - 8), name + 8);
+    return 1;
+  }
+  if (!LLVMIsAFunction(callee) || !LLVMIsDeclaration(callee)) {
+    snprintf(what, sizeof(what), "a call of '%.*s' that could not be inlined",
+             (int)len, name);
+    return gj_ad_refuse(a, I, what);
+  }
+  for (j = 0; j < n; j++) {
+    LLVMValueRef op = LLVMGetOperand(I, j), r;
+    if (LLVMGetTypeKind(LLVMTypeOf(op)) != LLVMPointerTypeKind) continue;
+    r = gj_ad_root(a, op);
+    if (gj_admap_get(&a->sh, op) || (r && gj_admap_get(&a->sh, r))) {
+      snprintf(what, sizeof(what), "'%.*s' on an array with a shadow", (int)len, name);
+      return gj_ad_refuse(a, I, what);
+    }
+  }
+  if (gj_ad_isfloat(LLVMTypeOf(I))) {
+    snprintf(what, sizeof(what), "'%.*s' has no derivative rule", (int)len, name);
+    return gj_ad_refuse(a, I, what);
+  }
+  return 0;
+}
+
+int gj_ad_mem(gj_ad *a, LLVMValueRef I, LLVMValueRef p)
+{
+  if (gj_ad_root(a, p)) return 0;
+  return gj_ad_refuse(a, I, "a float kept in local or shared memory "
+                      "(gpu.local_array, gpu.shared, a struct copy) is not "
+                      "supported yet");
+}
+
+int gj_ad_gep(gj_ad *a, LLVMValueRef I)
+{
+  LLVMValueRef sp = gj_admap_get(&a->sh, LLVMGetOperand(I, 0)), g;
+  unsigned n = (unsigned)LLVMGetNumOperands(I), j;
+  LLVMValueRef idx[8];
+  if (!sp) return 0;
+  if (n - 1 > 8) return gj_ad_refuse(a, I, "an address with more than 8 indices");
+  for (j = 1; j < n; j++) idx[j - 1] = LLVMGetOperand(I, j);
+  g = LLVMBuildGEP2(a->B, LLVMGetGEPSourceElementType(I), sp, idx, n - 1, "");
+  LLVMSetIsInBounds(g, LLVMIsInBounds(I));
+  return gj_admap_put(&a->sh, I, g);
+}
+
+/* Blocks of fn in reverse postorder from the entry (iterative DFS). */
+int gj_ad_rpo(LLVMValueRef fn, LLVMBasicBlockRef **out, unsigned *nout,
+              LLVMValueRef *back)
+{
+  unsigned n = LLVMCountBasicBlocks(fn), sp = 0, k = n;
+  LLVMBasicBlockRef *all = malloc(sizeof(*all) * (n + 1));
+  LLVMBasicBlockRef *order = malloc(sizeof(*order) * (n + 1));
+  LLVMBasicBlockRef *stack = malloc(sizeof(*stack) * (n + 1));
+  unsigned *next = calloc(n + 1, sizeof(unsigned));
+  char *seen = calloc(n + 1, 1);
+  unsigned i;
+  if (back) *back = NULL;
+  if (!all || !order || !stack || !next || !seen) goto fail;
+  LLVMGetBasicBlocks(fn, all);
+  stack[sp++] = all[0];
+  seen[0] = 1;
+  while (sp) {
+    LLVMBasicBlockRef bb = stack[sp - 1];
+    unsigned bi = 0, ns;
+    LLVMValueRef term;
+    while (all[bi] != bb) bi++;
+    term = LLVMGetBasicBlockTerminator(bb);
+    ns = term ? LLVMGetNumSuccessors(term) : 0;
+    if (next[bi] < ns) {
+      LLVMBasicBlockRef s = LLVMGetSuccessor(term, next[bi]++);
+      unsigned si = 0;
+      while (all[si] != s) si++;
+      if (!seen[si]) {
+        seen[si] = 1;
+        stack[sp++] = s;
+      } else if (back && !*back) {   /* s on the stack: a back edge */
+        unsigned q;
+        for (q = 0; q < sp; q++)
+          if (stack[q] == s) *back = LLVMGetFirstInstruction(s);
+      }
+    } else {
+      order[--k] = bb;
+      sp--;
+    }
+  }
+  /* unreachable blocks (none after codegen) are left out */
+  for (i = 0; i < n - k; i++) order[i] = order[k + i];
+  *nout = n - k;
+  *out = order;
+  free(all);
+  free(stack);
+  free(next);
+  free(seen);
+  return 0;
+fail:
+  free(all);
+  free(order);
+  free(stack);
+  free(next);
+  free(seen);
+  return -1;
 }
 
 /* --- preparation ---------------------------------------------------------- */
@@ -187,8 +303,17 @@ static int resign(gj_ad *a, LLVMValueRef old, gj_sig *sig, int mode,
       const gj_param *p = &sig->params[j - 1];
       unsigned base = k - nll(p), q;
       ns.params[f] = *p;
+      if (mode == GJ_AD_REVERSE && !p->is_array) {
+        /* a scalar's adjoint: added into a 1-element array */
+        ns.params[f].is_array = ns.params[f].read = ns.params[f].written = 1;
+        nt[n] = LLVMPointerTypeInContext(a->C, a->as_global);
+        from[n++] = -1 - (int)base;
+        nt[n] = LLVMInt64TypeInContext(a->C);
+        from[n++] = -1 - (int)base;
+        continue;
+      }
       if (mode == GJ_AD_REVERSE) {   /* adjoints: read where written */
-        ns.params[f].read = p->written || !p->is_array;
+        ns.params[f].read = p->written;
         ns.params[f].written = p->read;
       }
       for (q = 0; q < nll(p); q++) {
@@ -254,10 +379,13 @@ static int resign(gj_ad *a, LLVMValueRef old, gj_sig *sig, int mode,
         if (from[q] == -1 - from[i]) break;
       {
         LLVMValueRef pp = LLVMGetParam(nf, q);
-        if (LLVMGetTypeKind(LLVMTypeOf(np)) == LLVMPointerTypeKind) {
-          if (gj_admap_put(&a->sh, pp, np)) goto oom;
+        if (gj_ad_isfloat(LLVMTypeOf(pp)) &&
+            LLVMGetTypeKind(LLVMTypeOf(np)) == LLVMPointerTypeKind) {
+          if (gj_admap_put(&a->sadj, pp, np)) goto oom;   /* reverse scalar */
         } else if (gj_ad_isfloat(LLVMTypeOf(np))) {
           if (gj_admap_put(&a->tan, pp, np)) goto oom;
+        } else if (LLVMGetTypeKind(LLVMTypeOf(np)) == LLVMPointerTypeKind) {
+          if (gj_admap_put(&a->sh, pp, np)) goto oom;
         }
       }
     }
@@ -308,7 +436,7 @@ static int check_shadows(gj_ad *a, const gj_sig *sig, const char *shadow,
 
 int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
                     int mode, const char *shadow, int nfull,
-                    const char *kname, gj_err *err)
+                    unsigned as_global, const char *kname, gj_err *err)
 {
   gj_ad a;
   int rc = -1;
@@ -317,10 +445,8 @@ int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
   a.C = LLVMGetModuleContext(m);
   a.kname = kname ? kname : "?";
   a.err = err;
+  a.as_global = as_global;
   a.line_kind = LLVMGetMDKindIDInContext(a.C, "gj.line", 7);
-  if (mode != GJ_AD_FORWARD)
-    return gj_err_set(err, "kernel %s: reverse mode (gpu.grad) is not "
-                      "supported yet", a.kname);
   if (sig->uses_barrier)
     return gj_err_set(err, "kernel %s: derivative: gpu.barrier (shared memory "
                       "phases) is not supported yet", a.kname);
@@ -329,7 +455,7 @@ int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
   a.B = LLVMCreateBuilderInContext(a.C);
   if (resign(&a, *body, sig, mode, shadow, nfull))
     goto done;
-  if (gj_ad_forward(&a)) goto done;
+  if (mode == GJ_AD_FORWARD ? gj_ad_forward(&a) : gj_ad_reverse(&a)) goto done;
   *body = a.fn;
   rc = 0;
 done:
@@ -337,5 +463,6 @@ done:
   gj_admap_free(&a.tan);
   gj_admap_free(&a.sh);
   gj_admap_free(&a.roots);
+  gj_admap_free(&a.sadj);
   return rc;
 }

@@ -5,7 +5,7 @@
 ** and the target's wrap, as Enzyme differentiates before the target.
 **
 ** Contract:
-** - The compile's options name the mode (GJ_AD_FORWARD) and, over the
+** - The compile's options name the mode (GJ_AD_FORWARD, GJ_AD_REVERSE) and, over the
 **   whole argument list the launch passes (o->types), which entries are
 **   shadows: shadow[f] is '1' when argument f is the shadow (tangent) of
 **   argument f-1, a primal.  The pipeline typed and generated the kernel
@@ -21,10 +21,17 @@
 **   da[i] too, a store a[i] = v stores dv into da[i].  Integers,
 **   comparisons and booleans carry no tangent; an array or scalar without
 **   a shadow has tangent 0.
+** - Reverse mode (GJ_AD_REVERSE; bodies without loops): the shadows are
+**   adjoints, added into.  The body runs the kernel, then the adjoints
+**   backwards (gj_ad_rev.c): a load of x[i] adds its adjoint into dx[i]
+**   atomically, a store y[i] = v takes dy[i] as v's adjoint and zeroes it;
+**   a float scalar's shadow is an array (pointer and length, in address
+**   space as_global) into whose element 0 its adjoint is added.
 ** - Never silently wrong: what it has no exact rule for (an intrinsic
 **   without a derivative, a float in local or shared memory, atomics on an
 **   array with a shadow, barriers, bit-level float operations, a device
-**   function that was not inlined) fails with "SOURCE:LINE: derivative:
+**   function that was not inlined; in reverse mode loops and a read of an
+**   array after a write to it) fails with "SOURCE:LINE: derivative:
 **   <construct> ... (in kernel NAME)"; nothing is compiled.
 ** Returns 0, or -1 with err set.
 */
@@ -43,6 +50,6 @@ int gj_ad_mode(const char *name);
 
 int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
                     int mode, const char *shadow, int nfull,
-                    const char *kname, gj_err *err);
+                    unsigned as_global, const char *kname, gj_err *err);
 
 #endif

@@ -22,6 +22,9 @@ typedef struct gj_ad {
   gj_admap tan;           /* float value -> its tangent */
   gj_admap sh;            /* array pointer -> its shadow's pointer */
   gj_admap roots;         /* an array parameter's pointer -> itself */
+  gj_admap sadj;          /* reverse mode: a float scalar parameter -> the
+                          ** pointer of its 1-element adjoint array */
+  unsigned as_global;     /* the job's address space of arrays */
   const char *kname;
   unsigned line_kind;     /* !gj.line */
   gj_err *err;
@@ -32,7 +35,8 @@ int gj_admap_put(gj_admap *m, LLVMValueRef k, LLVMValueRef v);
 void gj_admap_free(gj_admap *m);
 
 /* "SOURCE:LINE: derivative: <what> (in kernel K)" for instruction at
-** (its !gj.line, else the nearest one before it in its block); -1. */
+** (its !gj.line, else the nearest one before it in its block, else after
+** it); -1. */
 int gj_ad_refuse(gj_ad *a, LLVMValueRef at, const char *what);
 
 /* The kernel array parameter that pointer p is derived from (through
@@ -42,7 +46,40 @@ LLVMValueRef gj_ad_root(gj_ad *a, LLVMValueRef p);
 /* Is t a float type (float or double)? */
 int gj_ad_isfloat(LLVMTypeRef t);
 
+/* A call I: 1 for gj.math.<fn> with a float result (fn filled), 0 for
+** another declared intrinsic with no float result and no array with a
+** shadow among its arguments; else refused (-1). */
+int gj_ad_call(gj_ad *a, LLVMValueRef I, char *fn, size_t fnsize);
+
+/* A float load or store I at pointer p: 0 when p is in a kernel array,
+** else refused (a float in local or shared memory). */
+int gj_ad_mem(gj_ad *a, LLVMValueRef I, LLVMValueRef p);
+
+/* GEP I of an array with a shadow: the same GEP of the shadow, built at
+** a->B, into a->sh.  0, or -1. */
+int gj_ad_gep(gj_ad *a, LLVMValueRef I);
+
+/* The blocks of fn in reverse postorder (*out malloc'ed, *n of them);
+** back (may be NULL): the first instruction of a loop's header (the target
+** of a back edge), or NULL. */
+int gj_ad_rpo(LLVMValueRef fn, LLVMBasicBlockRef **out, unsigned *n,
+              LLVMValueRef *back);
+
+/* Zeros folded: is v the constant 0; x*y, x+y, x-y. */
+int gj_ad_is_zero(LLVMValueRef v);
+LLVMValueRef gj_ad_fmul(LLVMBuilderRef B, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef gj_ad_fadd(LLVMBuilderRef B, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef gj_ad_fsub(LLVMBuilderRef B, LLVMValueRef x, LLVMValueRef y);
+
+/* The tangent of y = gj.math.<fn>(x [, z]) (gj_ad_math.c). */
+int gj_ad_math(gj_ad *a, LLVMValueRef call, const char *fn, LLVMValueRef x,
+               LLVMValueRef dx, LLVMValueRef z, LLVMValueRef dz, LLVMValueRef y,
+               LLVMValueRef *out);
+
 /* Forward mode over a->fn, whose shadows are in a->tan and a->sh. */
 int gj_ad_forward(gj_ad *a);
+/* Reverse mode over a->fn (gj_ad_rev.c): adjoints of the arguments with
+** a shadow (a->tan: a scalar's 1-element adjoint array, a->sh: arrays). */
+int gj_ad_reverse(gj_ad *a);
 
 #endif

@@ -606,7 +606,7 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   /* 3a. the derivative (gj_ad.h), before the plugins see the module */
   if (o->derivative &&
       gj_ad_transform(mid->m, &body, &mid->sig, o->derivative, o->shadow,
-                      o->nparams, o->name, err))
+                      o->nparams, mid->job.as_global, o->name, err))
     goto done;
   ps->buf_base = (int)LLVMCountParams(body) - 2 * ps->nbuf;
   if (gj_plugset_module(ps, GJ_STAGE_IR, &mid->kd, &mid->m, err)) goto done;

@@ -2,11 +2,14 @@
 --
 --   local AD = require("gpujit.autodiff")(dispatch, raise)
 --   AD.jvp(k [, scalars]) -> a derivative object d; d:launch(cfg, ...)
+--   AD.grad(k [, scalars]) -> likewise, reverse mode
 --
 -- A derivative's launch takes the kernel's arguments, each array of float
 -- or double followed by its shadow (an array of the same kind, or nil:
 -- inactive), and each scalar parameter named in `scalars` followed by its
--- tangent (a number; nil or 0: inactive).  Per pattern of active arguments
+-- tangent (a number; nil or 0: inactive).  Reverse mode (grad): the
+-- shadows are adjoint arrays, added into (+=); a scalar's adjoint is added
+-- into element 0 of the array that follows it (or nil).  Per pattern of active arguments
 -- it keeps one kernel object of gpujit.dispatch (the same classification,
 -- launchers, in-memory and disk caches), compiled with the options
 -- derivative = "forward" and shadows = "0101..", the whole argument list's
@@ -79,7 +82,18 @@ return function(dispatch, raise)
         end
         out[#out + 1] = ffi.new(ct, a)
         pattern[#pattern + 1] = "0"
-        if d ~= nil and d ~= 0 then
+        if self.mode == "reverse" then
+          -- the adjoint is added into element 0 of an array, or nil
+          if d ~= nil and not float_array(d) then
+            raise("bad argument #" .. (pos - 1) .. " to gradient of kernel '" .. K.name
+              .. "' (d" .. tostring(name) .. "): a scalar's adjoint goes into an array of one "
+              .. "float or double (or nil), got " .. type(d))
+          end
+          if d ~= nil then
+            out[#out + 1] = d
+            pattern[#pattern + 1] = "1"
+          end
+        elseif d ~= nil and d ~= 0 then
           if not float_scalar(d) then
             raise("bad argument #" .. (pos - 1) .. " to derivative of kernel '" .. K.name
               .. "' (d" .. tostring(name) .. "): the tangent must be a number or nil, got " .. type(d))
@@ -133,6 +147,10 @@ return function(dispatch, raise)
 
   function AD.jvp(k, scalars)
     return new(k, scalars, "forward", "gpu.jvp")
+  end
+
+  function AD.grad(k, scalars)
+    return new(k, scalars, "reverse", "gpu.grad")
   end
 
   return AD

@@ -325,7 +325,7 @@ local function overload(K, tgt, tl, kinds)
   local ev   -- the compile event, when someone listens
   if tgt.sim then
     if K.opts.derivative then
-      raise("kernel '" .. K.name .. "': derivatives (gpu.jvp) are not supported on sim yet")
+      raise("kernel '" .. K.name .. "': derivatives (gpu.jvp, gpu.grad) are not supported on sim yet")
     end
     ov = { types = tl, key = key, sim = true }
   else

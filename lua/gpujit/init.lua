@@ -414,7 +414,7 @@ gpu.sort = require("gpujit.prims_sort").sort
 
 do   -- derivatives of kernels (docs/autodiff.md)
   local AD = require("gpujit.autodiff")(dispatch, raise)
-  gpu.jvp = AD.jvp
+  gpu.jvp, gpu.grad = AD.jvp, AD.grad
 end
 gpu.types = types
 gpu._raise = raise

@@ -1,0 +1,481 @@
+/*
+** Reverse mode (src/gj_ad.h, docs/autodiff.md), for bodies without loops.
+**
+** The new @gj_body runs the kernel's own blocks first (the forward pass,
+** the primal results stored as the kernel stores them), and where the
+** kernel returns it goes on into the reverse pass: one reverse block per
+** forward block, after them in the same function.  A reverse block takes
+** its forward block's instructions backwards, adding each one's adjoint
+** times its partial derivatives into its operands' adjoints, then goes to
+** the reverse block of the predecessor the forward pass came from (kept,
+** where there are several, as an index stored in the forward block), the
+** phis' adjoints passed along that edge.  With no loops each block runs at
+** most once per work item, so every forward value the reverse pass needs
+** is kept in a slot of its own (an alloca stored once, after its
+** definition) and every adjoint is a slot too (zeroed on entry); the
+** optimizer's SROA turns them into registers.  Arrays: a read of x[i]
+** adds its adjoint into dx[i] atomically; a write y[i] = v takes dy[i] as
+** v's adjoint and zeroes dy[i] (Enzyme's convention).  A float scalar's
+** adjoint is added (atomically) into element 0 of its adjoint array at the
+** end.  Refused: loops, a read of an array after a write to it in one
+** launch, and what forward mode refuses.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gj_ad_int.h"
+
+typedef struct rev {
+  gj_ad *a;
+  LLVMBuilderRef Ba;          /* slots: at the start of the entry block */
+  LLVMBuilderRef Bs;          /* stores of kept values in the forward blocks */
+  gj_admap adj;               /* float value -> its adjoint's slot */
+  gj_admap keep;              /* forward value -> the slot keeping it */
+  gj_admap rb;                /* forward block (as a value) -> reverse block */
+  LLVMBasicBlockRef *fb;      /* the forward blocks, in reverse postorder */
+  unsigned nfb;
+  LLVMValueRef **ins;         /* per forward block: its instructions as the
+                              ** kernel had them, NULL-terminated */
+} rev;
+
+static LLVMValueRef bbv(LLVMBasicBlockRef b)
+{
+  return LLVMBasicBlockAsValue(b);
+}
+
+static LLVMValueRef first_non_phi(LLVMBasicBlockRef b)
+{
+  LLVMValueRef v = LLVMGetFirstInstruction(b);
+  while (v && LLVMGetInstructionOpcode(v) == LLVMPHI) v = LLVMGetNextInstruction(v);
+  return v;
+}
+
+/* A slot of type t in the entry block, set to init (NULL: not set). */
+static LLVMValueRef slot(rev *R, LLVMTypeRef t, LLVMValueRef init)
+{
+  LLVMValueRef s = LLVMBuildAlloca(R->Ba, t, "");
+  if (init) LLVMBuildStore(R->Ba, init, s);
+  return s;
+}
+
+/* The forward value v where the reverse pass (a->B) needs it. */
+static LLVMValueRef fwd(rev *R, LLVMValueRef v)
+{
+  LLVMValueRef s;
+  if (!LLVMIsAInstruction(v)) return v;   /* arguments, constants */
+  s = gj_admap_get(&R->keep, v);
+  if (!s) {
+    LLVMValueRef at = LLVMGetInstructionOpcode(v) == LLVMPHI
+                          ? first_non_phi(LLVMGetInstructionParent(v))
+                          : LLVMGetNextInstruction(v);
+    s = slot(R, LLVMTypeOf(v), NULL);
+    LLVMPositionBuilderBefore(R->Bs, at);
+    LLVMBuildStore(R->Bs, v, s);
+    if (gj_admap_put(&R->keep, v, s)) return NULL;
+  }
+  return LLVMBuildLoad2(R->a->B, LLVMTypeOf(v), s, "");
+}
+
+static int has_adj(rev *R, LLVMValueRef v)
+{
+  return gj_admap_get(&R->adj, v) != NULL;
+}
+
+/* adj(v) += d */
+static void acc(rev *R, LLVMValueRef v, LLVMValueRef d)
+{
+  LLVMBuilderRef B = R->a->B;
+  LLVMValueRef s = gj_admap_get(&R->adj, v);
+  if (!s || gj_ad_is_zero(d)) return;
+  LLVMBuildStore(B, LLVMBuildFAdd(B, LLVMBuildLoad2(B, LLVMTypeOf(v), s, ""), d, ""), s);
+}
+
+/* The shadow of pointer p, where the reverse pass needs it, or NULL. */
+static LLVMValueRef shadow(rev *R, LLVMValueRef p)
+{
+  LLVMValueRef sp = gj_admap_get(&R->a->sh, p);
+  return sp ? fwd(R, sp) : NULL;
+}
+
+static int call_rule(rev *R, LLVMValueRef I, LLVMValueRef d)
+{
+  gj_ad *a = R->a;
+  char fn[32];
+  LLVMValueRef x, z, y, out, zero = LLVMConstNull(LLVMTypeOf(I));
+  int r = gj_ad_call(a, I, fn, sizeof(fn));
+  if (r <= 0) return r;
+  x = LLVMGetOperand(I, 0);
+  z = LLVMGetNumArgOperands(I) > 1 ? LLVMGetOperand(I, 1) : NULL;
+  if (!has_adj(R, x) && !(z && has_adj(R, z))) return 0;
+  {
+    LLVMValueRef fx = fwd(R, x), fz = z ? fwd(R, z) : NULL;
+    y = fwd(R, I);
+    if (has_adj(R, x)) {
+      if (gj_ad_math(a, I, fn, fx, d, fz, z ? zero : NULL, y, &out)) return -1;
+      acc(R, x, out);
+    }
+    if (z && has_adj(R, z)) {
+      if (gj_ad_math(a, I, fn, fx, zero, fz, d, y, &out)) return -1;
+      acc(R, z, out);
+    }
+  }
+  return 0;
+}
+
+/* The adjoint of one forward instruction, at a->B in its reverse block. */
+static int visit(rev *R, LLVMValueRef I)
+{
+  gj_ad *a = R->a;
+  LLVMBuilderRef B = a->B;
+  LLVMOpcode op = LLVMGetInstructionOpcode(I);
+  LLVMTypeRef ty = LLVMTypeOf(I);
+  int fl = gj_ad_isfloat(ty);
+  LLVMValueRef d = NULL, x, y, s;
+  if (fl && op != LLVMPHI) {
+    s = gj_admap_get(&R->adj, I);
+    d = LLVMBuildLoad2(B, ty, s, "");
+  }
+  switch (op) {
+  case LLVMFAdd: case LLVMFSub:
+    acc(R, LLVMGetOperand(I, 0), d);
+    acc(R, LLVMGetOperand(I, 1), op == LLVMFAdd ? d : LLVMBuildFNeg(B, d, ""));
+    return 0;
+  case LLVMFMul:
+    x = LLVMGetOperand(I, 0);
+    y = LLVMGetOperand(I, 1);
+    if (has_adj(R, x)) acc(R, x, LLVMBuildFMul(B, d, fwd(R, y), ""));
+    if (has_adj(R, y)) acc(R, y, LLVMBuildFMul(B, d, fwd(R, x), ""));
+    return 0;
+  case LLVMFDiv:   /* d(x/y) = dx/y - (x/y) dy/y */
+    x = LLVMGetOperand(I, 0);
+    y = LLVMGetOperand(I, 1);
+    if (!has_adj(R, x) && !has_adj(R, y)) return 0;
+    s = LLVMBuildFDiv(B, d, fwd(R, y), "");
+    acc(R, x, s);
+    if (has_adj(R, y)) acc(R, y, LLVMBuildFNeg(B, LLVMBuildFMul(B, s, fwd(R, I), ""), ""));
+    return 0;
+  case LLVMFNeg:
+    acc(R, LLVMGetOperand(I, 0), LLVMBuildFNeg(B, d, ""));
+    return 0;
+  case LLVMFPExt: case LLVMFPTrunc:
+    x = LLVMGetOperand(I, 0);
+    acc(R, x, LLVMBuildFPCast(B, d, LLVMTypeOf(x), ""));
+    return 0;
+  case LLVMSIToFP: case LLVMUIToFP:
+    return 0;
+  case LLVMBitCast:
+    if (fl && !gj_ad_isfloat(LLVMTypeOf(LLVMGetOperand(I, 0))))
+      return gj_ad_refuse(a, I, "a bit-level float operation (math.modf, "
+                          "bit.*) has no derivative rule");
+    if (fl) acc(R, LLVMGetOperand(I, 0), d);
+    return 0;
+  case LLVMSelect:
+    x = LLVMGetOperand(I, 1);
+    y = LLVMGetOperand(I, 2);
+    if (fl && (has_adj(R, x) || has_adj(R, y))) {
+      LLVMValueRef c = fwd(R, LLVMGetOperand(I, 0)), z = LLVMConstNull(ty);
+      acc(R, x, LLVMBuildSelect(B, c, d, z, ""));
+      acc(R, y, LLVMBuildSelect(B, c, z, d, ""));
+    } else if (gj_admap_get(&a->sh, x) || gj_admap_get(&a->sh, y)) {
+      return gj_ad_refuse(a, I, "reverse mode: a choice between arrays with a "
+                          "shadow is not supported yet");
+    }
+    return 0;
+  case LLVMPHI:   /* along the edges (rev_block) */
+    if (!fl && LLVMGetTypeKind(ty) == LLVMPointerTypeKind) {
+      unsigned j, n = LLVMCountIncoming(I);
+      for (j = 0; j < n; j++)
+        if (gj_admap_get(&a->sh, LLVMGetIncomingValue(I, j)))
+          return gj_ad_refuse(a, I, "a pointer that is one of several arrays "
+                              "with a shadow");
+    }
+    return 0;
+  case LLVMLoad:
+    if (!fl) return 0;
+    if (gj_ad_mem(a, I, LLVMGetOperand(I, 0))) return -1;
+    s = shadow(R, LLVMGetOperand(I, 0));
+    if (s) LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d,
+                              LLVMAtomicOrderingMonotonic, 0);
+    return 0;
+  case LLVMStore:
+    x = LLVMGetOperand(I, 0);
+    if (!gj_ad_isfloat(LLVMTypeOf(x))) return 0;
+    if (gj_ad_mem(a, I, LLVMGetOperand(I, 1))) return -1;
+    s = shadow(R, LLVMGetOperand(I, 1));
+    if (s) {
+      LLVMValueRef v = LLVMBuildLoad2(B, LLVMTypeOf(x), s, "");
+      LLVMBuildStore(B, LLVMConstNull(LLVMTypeOf(x)), s);
+      acc(R, x, v);
+    }
+    return 0;
+  case LLVMGetElementPtr:
+    return 0;   /* its shadow was built in the forward pass */
+  case LLVMCall:
+    return call_rule(R, I, d);
+  case LLVMAtomicRMW: case LLVMAtomicCmpXchg: {
+    LLVMValueRef r = gj_ad_root(a, LLVMGetOperand(I, 0));
+    if (r && gj_admap_get(&a->sh, r))
+      return gj_ad_refuse(a, I, "an atomic operation on an array with a shadow "
+                          "is not supported yet");
+    return 0;
+  }
+  case LLVMExtractValue: case LLVMInsertValue:
+    if (fl) return gj_ad_refuse(a, I, "a float taken from an aggregate");
+    return 0;
+  default:
+    if (fl) {
+      char what[96];
+      snprintf(what, sizeof(what), "LLVM instruction opcode %d has no derivative rule",
+               (int)op);
+      return gj_ad_refuse(a, I, what);
+    }
+    return 0;
+  }
+}
+
+static int block_index(rev *R, LLVMBasicBlockRef b)
+{
+  unsigned i;
+  for (i = 0; i < R->nfb; i++)
+    if (R->fb[i] == b) return (int)i;
+  return -1;
+}
+
+/* Is block `to` reachable from block `from` by one edge or more? */
+static int reaches(rev *R, unsigned from, unsigned to, char *seen)
+{
+  LLVMValueRef t = LLVMGetBasicBlockTerminator(R->fb[from]);
+  unsigned j, n = t ? LLVMGetNumSuccessors(t) : 0;
+  for (j = 0; j < n; j++) {
+    int s = block_index(R, LLVMGetSuccessor(t, j));
+    if (s < 0 || seen[s]) continue;
+    seen[s] = 1;
+    if ((unsigned)s == to || reaches(R, (unsigned)s, to, seen)) return 1;
+  }
+  return 0;
+}
+
+/* Refuse a read of an array with a shadow that may run after a write to
+** it in the same work item: the write's adjoint (zeroing dy) and the read's
+** would need the order kept per element.  Reads before writes (y[i] =
+** f(y[i])) are fine. */
+static int read_after_write(rev *R)
+{
+  gj_ad *a = R->a;
+  unsigned bs, bl;
+  char *seen = calloc(R->nfb + 1, 1);
+  if (!seen) return gj_err_set(a->err, "out of memory");
+  for (bs = 0; bs < R->nfb; bs++) {
+    LLVMValueRef *S;
+    for (S = R->ins[bs]; *S; S++) {
+      LLVMValueRef rs;
+      if (LLVMGetInstructionOpcode(*S) != LLVMStore) continue;
+      rs = gj_ad_root(a, LLVMGetOperand(*S, 1));
+      if (!rs || !gj_admap_get(&a->sh, rs)) continue;
+      for (bl = 0; bl < R->nfb; bl++) {
+        LLVMValueRef *L = bl == bs ? S + 1 : R->ins[bl];
+        if (bl != bs) {
+          memset(seen, 0, R->nfb + 1);
+          if (!reaches(R, bs, bl, seen)) continue;
+        }
+        for (; *L; L++)
+          if (LLVMGetInstructionOpcode(*L) == LLVMLoad &&
+              gj_ad_root(a, LLVMGetOperand(*L, 0)) == rs) {
+            free(seen);
+            return gj_ad_refuse(a, *L, "reverse mode: a read of an array after "
+                                "a write to it in the same launch is not "
+                                "supported");
+          }
+      }
+    }
+  }
+  free(seen);
+  return 0;
+}
+
+/* The forward blocks' instructions, before anything is added to them. */
+static int snapshot(rev *R)
+{
+  unsigned b;
+  R->ins = calloc(R->nfb, sizeof(LLVMValueRef *));
+  if (!R->ins) return -1;
+  for (b = 0; b < R->nfb; b++) {
+    size_t n = 0, k = 0;
+    LLVMValueRef v;
+    for (v = LLVMGetFirstInstruction(R->fb[b]); v; v = LLVMGetNextInstruction(v)) n++;
+    R->ins[b] = malloc((n + 1) * sizeof(LLVMValueRef));
+    if (!R->ins[b]) return -1;
+    for (v = LLVMGetFirstInstruction(R->fb[b]); v; v = LLVMGetNextInstruction(v))
+      R->ins[b][k++] = v;
+    R->ins[b][k] = NULL;
+  }
+  return 0;
+}
+
+/* The phis' adjoints along the edge from P into block b, then to P's
+** reverse block. */
+static void edge(rev *R, unsigned b, LLVMBasicBlockRef P)
+{
+  LLVMValueRef *I;
+  for (I = R->ins[b]; *I && LLVMGetInstructionOpcode(*I) == LLVMPHI; I++) {
+    unsigned j, n = LLVMCountIncoming(*I);
+    LLVMValueRef s = gj_admap_get(&R->adj, *I);
+    if (!s) continue;
+    for (j = 0; j < n; j++)
+      if (LLVMGetIncomingBlock(*I, j) == P) {
+        acc(R, LLVMGetIncomingValue(*I, j), LLVMBuildLoad2(R->a->B, LLVMTypeOf(*I), s, ""));
+        break;
+      }
+  }
+  LLVMBuildBr(R->a->B, LLVMValueAsBasicBlock(gj_admap_get(&R->rb, bbv(P))));
+}
+
+/* The predecessors of block b among the forward blocks (each once). */
+static unsigned preds(rev *R, unsigned b, LLVMBasicBlockRef *out)
+{
+  unsigned i, j, n = 0, k;
+  for (i = 0; i < R->nfb; i++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(R->fb[i]);
+    unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+    for (j = 0; j < ns; j++)
+      if (LLVMGetSuccessor(t, j) == R->fb[b]) {
+        for (k = 0; k < n && out[k] != R->fb[i]; k++) {}
+        if (k == n) out[n++] = R->fb[i];
+      }
+  }
+  return n;
+}
+
+/* Block b's reverse block, and its forward block's predecessor index. */
+static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlockRef *pb)
+{
+  gj_ad *a = R->a;
+  LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(gj_admap_get(&R->rb, bbv(R->fb[b])));
+  LLVMValueRef *I;
+  size_t n = 0;
+  unsigned np = preds(R, b, pb), k;
+  for (I = R->ins[b]; *I; I++) n++;
+  LLVMPositionBuilderAtEnd(a->B, rb);
+  while (n-- > 0) {
+    LLVMValueRef v = R->ins[b][n];
+    if (LLVMIsATerminatorInst(v)) continue;
+    if (visit(R, v)) return -1;
+  }
+  if (np == 0) {
+    LLVMBuildBr(a->B, exitb);
+  } else if (np == 1) {
+    edge(R, b, pb[0]);
+  } else {
+    /* forward: which predecessor it came from, kept */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(a->C);
+    LLVMValueRef phi, from, sw, fs = slot(R, i32, NULL);
+    LLVMPositionBuilderBefore(R->Bs, first_non_phi(R->fb[b]));
+    phi = LLVMBuildPhi(R->Bs, i32, "");
+    for (k = 0; k < np; k++) {
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(pb[k]), kv = LLVMConstInt(i32, k, 0);
+      unsigned j, ns = LLVMGetNumSuccessors(t);
+      for (j = 0; j < ns; j++)   /* one entry per edge */
+        if (LLVMGetSuccessor(t, j) == R->fb[b]) LLVMAddIncoming(phi, &kv, &pb[k], 1);
+    }
+    LLVMBuildStore(R->Bs, phi, fs);
+    /* reverse: go back along it */
+    LLVMPositionBuilderAtEnd(a->B, rb);
+    from = LLVMBuildLoad2(a->B, i32, fs, "");
+    sw = LLVMBuildSwitch(a->B, from, exitb, np);
+    for (k = 0; k < np; k++) {
+      LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.edge");
+      LLVMAddCase(sw, LLVMConstInt(i32, k, 0), e);
+      LLVMPositionBuilderAtEnd(a->B, e);
+      edge(R, b, pb[k]);
+    }
+  }
+  return 0;
+}
+
+int gj_ad_reverse(gj_ad *a)
+{
+  rev R;
+  LLVMValueRef back = NULL, *I;
+  LLVMBasicBlockRef exitb, *pb = NULL;
+  unsigned b;
+  size_t i;
+  int rc = -1;
+  memset(&R, 0, sizeof(R));
+  R.a = a;
+  if (gj_ad_rpo(a->fn, &R.fb, &R.nfb, &back)) return gj_err_set(a->err, "out of memory");
+  if (back) {
+    gj_ad_refuse(a, back, "reverse mode: loops are not supported yet (the "
+                 "reverse pass would need the values of every iteration)");
+    goto done;
+  }
+  R.Ba = LLVMCreateBuilderInContext(a->C);
+  R.Bs = LLVMCreateBuilderInContext(a->C);
+  pb = malloc(sizeof(*pb) * (R.nfb + 1));
+  if (!pb || snapshot(&R)) {
+    gj_err_set(a->err, "out of memory");
+    goto done;
+  }
+  if (read_after_write(&R)) goto done;
+  LLVMPositionBuilderBefore(R.Ba, LLVMGetFirstInstruction(R.fb[0]));
+  /* the shadows' addresses, in the forward pass */
+  for (b = 0; b < R.nfb; b++)
+    for (I = R.ins[b]; *I; I++)
+      if (LLVMGetInstructionOpcode(*I) == LLVMGetElementPtr) {
+        LLVMPositionBuilderBefore(a->B, LLVMGetNextInstruction(*I));
+        if (gj_ad_gep(a, *I)) goto done;
+      }
+  /* adjoints: every float value, the scalars with an adjoint array */
+  for (b = 0; b < R.nfb; b++)
+    for (I = R.ins[b]; *I; I++)
+      if (gj_ad_isfloat(LLVMTypeOf(*I)) &&
+          gj_admap_put(&R.adj, *I, slot(&R, LLVMTypeOf(*I), LLVMConstNull(LLVMTypeOf(*I)))))
+        goto oom;
+  for (i = 0; i < a->sadj.cap; i++)
+    if (a->sadj.key[i] &&
+        gj_admap_put(&R.adj, a->sadj.key[i],
+                     slot(&R, LLVMTypeOf(a->sadj.key[i]), LLVMConstNull(LLVMTypeOf(a->sadj.key[i])))))
+      goto oom;
+  for (b = 0; b < R.nfb; b++)
+    if (gj_admap_put(&R.rb, bbv(R.fb[b]),
+                     bbv(LLVMAppendBasicBlockInContext(a->C, a->fn, "rev"))))
+      goto oom;
+  exitb = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.exit");
+  for (b = 0; b < R.nfb; b++)
+    if (rev_block(&R, b, exitb, pb)) goto done;
+  /* the kernel's returns go on into the reverse pass */
+  for (b = 0; b < R.nfb; b++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(R.fb[b]);
+    if (t && LLVMGetInstructionOpcode(t) == LLVMRet) {
+      LLVMPositionBuilderBefore(a->B, t);
+      LLVMBuildBr(a->B, LLVMValueAsBasicBlock(gj_admap_get(&R.rb, bbv(R.fb[b]))));
+      LLVMInstructionEraseFromParent(t);
+    }
+  }
+  /* the scalars' adjoints into their arrays */
+  LLVMPositionBuilderAtEnd(a->B, exitb);
+  for (i = 0; i < a->sadj.cap; i++) {
+    LLVMValueRef k = a->sadj.key[i];
+    if (!k) continue;
+    LLVMBuildAtomicRMW(a->B, LLVMAtomicRMWBinOpFAdd, a->sadj.val[i],
+                       LLVMBuildLoad2(a->B, LLVMTypeOf(k), gj_admap_get(&R.adj, k), ""),
+                       LLVMAtomicOrderingMonotonic, 0);
+  }
+  LLVMBuildRetVoid(a->B);
+  rc = 0;
+  goto done;
+oom:
+  gj_err_set(a->err, "out of memory");
+done:
+  if (R.ins)
+    for (b = 0; b < R.nfb; b++) free(R.ins[b]);
+  free(R.ins);
+  free(R.fb);
+  free(pb);
+  if (R.Ba) LLVMDisposeBuilder(R.Ba);
+  if (R.Bs) LLVMDisposeBuilder(R.Bs);
+  gj_admap_free(&R.adj);
+  gj_admap_free(&R.keep);
+  gj_admap_free(&R.rb);
+  return rc;
+}
