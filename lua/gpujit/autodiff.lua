@@ -128,6 +128,39 @@ return function(dispatch, raise)
     return k:launch(cfg, unpack(out, 1, #out))
   end
 
+  -- d:inspect_llvm(types [, device]) and d:inspect_asm: as k's, for k's
+  -- own type list; every array of floats and every named scalar active.
+  local function inspect(self, what, tl, device)
+    local K = self.kernel
+    if type(tl) ~= "table" or #tl ~= K.nparams then
+      raise("derivative of kernel '" .. K.name .. "':" .. what .. ": a list of the kernel's "
+        .. K.nparams .. " argument types expected")
+    end
+    local full, pattern = {}, {}
+    for j = 1, K.nparams do
+      local t = tl[j]
+      full[#full + 1] = t
+      pattern[#pattern + 1] = "0"
+      local e = types.elem(t)
+      if self.scalars[K.pnames[j]] then
+        if t ~= "float" and t ~= "double" then
+          raise("derivative of kernel '" .. K.name .. "': scalar '" .. tostring(K.pnames[j])
+            .. "' must be float or double, got " .. tostring(t))
+        end
+        full[#full + 1] = self.mode == "reverse" and (t .. "[]") or t
+        pattern[#pattern + 1] = "1"
+      elseif e == "float" or e == "double" then
+        full[#full + 1] = t
+        pattern[#pattern + 1] = "1"
+      end
+    end
+    local k = inner(self, concat(pattern))
+    return k[what](k, full, device)
+  end
+
+  function methods:inspect_llvm(tl, device) return inspect(self, "inspect_llvm", tl, device) end
+  function methods:inspect_asm(tl, device) return inspect(self, "inspect_asm", tl, device) end
+
   local function new(k, scalars, mode, fname)
     if type(k) ~= "table" or k.fn == nil or k.pnames == nil then
       raise(fname .. ": a kernel (gpu.kernel) expected, got " .. type(k))

@@ -415,6 +415,8 @@ gpu.sort = require("gpujit.prims_sort").sort
 do   -- derivatives of kernels (docs/autodiff.md)
   local AD = require("gpujit.autodiff")(dispatch, raise)
   gpu.jvp, gpu.grad = AD.jvp, AD.grad
+  local T = require("gpujit.adtape")(AD, raise)
+  gpu.gradcheck, gpu.tape = T.gradcheck, T.tape
 end
 gpu.types = types
 gpu._raise = raise
