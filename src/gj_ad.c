@@ -90,23 +90,34 @@ LLVMValueRef gj_ad_root(gj_ad *a, LLVMValueRef p)
   return p;
 }
 
-int gj_ad_refuse(gj_ad *a, LLVMValueRef at, const char *what)
+void gj_ad_where(gj_ad *a, LLVMValueRef at, char *chunk, size_t size, int *line)
 {
   LLVMValueRef v, md = NULL;
   for (v = at; v && !md; v = LLVMGetPreviousInstruction(v))
     md = LLVMGetMetadata(v, a->line_kind);
   for (v = at; v && !md; v = LLVMGetNextInstruction(v))   /* a block's head */
     md = LLVMGetMetadata(v, a->line_kind);
+  snprintf(chunk, size, "?");
+  *line = 0;
   if (md && LLVMGetMDNodeNumOperands(md) == 2) {
     LLVMValueRef ops[2];
     unsigned len = 0;
     const char *src;
     LLVMGetMDNodeOperands(md, ops);
     src = LLVMGetMDString(ops[1], &len);
-    return gj_err_set(a->err, "%.*s:%d: derivative: %s (in kernel %s)",
-                      (int)len, src ? src : "?",
-                      (int)LLVMConstIntGetZExtValue(ops[0]), what, a->kname);
+    snprintf(chunk, size, "%.*s", (int)len, src ? src : "?");
+    *line = (int)LLVMConstIntGetZExtValue(ops[0]);
   }
+}
+
+int gj_ad_refuse(gj_ad *a, LLVMValueRef at, const char *what)
+{
+  char chunk[200];
+  int line;
+  gj_ad_where(a, at, chunk, sizeof(chunk), &line);
+  if (line)
+    return gj_err_set(a->err, "%s:%d: derivative: %s (in kernel %s)", chunk, line,
+                      what, a->kname);
   return gj_err_set(a->err, "derivative: %s (in kernel %s)", what, a->kname);
 }
 
@@ -266,6 +277,9 @@ static unsigned nll(const gj_param *p)
   return p->is_array ? 2u : 1u;
 }
 
+/* from[] of the tape's parameters (no old parameter, no primal) */
+#define TAPE (-1000000)
+
 /* The new signature, and @gj_body with it: old's blocks moved over. */
 static int resign(gj_ad *a, LLVMValueRef old, gj_sig *sig, int mode,
                   const char *shadow, int nfull)
@@ -284,7 +298,7 @@ static int resign(gj_ad *a, LLVMValueRef old, gj_sig *sig, int mode,
     gj_err_set(a->err, "out of memory");
     goto done;
   }
-  for (f = 0; f < nfull; f++) nprim += shadow[f] != '1';
+  for (f = 0; f < nfull; f++) nprim += shadow[f] == '0' || !shadow[f];
   nextra = sig->nparams - nprim;
   LLVMGetParamTypes(oty, ot);
   memset(&ns, 0, sizeof(ns));
@@ -299,6 +313,17 @@ static int resign(gj_ad *a, LLVMValueRef old, gj_sig *sig, int mode,
   from[n++] = 0;
   k = 1;   /* the old LLVM index of primal j */
   for (f = 0, j = 0; f < nfull; f++) {
+    if (shadow[f] == '2') {   /* the tape: bytes, read and written with loops */
+      memset(&ns.params[f], 0, sizeof(ns.params[f]));
+      ns.params[f].is_array = 1;
+      ns.params[f].elem = GJ_U8;
+      ns.params[f].read = ns.params[f].written = (uint8_t)(a->loops != 0);
+      nt[n] = LLVMPointerTypeInContext(a->C, a->as_global);
+      from[n++] = TAPE;
+      nt[n] = LLVMInt64TypeInContext(a->C);
+      from[n++] = TAPE;
+      continue;
+    }
     if (shadow[f] == '1') {   /* the shadow of primal j-1, at k - its size */
       const gj_param *p = &sig->params[j - 1];
       unsigned base = k - nll(p), q;
@@ -369,6 +394,13 @@ static int resign(gj_ad *a, LLVMValueRef old, gj_sig *sig, int mode,
   }
   for (i = 0; i < n; i++) {
     LLVMValueRef np = LLVMGetParam(nf, i);
+    if (from[i] == TAPE) {
+      if (LLVMGetTypeKind(LLVMTypeOf(np)) == LLVMPointerTypeKind)
+        a->tape = np;
+      else
+        a->tape_len = np;
+      continue;
+    }
     if (from[i] >= 0) {
       LLVMReplaceAllUsesWith(LLVMGetParam(old, (unsigned)from[i]), np);
     } else {
@@ -415,6 +447,12 @@ static int check_shadows(gj_ad *a, const gj_sig *sig, const char *shadow,
 {
   int f, j;
   for (f = 0, j = 0; f < nfull; f++) {
+    if (shadow[f] == '2') {
+      if (f != nfull - 1)
+        return gj_err_set(a->err, "kernel %s: argument %d: the tape must be the "
+                          "last argument", a->kname, f + 1);
+      continue;
+    }
     if (shadow[f] != '1') {
       j++;
       continue;
@@ -436,7 +474,8 @@ static int check_shadows(gj_ad *a, const gj_sig *sig, const char *shadow,
 
 int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
                     int mode, const char *shadow, int nfull,
-                    unsigned as_global, const char *kname, gj_err *err)
+                    unsigned as_global, gj_sites *sites, const char *kname,
+                    gj_err *err)
 {
   gj_ad a;
   int rc = -1;
@@ -446,17 +485,28 @@ int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
   a.kname = kname ? kname : "?";
   a.err = err;
   a.as_global = as_global;
+  a.sites = sites;
   a.line_kind = LLVMGetMDKindIDInContext(a.C, "gj.line", 7);
   if (sig->uses_barrier)
     return gj_err_set(err, "kernel %s: derivative: gpu.barrier (shared memory "
                       "phases) is not supported yet", a.kname);
   if (check_shadows(&a, sig, shadow, nfull)) return -1;
   if (prepare(&a, *body)) return -1;
+  {
+    LLVMBasicBlockRef *order = NULL;
+    LLVMValueRef back = NULL;
+    unsigned nb = 0;
+    if (gj_ad_rpo(*body, &order, &nb, &back))
+      return gj_err_set(err, "out of memory");
+    free(order);
+    a.loops = back != NULL;
+  }
   a.B = LLVMCreateBuilderInContext(a.C);
   if (resign(&a, *body, sig, mode, shadow, nfull))
     goto done;
   if (mode == GJ_AD_FORWARD ? gj_ad_forward(&a) : gj_ad_reverse(&a)) goto done;
   *body = a.fn;
+  if (a.used_faults) sig->faults = 1;
   rc = 0;
 done:
   LLVMDisposeBuilder(a.B);

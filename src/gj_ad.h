@@ -21,17 +21,22 @@
 **   da[i] too, a store a[i] = v stores dv into da[i].  Integers,
 **   comparisons and booleans carry no tangent; an array or scalar without
 **   a shadow has tangent 0.
-** - Reverse mode (GJ_AD_REVERSE; bodies without loops): the shadows are
+** - Reverse mode (GJ_AD_REVERSE): the shadows are
 **   adjoints, added into.  The body runs the kernel, then the adjoints
 **   backwards (gj_ad_rev.c): a load of x[i] adds its adjoint into dx[i]
 **   atomically, a store y[i] = v takes dy[i] as v's adjoint and zeroes it;
 **   a float scalar's shadow is an array (pointer and length, in address
-**   space as_global) into whose element 0 its adjoint is added.
+**   space as_global) into whose element 0 its adjoint is added.  shadow[f]
+**   '2' marks the tape, an array of bytes (uint8_t[]), the last argument
+**   before the plugins' buffers: the stacks of values and branches that
+**   the reverse of loops needs, per work item; a stack that runs out
+**   claims the fault record with a site added to sites (sig->faults is
+**   then 1) and the launch fails.
 ** - Never silently wrong: what it has no exact rule for (an intrinsic
 **   without a derivative, a float in local or shared memory, atomics on an
 **   array with a shadow, barriers, bit-level float operations, a device
-**   function that was not inlined; in reverse mode loops and a read of an
-**   array after a write to it) fails with "SOURCE:LINE: derivative:
+**   function that was not inlined; in reverse mode a read of an array
+**   after a write to it) fails with "SOURCE:LINE: derivative:
 **   <construct> ... (in kernel NAME)"; nothing is compiled.
 ** Returns 0, or -1 with err set.
 */
@@ -41,6 +46,7 @@
 #include <llvm-c/Core.h>
 
 #include "gj_err.h"
+#include "gj_fault.h"
 #include "gj_type.h"
 
 enum { GJ_AD_NONE = 0, GJ_AD_FORWARD = 1, GJ_AD_REVERSE = 2 };
@@ -50,6 +56,7 @@ int gj_ad_mode(const char *name);
 
 int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
                     int mode, const char *shadow, int nfull,
-                    unsigned as_global, const char *kname, gj_err *err);
+                    unsigned as_global, gj_sites *sites, const char *kname,
+                    gj_err *err);
 
 #endif

@@ -25,6 +25,10 @@ typedef struct gj_ad {
   gj_admap sadj;          /* reverse mode: a float scalar parameter -> the
                           ** pointer of its 1-element adjoint array */
   unsigned as_global;     /* the job's address space of arrays */
+  LLVMValueRef tape, tape_len;   /* reverse mode: the tape argument */
+  int loops;              /* the body has a loop */
+  gj_sites *sites;        /* the kernel's check sites (the tape's) */
+  int used_faults;        /* the body claims the fault record */
   const char *kname;
   unsigned line_kind;     /* !gj.line */
   gj_err *err;
@@ -38,6 +42,10 @@ void gj_admap_free(gj_admap *m);
 ** (its !gj.line, else the nearest one before it in its block, else after
 ** it); -1. */
 int gj_ad_refuse(gj_ad *a, LLVMValueRef at, const char *what);
+
+/* Where instruction at is (as gj_ad_refuse finds it): its source into
+** chunk and *line (0 and "?" when unknown). */
+void gj_ad_where(gj_ad *a, LLVMValueRef at, char *chunk, size_t size, int *line);
 
 /* The kernel array parameter that pointer p is derived from (through
 ** GEPs), or NULL (a local, shared or unknown pointer). */

@@ -1,5 +1,5 @@
 /*
-** Reverse mode (src/gj_ad.h, docs/autodiff.md), for bodies without loops.
+** Reverse mode (src/gj_ad.h, docs/autodiff.md).
 **
 ** The new @gj_body runs the kernel's own blocks first (the forward pass,
 ** the primal results stored as the kernel stores them), and where the
@@ -12,13 +12,21 @@
 ** phis' adjoints passed along that edge.  With no loops each block runs at
 ** most once per work item, so every forward value the reverse pass needs
 ** is kept in a slot of its own (an alloca stored once, after its
-** definition) and every adjoint is a slot too (zeroed on entry); the
-** optimizer's SROA turns them into registers.  Arrays: a read of x[i]
+** definition) and every adjoint is a slot too (zeroed on entry, and
+** again when its value has been passed on); the optimizer's SROA turns
+** them into registers.  Loops: a value defined in a loop that the reverse
+** needs, and the predecessor index of a block in a loop, go on a stack of
+** their own per work item instead (pushed where defined, read at its top
+** by the reverse, popped where the reverse passes the definition), in the
+** tape: the hidden last argument, an array of bytes the launch passes,
+** divided evenly between the work items and the stacks.  A stack that
+** runs out fails the launch with the fault record (a site naming the first
+** loop), never a silent wrong number.  Arrays: a read of x[i]
 ** adds its adjoint into dx[i] atomically; a write y[i] = v takes dy[i] as
 ** v's adjoint and zeroes dy[i] (Enzyme's convention).  A float scalar's
 ** adjoint is added (atomically) into element 0 of its adjoint array at the
-** end.  Refused: loops, a read of an array after a write to it in one
-** launch, and what forward mode refuses.
+** end.  Refused: a read of an array after a write to it in one launch,
+** and what forward mode refuses.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +45,19 @@ typedef struct rev {
   unsigned nfb;
   LLVMValueRef **ins;         /* per forward block: its instructions as the
                               ** kernel had them, NULL-terminated */
+  char *loop;                 /* per forward block: is it in a loop? */
+  gj_admap stk;               /* forward value or block -> its stack's top
+                              ** (an i64 slot); the stack's number is kept
+                              ** in stkid */
+  gj_admap stkid;             /* forward value or block -> stack number + 1
+                              ** (as an i64 constant) */
+  gj_admap mark;              /* in-loop forward value -> the reverse
+                              ** instruction after which it is popped (or its
+                              ** reverse block, for its start) */
+  int nstk;
+  LLVMValueRef cap, base, need;   /* slots: entries per stack, the work
+                                  ** item's part of the tape, the most
+                                  ** entries a stack needed */
 } rev;
 
 static LLVMValueRef bbv(LLVMBasicBlockRef b)
@@ -59,20 +80,108 @@ static LLVMValueRef slot(rev *R, LLVMTypeRef t, LLVMValueRef init)
   return s;
 }
 
-/* The forward value v where the reverse pass (a->B) needs it. */
+static int block_index(rev *R, LLVMBasicBlockRef b);
+
+/* --- the tape's stacks ----------------------------------------------------- */
+
+static LLVMTypeRef i64_of(rev *R)
+{
+  return LLVMInt64TypeInContext(R->a->C);
+}
+
+/* The stack of key (a value, or a block's predecessor index): its top's
+** slot; *id its number.  Made on first use. */
+static LLVMValueRef stack_of(rev *R, LLVMValueRef key, int *id)
+{
+  LLVMValueRef top = gj_admap_get(&R->stk, key);
+  if (!top) {
+    top = slot(R, i64_of(R), LLVMConstInt(i64_of(R), 0, 0));
+    if (gj_admap_put(&R->stk, key, top) ||
+        gj_admap_put(&R->stkid, key, LLVMConstInt(i64_of(R), (unsigned)++R->nstk, 0)))
+      return NULL;
+  }
+  *id = (int)LLVMConstIntGetZExtValue(gj_admap_get(&R->stkid, key)) - 1;
+  return top;
+}
+
+/* The address of entry e of stack id at B, or of the tape's first 8 bytes
+** (written and read only when the launch fails) when e is past the end. */
+static LLVMValueRef entry(rev *R, LLVMBuilderRef B, int id, LLVMValueRef e)
+{
+  gj_ad *a = R->a;
+  LLVMTypeRef i64 = i64_of(R), i8 = LLVMInt8TypeInContext(a->C);
+  LLVMTypeRef pg = LLVMPointerTypeInContext(a->C, a->as_global);
+  LLVMValueRef cap = LLVMBuildLoad2(B, i64, R->cap, "");
+  LLVMValueRef base = LLVMBuildLoad2(B, pg, R->base, "");
+  LLVMValueRef in = LLVMBuildICmp(B, LLVMIntULT, e, cap, "");
+  LLVMValueRef off = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, cap,
+                                  LLVMConstInt(i64, (unsigned)id, 0), ""), e, ""),
+                                  LLVMConstInt(i64, 8, 0), "");
+  LLVMValueRef p = LLVMBuildGEP2(B, i8, base, &off, 1, "");
+  return LLVMBuildSelect(B, in, p, a->tape, "");
+}
+
+/* Push v (bool as a byte) on stack id, at B. */
+static void push(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMValueRef v)
+{
+  LLVMTypeRef i64 = i64_of(R);
+  LLVMValueRef t = LLVMBuildLoad2(B, i64, top, ""), n, need;
+  if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMIntegerTypeKind &&
+      LLVMGetIntTypeWidth(LLVMTypeOf(v)) == 1)
+    v = LLVMBuildZExt(B, v, LLVMInt8TypeInContext(R->a->C), "");
+  LLVMBuildStore(B, v, entry(R, B, id, t));
+  n = LLVMBuildAdd(B, t, LLVMConstInt(i64, 1, 0), "");
+  LLVMBuildStore(B, n, top);
+  need = LLVMBuildLoad2(B, i64, R->need, "");
+  LLVMBuildStore(B, LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, n, need, ""),
+                                    n, need, ""), R->need);
+}
+
+/* The top of stack id (of type t), at B. */
+static LLVMValueRef peek(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMTypeRef t)
+{
+  LLVMTypeRef i64 = i64_of(R), i8 = LLVMInt8TypeInContext(R->a->C);
+  int is1 = LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 1;
+  LLVMValueRef e = LLVMBuildSub(B, LLVMBuildLoad2(B, i64, top, ""), LLVMConstInt(i64, 1, 0), "");
+  LLVMValueRef v = LLVMBuildLoad2(B, is1 ? i8 : t, entry(R, B, id, e), "");
+  return is1 ? LLVMBuildTrunc(B, v, t, "") : v;
+}
+
+static void pop(rev *R, LLVMBuilderRef B, LLVMValueRef top)
+{
+  LLVMTypeRef i64 = i64_of(R);
+  LLVMBuildStore(B, LLVMBuildSub(B, LLVMBuildLoad2(B, i64, top, ""),
+                                 LLVMConstInt(i64, 1, 0), ""), top);
+}
+
+/* The forward value v where the reverse pass (a->B) needs it: a slot,
+** or, defined in a loop, its stack. */
 static LLVMValueRef fwd(rev *R, LLVMValueRef v)
 {
   LLVMValueRef s;
+  LLVMBasicBlockRef bb;
+  int id = 0;
   if (!LLVMIsAInstruction(v)) return v;   /* arguments, constants */
+  bb = LLVMGetInstructionParent(v);
   s = gj_admap_get(&R->keep, v);
   if (!s) {
     LLVMValueRef at = LLVMGetInstructionOpcode(v) == LLVMPHI
-                          ? first_non_phi(LLVMGetInstructionParent(v))
-                          : LLVMGetNextInstruction(v);
-    s = slot(R, LLVMTypeOf(v), NULL);
+                          ? first_non_phi(bb) : LLVMGetNextInstruction(v);
+    int b = block_index(R, bb);
     LLVMPositionBuilderBefore(R->Bs, at);
-    LLVMBuildStore(R->Bs, v, s);
+    if (b >= 0 && R->loop[b]) {
+      s = stack_of(R, v, &id);
+      if (!s) return NULL;
+      push(R, R->Bs, s, id, v);
+    } else {
+      s = slot(R, LLVMTypeOf(v), NULL);
+      LLVMBuildStore(R->Bs, v, s);
+    }
     if (gj_admap_put(&R->keep, v, s)) return NULL;
+  }
+  if (gj_admap_get(&R->stk, v)) {
+    s = stack_of(R, v, &id);
+    return peek(R, R->a->B, s, id, LLVMTypeOf(v));
   }
   return LLVMBuildLoad2(R->a->B, LLVMTypeOf(v), s, "");
 }
@@ -132,9 +241,10 @@ static int visit(rev *R, LLVMValueRef I)
   LLVMTypeRef ty = LLVMTypeOf(I);
   int fl = gj_ad_isfloat(ty);
   LLVMValueRef d = NULL, x, y, s;
-  if (fl && op != LLVMPHI) {
+  if (fl && op != LLVMPHI) {   /* taken, and zeroed for an earlier iteration */
     s = gj_admap_get(&R->adj, I);
     d = LLVMBuildLoad2(B, ty, s, "");
+    LLVMBuildStore(B, LLVMConstNull(ty), s);
   }
   switch (op) {
   case LLVMFAdd: case LLVMFSub:
@@ -274,7 +384,7 @@ static int read_after_write(rev *R)
       rs = gj_ad_root(a, LLVMGetOperand(*S, 1));
       if (!rs || !gj_admap_get(&a->sh, rs)) continue;
       for (bl = 0; bl < R->nfb; bl++) {
-        LLVMValueRef *L = bl == bs ? S + 1 : R->ins[bl];
+        LLVMValueRef *L = bl == bs && !R->loop[bs] ? S + 1 : R->ins[bl];
         if (bl != bs) {
           memset(seen, 0, R->nfb + 1);
           if (!reaches(R, bs, bl, seen)) continue;
@@ -315,20 +425,36 @@ static int snapshot(rev *R)
 
 /* The phis' adjoints along the edge from P into block b, then to P's
 ** reverse block. */
-static void edge(rev *R, unsigned b, LLVMBasicBlockRef P)
+static int edge(rev *R, unsigned b, LLVMBasicBlockRef P)
 {
+  LLVMBuilderRef B = R->a->B;
   LLVMValueRef *I;
-  for (I = R->ins[b]; *I && LLVMGetInstructionOpcode(*I) == LLVMPHI; I++) {
-    unsigned j, n = LLVMCountIncoming(*I);
-    LLVMValueRef s = gj_admap_get(&R->adj, *I);
+  size_t n = 0, k;
+  LLVMValueRef *d;
+  for (I = R->ins[b]; *I && LLVMGetInstructionOpcode(*I) == LLVMPHI; I++) n++;
+  d = calloc(n + 1, sizeof(LLVMValueRef));
+  if (!d) return gj_err_set(R->a->err, "out of memory");
+  /* all the phis' adjoints first (one may be another's incoming value,
+  ** or its own, in a loop), zeroed, then passed along */
+  for (k = 0; k < n; k++) {
+    LLVMValueRef phi = R->ins[b][k], s = gj_admap_get(&R->adj, phi);
     if (!s) continue;
-    for (j = 0; j < n; j++)
-      if (LLVMGetIncomingBlock(*I, j) == P) {
-        acc(R, LLVMGetIncomingValue(*I, j), LLVMBuildLoad2(R->a->B, LLVMTypeOf(*I), s, ""));
+    d[k] = LLVMBuildLoad2(B, LLVMTypeOf(phi), s, "");
+    LLVMBuildStore(B, LLVMConstNull(LLVMTypeOf(phi)), s);
+  }
+  for (k = 0; k < n; k++) {
+    LLVMValueRef phi = R->ins[b][k];
+    unsigned j, ni = LLVMCountIncoming(phi);
+    if (!d[k]) continue;
+    for (j = 0; j < ni; j++)
+      if (LLVMGetIncomingBlock(phi, j) == P) {
+        acc(R, LLVMGetIncomingValue(phi, j), d[k]);
         break;
       }
   }
+  free(d);
   LLVMBuildBr(R->a->B, LLVMValueAsBasicBlock(gj_admap_get(&R->rb, bbv(P))));
+  return 0;
 }
 
 /* The predecessors of block b among the forward blocks (each once). */
@@ -358,18 +484,28 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
   for (I = R->ins[b]; *I; I++) n++;
   LLVMPositionBuilderAtEnd(a->B, rb);
   while (n-- > 0) {
-    LLVMValueRef v = R->ins[b][n];
+    LLVMValueRef v = R->ins[b][n], last;
     if (LLVMIsATerminatorInst(v)) continue;
     if (visit(R, v)) return -1;
+    /* where the reverse has passed v: its stack (if any) is popped there */
+    last = LLVMGetLastInstruction(rb);
+    if (R->loop[b]) {
+      LLVMValueRef sv = gj_admap_get(&a->sh, v);   /* a shadow address too */
+      if (gj_admap_put(&R->mark, v, last ? last : bbv(rb)) ||
+          (sv && gj_admap_put(&R->mark, sv, last ? last : bbv(rb))))
+        return gj_err_set(a->err, "out of memory");
+    }
   }
   if (np == 0) {
     LLVMBuildBr(a->B, exitb);
   } else if (np == 1) {
-    edge(R, b, pb[0]);
+    if (edge(R, b, pb[0])) return -1;
   } else {
-    /* forward: which predecessor it came from, kept */
+    /* forward: which predecessor it came from, kept (in a loop: on a
+    ** stack, read and popped by the reverse) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(a->C);
-    LLVMValueRef phi, from, sw, fs = slot(R, i32, NULL);
+    LLVMValueRef phi, from, sw, fs;
+    int id = 0;
     LLVMPositionBuilderBefore(R->Bs, first_non_phi(R->fb[b]));
     phi = LLVMBuildPhi(R->Bs, i32, "");
     for (k = 0; k < np; k++) {
@@ -378,18 +514,146 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
       for (j = 0; j < ns; j++)   /* one entry per edge */
         if (LLVMGetSuccessor(t, j) == R->fb[b]) LLVMAddIncoming(phi, &kv, &pb[k], 1);
     }
-    LLVMBuildStore(R->Bs, phi, fs);
+    if (R->loop[b]) {
+      fs = stack_of(R, bbv(R->fb[b]), &id);
+      if (!fs) return gj_err_set(a->err, "out of memory");
+      push(R, R->Bs, fs, id, phi);
+    } else {
+      fs = slot(R, i32, NULL);
+      LLVMBuildStore(R->Bs, phi, fs);
+    }
     /* reverse: go back along it */
     LLVMPositionBuilderAtEnd(a->B, rb);
-    from = LLVMBuildLoad2(a->B, i32, fs, "");
+    if (R->loop[b]) {
+      from = peek(R, a->B, fs, id, i32);
+      pop(R, a->B, fs);
+    } else {
+      from = LLVMBuildLoad2(a->B, i32, fs, "");
+    }
     sw = LLVMBuildSwitch(a->B, from, exitb, np);
     for (k = 0; k < np; k++) {
       LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.edge");
       LLVMAddCase(sw, LLVMConstInt(i32, k, 0), e);
       LLVMPositionBuilderAtEnd(a->B, e);
-      edge(R, b, pb[k]);
+      if (edge(R, b, pb[k])) return -1;
     }
   }
+  return 0;
+}
+
+/* Pop each value's stack where the reverse has passed its definition (a
+** phi's: at the end of its block's reverse). */
+static int pops(rev *R)
+{
+  gj_ad *a = R->a;
+  size_t i;
+  for (i = 0; i < R->stk.cap; i++) {
+    LLVMValueRef v = R->stk.key[i], m;
+    if (!v || !LLVMIsAInstruction(v)) continue;   /* blocks: popped already */
+    if (LLVMGetInstructionOpcode(v) == LLVMPHI) {
+      LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(
+          gj_admap_get(&R->rb, bbv(LLVMGetInstructionParent(v))));
+      LLVMPositionBuilderBefore(a->B, LLVMGetBasicBlockTerminator(rb));
+    } else {
+      m = gj_admap_get(&R->mark, v);
+      if (!m)
+        return gj_err_set(a->err, "internal error: kernel %s: reverse mode: a "
+                          "value kept for the reverse has no place to be popped",
+                          a->kname);
+      if (LLVMIsABasicBlock(m))
+        LLVMPositionBuilderBefore(a->B, LLVMGetFirstInstruction(LLVMValueAsBasicBlock(m)));
+      else
+        LLVMPositionBuilderBefore(a->B, LLVMGetNextInstruction(m));
+    }
+    pop(R, a->B, R->stk.val[i]);
+  }
+  return 0;
+}
+
+static LLVMValueRef intrinsic(gj_ad *a, const char *name, LLVMTypeRef ret,
+                              LLVMValueRef *args, unsigned n)
+{
+  LLVMTypeRef ps[2];
+  LLVMTypeRef fty;
+  LLVMValueRef f;
+  unsigned j;
+  for (j = 0; j < n; j++) ps[j] = LLVMTypeOf(args[j]);
+  fty = LLVMFunctionType(ret, ps, n, 0);
+  f = LLVMGetNamedFunction(a->m, name);
+  if (!f) f = LLVMAddFunction(a->m, name, fty);
+  return LLVMBuildCall2(a->B, fty, f, args, n, "");
+}
+
+/* At the entry (a->B there): the work item's part of the tape, and how
+** many entries each stack has: the tape's bytes after its first 8,
+** divided by the work items of the launch and the stacks. */
+static void tape_setup(rev *R)
+{
+  gj_ad *a = R->a;
+  LLVMBuilderRef B = a->B;
+  LLVMTypeRef i64 = i64_of(R), i32 = LLVMInt32TypeInContext(a->C);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(a->C);
+  LLVMValueRef wi = LLVMGetParam(a->fn, 0), id[3], gs[3], args[2], items, lid;
+  LLVMValueRef len, per, cap, off;
+  int d;
+  for (d = 0; d < 3; d++) {
+    args[0] = wi;
+    args[1] = LLVMConstInt(i32, (unsigned)d, 0);
+    id[d] = intrinsic(a, "gj.global_id", i64, args, 2);
+    gs[d] = intrinsic(a, "gj.global_size", i64, args, 2);
+  }
+  items = LLVMBuildMul(B, LLVMBuildMul(B, gs[0], gs[1], ""), gs[2], "");
+  lid = LLVMBuildAdd(B, id[0], LLVMBuildMul(B, gs[0], LLVMBuildAdd(B, id[1],
+                     LLVMBuildMul(B, gs[1], id[2], ""), ""), ""), "");
+  len = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, a->tape_len, LLVMConstInt(i64, 8, 0), ""),
+                        LLVMBuildSub(B, a->tape_len, LLVMConstInt(i64, 8, 0), ""),
+                        LLVMConstInt(i64, 0, 0), "");
+  per = LLVMBuildUDiv(B, len, items, "");
+  cap = LLVMBuildUDiv(B, per, LLVMConstInt(i64, (unsigned long long)R->nstk * 8, 0), "");
+  LLVMBuildStore(B, cap, R->cap);
+  off = LLVMBuildAdd(B, LLVMConstInt(i64, 8, 0),
+                     LLVMBuildMul(B, lid, LLVMBuildMul(B, cap,
+                                  LLVMConstInt(i64, (unsigned long long)R->nstk * 8, 0), ""), ""), "");
+  LLVMBuildStore(B, LLVMBuildGEP2(B, i8, a->tape, &off, 1, ""), R->base);
+}
+
+/* At the end of the reverse (a->B there): a stack that ran out fails the
+** launch through the fault record; then return. */
+static int tape_check(rev *R, LLVMValueRef loop_at)
+{
+  gj_ad *a = R->a;
+  LLVMBuilderRef B = a->B;
+  LLVMTypeRef i64 = i64_of(R), i32 = LLVMInt32TypeInContext(a->C);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(a->C);
+  LLVMValueRef need = LLVMBuildLoad2(B, i64, R->need, ""), cap = LLVMBuildLoad2(B, i64, R->cap, "");
+  LLVMValueRef wi = LLVMGetParam(a->fn, 0), rec, x, idx;
+  LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.full");
+  LLVMBasicBlockRef fill = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.fill");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.done");
+  char chunk[200];
+  int line = 0, site;
+  gj_ad_where(a, loop_at, chunk, sizeof(chunk), &line);
+  site = gj_sites_add(a->sites, chunk, line, "the reverse-mode tape (gpu.grad's tape option)",
+                      0, a->err);
+  if (site < 0) return -1;
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntUGT, need, cap, ""), fail, done);
+  LLVMPositionBuilderAtEnd(B, fail);
+  rec = intrinsic(a, "gj.fault_record", LLVMPointerTypeInContext(a->C, a->as_global), &wi, 1);
+  x = LLVMBuildAtomicCmpXchg(B, rec, LLVMConstInt(i32, 0, 0),
+                             LLVMConstInt(i32, (unsigned)site + 1, 0),
+                             LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+  LLVMBuildCondBr(B, LLVMBuildExtractValue(B, x, 1, ""), fill, done);
+  LLVMPositionBuilderAtEnd(B, fill);
+  idx = LLVMConstInt(i64, 4, 0);
+  LLVMBuildStore(B, LLVMConstInt(i32, (unsigned)line, 0), LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));
+  idx = LLVMConstInt(i64, 16, 0);
+  LLVMBuildStore(B, cap, LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));   /* the entry past the end */
+  idx = LLVMConstInt(i64, 24, 0);
+  LLVMBuildStore(B, cap, LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));
+  LLVMBuildBr(B, done);
+  LLVMPositionBuilderAtEnd(B, done);
+  LLVMBuildRetVoid(B);
+  a->used_faults = 1;
   return 0;
 }
 
@@ -404,20 +668,32 @@ int gj_ad_reverse(gj_ad *a)
   memset(&R, 0, sizeof(R));
   R.a = a;
   if (gj_ad_rpo(a->fn, &R.fb, &R.nfb, &back)) return gj_err_set(a->err, "out of memory");
-  if (back) {
-    gj_ad_refuse(a, back, "reverse mode: loops are not supported yet (the "
-                 "reverse pass would need the values of every iteration)");
-    goto done;
-  }
   R.Ba = LLVMCreateBuilderInContext(a->C);
   R.Bs = LLVMCreateBuilderInContext(a->C);
   pb = malloc(sizeof(*pb) * (R.nfb + 1));
-  if (!pb || snapshot(&R)) {
+  R.loop = calloc(R.nfb + 1, 1);
+  if (!pb || !R.loop || snapshot(&R)) {
     gj_err_set(a->err, "out of memory");
     goto done;
   }
+  for (b = 0; b < R.nfb; b++) {   /* in a loop: it reaches itself */
+    char *seen = calloc(R.nfb + 1, 1);
+    if (!seen) goto oom;
+    R.loop[b] = (char)reaches(&R, b, b, seen);
+    free(seen);
+  }
   if (read_after_write(&R)) goto done;
   LLVMPositionBuilderBefore(R.Ba, LLVMGetFirstInstruction(R.fb[0]));
+  if (back) {   /* the tape's slots */
+    if (!a->tape) {
+      gj_err_set(a->err, "internal error: kernel %s: reverse mode with loops "
+                 "and no tape argument", a->kname);
+      goto done;
+    }
+    R.cap = slot(&R, i64_of(&R), LLVMConstInt(i64_of(&R), 0, 0));
+    R.base = slot(&R, LLVMPointerTypeInContext(a->C, a->as_global), NULL);
+    R.need = slot(&R, i64_of(&R), LLVMConstInt(i64_of(&R), 0, 0));
+  }
   /* the shadows' addresses, in the forward pass */
   for (b = 0; b < R.nfb; b++)
     for (I = R.ins[b]; *I; I++)
@@ -452,6 +728,7 @@ int gj_ad_reverse(gj_ad *a)
       LLVMInstructionEraseFromParent(t);
     }
   }
+  if (pops(&R)) goto done;
   /* the scalars' adjoints into their arrays */
   LLVMPositionBuilderAtEnd(a->B, exitb);
   for (i = 0; i < a->sadj.cap; i++) {
@@ -461,7 +738,14 @@ int gj_ad_reverse(gj_ad *a)
                        LLVMBuildLoad2(a->B, LLVMTypeOf(k), gj_admap_get(&R.adj, k), ""),
                        LLVMAtomicOrderingMonotonic, 0);
   }
-  LLVMBuildRetVoid(a->B);
+  if (R.nstk) {
+    if (tape_check(&R, back)) goto done;
+    /* after the slots (Ba inserts before the kernel's first instruction) */
+    LLVMPositionBuilderBefore(a->B, R.ins[0][0]);
+    tape_setup(&R);
+  } else {
+    LLVMBuildRetVoid(a->B);
+  }
   rc = 0;
   goto done;
 oom:
@@ -477,5 +761,9 @@ done:
   gj_admap_free(&R.adj);
   gj_admap_free(&R.keep);
   gj_admap_free(&R.rb);
+  gj_admap_free(&R.stk);
+  gj_admap_free(&R.stkid);
+  gj_admap_free(&R.mark);
+  free(R.loop);
   return rc;
 }

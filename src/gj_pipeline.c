@@ -109,7 +109,7 @@ static int primal_opts(const gj_compile_opts *o, gj_compile_opts *po,
     return gj_err_set(err, "kernel %s: a derivative with boundscheck is not "
                       "supported yet", o->name);
   for (j = 0; j < o->nparams; j++) {
-    if (o->shadow[j] == '1') continue;
+    if (o->shadow[j] == '1' || o->shadow[j] == '2') continue;   /* shadow, tape */
     po->types[n] = o->types[j];
     po->argnames[n++] = o->argnames[j];
   }
@@ -606,7 +606,8 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   /* 3a. the derivative (gj_ad.h), before the plugins see the module */
   if (o->derivative &&
       gj_ad_transform(mid->m, &body, &mid->sig, o->derivative, o->shadow,
-                      o->nparams, mid->job.as_global, o->name, err))
+                      o->nparams, mid->job.as_global, &mid->sites, o->name,
+                      err))
     goto done;
   ps->buf_base = (int)LLVMCountParams(body) - 2 * ps->nbuf;
   if (gj_plugset_module(ps, GJ_STAGE_IR, &mid->kd, &mid->m, err)) goto done;

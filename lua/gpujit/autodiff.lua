@@ -52,6 +52,8 @@ return function(dispatch, raise)
       if pattern:sub(i, i) == "0" then
         j = j + 1
         names[i] = K.pnames[j]
+      elseif pattern:sub(i, i) == "2" then
+        names[i] = "tape"
       else
         names[i] = "d" .. tostring(K.pnames[j])
       end
@@ -124,6 +126,10 @@ return function(dispatch, raise)
       raise("bad argument #" .. pos .. " to derivative of kernel '" .. K.name
         .. "': it takes " .. (pos - 1) .. " arguments with these shadows")
     end
+    if self.mode == "reverse" then   -- the tape (src/gj_ad.h), last
+      out[#out + 1] = self:tape_buffer()
+      pattern[#pattern + 1] = "2"
+    end
     local k = inner(self, concat(pattern))
     return k:launch(cfg, unpack(out, 1, #out))
   end
@@ -154,6 +160,10 @@ return function(dispatch, raise)
         pattern[#pattern + 1] = "1"
       end
     end
+    if self.mode == "reverse" then
+      full[#full + 1] = "uint8_t[]"
+      pattern[#pattern + 1] = "2"
+    end
     local k = inner(self, concat(pattern))
     return k[what](k, full, device)
   end
@@ -161,7 +171,19 @@ return function(dispatch, raise)
   function methods:inspect_llvm(tl, device) return inspect(self, "inspect_llvm", tl, device) end
   function methods:inspect_asm(tl, device) return inspect(self, "inspect_asm", tl, device) end
 
-  local function new(k, scalars, mode, fname)
+  -- Reverse mode's tape: the bytes the stacks of loops get, for all the
+  -- work items of a launch together (gpu.grad's tape option).
+  local DEFAULT_TAPE = 16 * 1024 * 1024
+  function methods:tape_buffer()
+    local t = self._tape
+    if t == nil then
+      t = ffi.new("uint8_t[?]", self.tape_bytes)
+      self._tape = t
+    end
+    return t
+  end
+
+  local function new(k, scalars, mode, fname, opts)
     if type(k) ~= "table" or k.fn == nil or k.pnames == nil then
       raise(fname .. ": a kernel (gpu.kernel) expected, got " .. type(k))
     end
@@ -175,15 +197,20 @@ return function(dispatch, raise)
       end
       set[s] = true
     end
-    return setmetatable({ kernel = k, mode = mode, scalars = set, _inner = {} }, Dmt)
+    local tape = opts and opts.tape or DEFAULT_TAPE
+    if type(tape) ~= "number" or tape < 8 or tape % 1 ~= 0 then
+      raise(fname .. ": tape must be a whole number of bytes >= 8, got " .. tostring(tape))
+    end
+    return setmetatable({ kernel = k, mode = mode, scalars = set, _inner = {},
+                          tape_bytes = tape }, Dmt)
   end
 
   function AD.jvp(k, scalars)
     return new(k, scalars, "forward", "gpu.jvp")
   end
 
-  function AD.grad(k, scalars)
-    return new(k, scalars, "reverse", "gpu.grad")
+  function AD.grad(k, scalars, opts)
+    return new(k, scalars, "reverse", "gpu.grad", opts)
   end
 
   return AD
