@@ -156,6 +156,21 @@ int gj_ad_call(gj_ad *a, LLVMValueRef I, char *fn, size_t fnsize)
   return 0;
 }
 
+int gj_ad_atomic(gj_ad *a, LLVMValueRef I)
+{
+  LLVMValueRef r = gj_ad_root(a, LLVMGetOperand(I, 0));
+  if (!r || !gj_admap_get(&a->sh, r)) return 0;   /* inactive: tangent 0 */
+  if (LLVMGetInstructionOpcode(I) != LLVMAtomicRMW ||
+      LLVMGetAtomicRMWBinOp(I) != LLVMAtomicRMWBinOpFAdd)
+    return gj_ad_refuse(a, I, "an atomic operation other than atomic_add on an "
+                        "array with a shadow has no derivative rule");
+  if (LLVMGetFirstUse(I))
+    return gj_ad_refuse(a, I, "the value atomic_add returns (the element before "
+                        "the add, which depends on the order of the work items) "
+                        "has no derivative");
+  return 1;
+}
+
 int gj_ad_mem(gj_ad *a, LLVMValueRef I, LLVMValueRef p)
 {
   if (gj_ad_root(a, p)) return 0;

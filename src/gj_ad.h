@@ -33,11 +33,12 @@
 **   claims the fault record with a site added to sites (sig->faults is
 **   then 1) and the launch fails.
 ** - Never silently wrong: what it has no exact rule for (an intrinsic
-**   without a derivative, a float in local or shared memory, atomics on an
-**   array with a shadow, barriers, bit-level float operations, a device
-**   function that was not inlined; in reverse mode a read of an array
-**   after a write to it) fails with "SOURCE:LINE: derivative:
-**   <construct> ... (in kernel NAME)"; nothing is compiled.
+**   without a derivative, a float in local or shared memory, the value an
+**   atomic_add on an array with a shadow returns, barriers, bit-level
+**   float operations, a device function that was not inlined; in reverse
+**   mode a read of an array after a write to it) fails with
+**   "SOURCE:LINE: derivative: <construct> ... (in kernel NAME)"; nothing
+**   is compiled.
 ** Returns 0, or -1 with err set.
 */
 #ifndef GJ_AD_H

@@ -144,11 +144,14 @@ static int visit(fwd *F, LLVMValueRef I)
   case LLVMCall:
     return call_rule(F, I);
   case LLVMAtomicRMW: case LLVMAtomicCmpXchg: {
-    LLVMValueRef r = gj_ad_root(a, LLVMGetOperand(I, 0));
-    if (r && shadow_ptr(a, r))
-      return gj_ad_refuse(a, I, "an atomic operation on an array with a shadow "
-                          "is not supported yet");
-    return 0;   /* on an inactive array: what it reads has tangent 0 */
+    /* atomic_add(y, j, v): atomic_add(dy, j, dv) */
+    int r = gj_ad_atomic(a, I);
+    if (r <= 0) return r;   /* on an inactive array: what it reads has tangent 0 */
+    t = tan_of(F, LLVMGetOperand(I, 1));
+    if (!gj_ad_is_zero(t))
+      LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, shadow_ptr(a, LLVMGetOperand(I, 0)), t,
+                         LLVMAtomicOrderingMonotonic, 0);
+    return 0;
   }
   case LLVMFRem:
     return gj_ad_refuse(a, I, "frem has no derivative rule");

@@ -59,6 +59,10 @@ int gj_ad_isfloat(LLVMTypeRef t);
 ** shadow among its arguments; else refused (-1). */
 int gj_ad_call(gj_ad *a, LLVMValueRef I, char *fn, size_t fnsize);
 
+/* An atomic I: 0 on an array without a shadow, 1 for an atomic_add of
+** floats whose result is not used on one with a shadow, else refused. */
+int gj_ad_atomic(gj_ad *a, LLVMValueRef I);
+
 /* A float load or store I at pointer p: 0 when p is in a kernel array,
 ** else refused (a float in local or shared memory). */
 int gj_ad_mem(gj_ad *a, LLVMValueRef I, LLVMValueRef p);

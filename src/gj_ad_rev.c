@@ -324,10 +324,12 @@ static int visit(rev *R, LLVMValueRef I)
   case LLVMCall:
     return call_rule(R, I, d);
   case LLVMAtomicRMW: case LLVMAtomicCmpXchg: {
-    LLVMValueRef r = gj_ad_root(a, LLVMGetOperand(I, 0));
-    if (r && gj_admap_get(&a->sh, r))
-      return gj_ad_refuse(a, I, "an atomic operation on an array with a shadow "
-                          "is not supported yet");
+    /* atomic_add(y, j, v): y[j]'s adjoint is unchanged, v's is dy[j] */
+    int r = gj_ad_atomic(a, I);
+    if (r <= 0) return r;
+    x = LLVMGetOperand(I, 1);
+    if (has_adj(R, x))
+      acc(R, x, LLVMBuildLoad2(B, LLVMTypeOf(x), shadow(R, LLVMGetOperand(I, 0)), ""));
     return 0;
   }
   case LLVMExtractValue: case LLVMInsertValue:

@@ -183,6 +183,11 @@ return function(dispatch, raise)
     return t
   end
 
+  -- One derivative object per kernel, mode, scalars and tape size: its
+  -- compiled kernels and its tape are reused (gpu.tape asks for each
+  -- launch's).
+  local memo = setmetatable({}, { __mode = "k" })
+
   local function new(k, scalars, mode, fname, opts)
     if type(k) ~= "table" or k.fn == nil or k.pnames == nil then
       raise(fname .. ": a kernel (gpu.kernel) expected, got " .. type(k))
@@ -201,8 +206,19 @@ return function(dispatch, raise)
     if type(tape) ~= "number" or tape < 8 or tape % 1 ~= 0 then
       raise(fname .. ": tape must be a whole number of bytes >= 8, got " .. tostring(tape))
     end
-    return setmetatable({ kernel = k, mode = mode, scalars = set, _inner = {},
-                          tape_bytes = tape }, Dmt)
+    local key = mode .. "|" .. concat(scalars or {}, ",") .. "|" .. tape
+    local per = memo[k]
+    if per == nil then
+      per = {}
+      memo[k] = per
+    end
+    local d = per[key]
+    if d == nil then
+      d = setmetatable({ kernel = k, mode = mode, scalars = set, _inner = {},
+                         tape_bytes = tape }, Dmt)
+      per[key] = d
+    end
+    return d
   end
 
   function AD.jvp(k, scalars)
