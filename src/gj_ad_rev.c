@@ -20,8 +20,10 @@
 ** by the reverse, popped where the reverse passes the definition), in the
 ** tape: the hidden last argument, an array of bytes the launch passes,
 ** divided evenly between the work items and the stacks.  A stack that
-** runs out fails the launch with the fault record (a site naming the first
-** loop), never a silent wrong number.  Arrays: a read of x[i]
+** runs out writes past nothing (a scratch word takes the pushes), and
+** where the forward pass ends the work item claims the fault record (a
+** site naming the first loop) and returns without the reverse, which would
+** read what was not kept: never a silent wrong number.  Arrays: a read of x[i]
 ** adds its adjoint into dx[i] atomically; a write y[i] = v takes dy[i] as
 ** v's adjoint and zeroes dy[i] (Enzyme's convention).  A float scalar's
 ** adjoint is added (atomically) into element 0 of its adjoint array at the
@@ -619,16 +621,17 @@ static void tape_setup(rev *R)
   LLVMBuildStore(B, LLVMBuildGEP2(B, i8, a->tape, &off, 1, ""), R->base);
 }
 
-/* At the end of the reverse (a->B there): a stack that ran out fails the
-** launch through the fault record; then return. */
-static int tape_check(rev *R, LLVMValueRef loop_at)
+/* Where the forward pass ends: a stack that ran out (its pushes went to
+** the scratch word) fails the launch through the fault record, and the
+** reverse, which would read what was not kept, is skipped.  Returns the
+** failing path's block (it returns), or NULL with a->err set. */
+static LLVMBasicBlockRef tape_full(rev *R, LLVMValueRef loop_at)
 {
   gj_ad *a = R->a;
   LLVMBuilderRef B = a->B;
   LLVMTypeRef i64 = i64_of(R), i32 = LLVMInt32TypeInContext(a->C);
   LLVMTypeRef i8 = LLVMInt8TypeInContext(a->C);
-  LLVMValueRef need = LLVMBuildLoad2(B, i64, R->need, ""), cap = LLVMBuildLoad2(B, i64, R->cap, "");
-  LLVMValueRef wi = LLVMGetParam(a->fn, 0), rec, x, idx;
+  LLVMValueRef wi = LLVMGetParam(a->fn, 0), rec, x, idx, cap;
   LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.full");
   LLVMBasicBlockRef fill = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.fill");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.done");
@@ -637,9 +640,9 @@ static int tape_check(rev *R, LLVMValueRef loop_at)
   gj_ad_where(a, loop_at, chunk, sizeof(chunk), &line);
   site = gj_sites_add(a->sites, chunk, line, "the reverse-mode tape (gpu.grad's tape option)",
                       0, a->err);
-  if (site < 0) return -1;
-  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntUGT, need, cap, ""), fail, done);
+  if (site < 0) return NULL;
   LLVMPositionBuilderAtEnd(B, fail);
+  cap = LLVMBuildLoad2(B, i64, R->cap, "");
   rec = intrinsic(a, "gj.fault_record", LLVMPointerTypeInContext(a->C, a->as_global), &wi, 1);
   x = LLVMBuildAtomicCmpXchg(B, rec, LLVMConstInt(i32, 0, 0),
                              LLVMConstInt(i32, (unsigned)site + 1, 0),
@@ -656,14 +659,14 @@ static int tape_check(rev *R, LLVMValueRef loop_at)
   LLVMPositionBuilderAtEnd(B, done);
   LLVMBuildRetVoid(B);
   a->used_faults = 1;
-  return 0;
+  return fail;
 }
 
 int gj_ad_reverse(gj_ad *a)
 {
   rev R;
   LLVMValueRef back = NULL, *I;
-  LLVMBasicBlockRef exitb, *pb = NULL;
+  LLVMBasicBlockRef exitb, full = NULL, *pb = NULL;
   unsigned b;
   size_t i;
   int rc = -1;
@@ -721,16 +724,24 @@ int gj_ad_reverse(gj_ad *a)
   exitb = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.exit");
   for (b = 0; b < R.nfb; b++)
     if (rev_block(&R, b, exitb, pb)) goto done;
-  /* the kernel's returns go on into the reverse pass */
+  if (pops(&R)) goto done;
+  if (R.nstk && !(full = tape_full(&R, back))) goto done;
+  /* the kernel's returns go on into the reverse pass (if the tape held) */
   for (b = 0; b < R.nfb; b++) {
     LLVMValueRef t = LLVMGetBasicBlockTerminator(R.fb[b]);
     if (t && LLVMGetInstructionOpcode(t) == LLVMRet) {
+      LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(gj_admap_get(&R.rb, bbv(R.fb[b])));
       LLVMPositionBuilderBefore(a->B, t);
-      LLVMBuildBr(a->B, LLVMValueAsBasicBlock(gj_admap_get(&R.rb, bbv(R.fb[b]))));
+      if (full)
+        LLVMBuildCondBr(a->B, LLVMBuildICmp(a->B, LLVMIntUGT,
+                                            LLVMBuildLoad2(a->B, i64_of(&R), R.need, ""),
+                                            LLVMBuildLoad2(a->B, i64_of(&R), R.cap, ""), ""),
+                        full, rb);
+      else
+        LLVMBuildBr(a->B, rb);
       LLVMInstructionEraseFromParent(t);
     }
   }
-  if (pops(&R)) goto done;
   /* the scalars' adjoints into their arrays */
   LLVMPositionBuilderAtEnd(a->B, exitb);
   for (i = 0; i < a->sadj.cap; i++) {
@@ -740,13 +751,11 @@ int gj_ad_reverse(gj_ad *a)
                        LLVMBuildLoad2(a->B, LLVMTypeOf(k), gj_admap_get(&R.adj, k), ""),
                        LLVMAtomicOrderingMonotonic, 0);
   }
+  LLVMBuildRetVoid(a->B);
   if (R.nstk) {
-    if (tape_check(&R, back)) goto done;
     /* after the slots (Ba inserts before the kernel's first instruction) */
     LLVMPositionBuilderBefore(a->B, R.ins[0][0]);
     tape_setup(&R);
-  } else {
-    LLVMBuildRetVoid(a->B);
   }
   rc = 0;
   goto done;

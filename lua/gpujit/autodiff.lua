@@ -189,9 +189,10 @@ return function(dispatch, raise)
   local memo = setmetatable({}, { __mode = "k" })
 
   local function new(k, scalars, mode, fname, opts)
-    if type(k) ~= "table" or k.fn == nil or k.pnames == nil then
+    if type(k) ~= "table" or type(k.base) ~= "function" then
       raise(fname .. ": a kernel (gpu.kernel) expected, got " .. type(k))
     end
+    k = k:base()   -- through an object that forwards a kernel's methods
     local set = {}
     for i, s in ipairs(scalars or {}) do
       local ok = false

@@ -708,6 +708,12 @@ function methods.report(K, name)
   return K._reports[name]
 end
 
+-- k:base(): the kernel object itself (gpujit.autodiff differentiates it;
+-- an object that forwards k's methods gives k)
+function methods.base(K)
+  return K
+end
+
 function methods.inspect_llvm(K, tl, device)
   return inspect(K, tl, "llvm", device, "inspect_llvm")
 end
