@@ -411,6 +411,23 @@ for _, bk in ipairs(H.backends) do
       assert(relerr(lhs, rhs) <= 1e-12, ("<v, J u> %.17g forward, %.17g reverse"):format(lhs, rhs))
     end)
 
+    it("adds read adjoints plainly only in 1-D launches: 2-D items that share x[i] add them all", function()
+      local k = H.kernel(bk, function(x, out, n)
+        local i = gpu.global_id()
+        if i < n then gpu.atomic_add(out, 0, x[i] * x[i]) end
+      end)
+      local gk = gpu.grad(k)
+      local x = input(9)
+      for _, shape in ipairs({ { N }, { N, 4 }, { N, 2, 3 } }) do
+        local copies = (shape[2] or 1) * (shape[3] or 1)
+        local gx, gout = darr(N, function() return 0 end), ffi.new("double[1]", 0.5)
+        gk:launch({ global = shape }, x, gx, ffi.new("double[1]"), gout, N)
+        for e = 0, N - 1 do
+          assert.near(copies * 2 * x[e] * 0.5, gx[e], 1e-12 * copies)
+        end
+      end
+    end)
+
     it("keeps derivative kernels apart from the kernel in the disk cache", function()
       local dir = os.tmpname()
       os.remove(dir)

@@ -57,6 +57,12 @@ typedef struct rev {
                               ** instruction after which it is popped (or its
                               ** reverse block, for its start) */
   int nstk;
+  gj_admap own;               /* array parameter -> itself, where every access
+                              ** is at index gj.global_id(0) */
+  gj_admap rend;              /* reverse block -> the block its code ends in
+                              ** (the plain-or-atomic adds split blocks) */
+  LLVMValueRef oned;          /* slot: is the launch 1-D (i1)? NULL: unused */
+  LLVMBasicBlockRef cur;      /* the reverse block being built */
   LLVMValueRef cap, base, need;   /* slots: entries per stack, the work
                                   ** item's part of the tape, the most
                                   ** entries a stack needed */
@@ -83,6 +89,8 @@ static LLVMValueRef slot(rev *R, LLVMTypeRef t, LLVMValueRef init)
 }
 
 static int block_index(rev *R, LLVMBasicBlockRef b);
+static LLVMValueRef intrinsic(gj_ad *a, const char *name, LLVMTypeRef ret,
+                              LLVMValueRef *args, unsigned n);
 
 /* --- the tape's stacks ----------------------------------------------------- */
 
@@ -234,6 +242,89 @@ static int call_rule(rev *R, LLVMValueRef I, LLVMValueRef d)
   return 0;
 }
 
+/* Is v the work item's id in dimension 0 (a call of gj.global_id(wi, 0))? */
+static int is_gid0(LLVMValueRef v)
+{
+  LLVMValueRef f, d;
+  size_t len = 0;
+  const char *name;
+  if (!LLVMIsACallInst(v)) return 0;
+  f = LLVMGetCalledValue(v);
+  if (!LLVMIsAFunction(f)) return 0;
+  name = LLVMGetValueName2(f, &len);
+  d = LLVMGetOperand(v, 1);
+  return len == 12 && !strncmp(name, "gj.global_id", 12) && LLVMIsAConstantInt(d) &&
+         LLVMConstIntGetZExtValue(d) == 0;
+}
+
+/* The arrays with a shadow whose every use is an element at index
+** gj.global_id(0): in a 1-D launch no two work items touch one element,
+** so their adjoints are added plainly (no atomic). */
+static int find_own(rev *R)
+{
+  gj_ad *a = R->a;
+  size_t i;
+  for (i = 0; i < a->sh.cap; i++) {
+    LLVMValueRef r = a->sh.key[i];
+    LLVMUseRef u;
+    int ok = 1;
+    if (!r || !gj_admap_get(&a->roots, r)) continue;
+    for (u = LLVMGetFirstUse(r); u && ok; u = LLVMGetNextUse(u)) {
+      LLVMValueRef g = LLVMGetUser(u);
+      ok = LLVMIsAGetElementPtrInst(g) && LLVMGetNumOperands(g) == 2 &&
+           LLVMGetOperand(g, 0) == r && is_gid0(LLVMGetOperand(g, 1));
+    }
+    if (ok && gj_admap_put(&R->own, r, r)) return gj_err_set(a->err, "out of memory");
+  }
+  return 0;
+}
+
+/* *s += d for the read of an element of array root: plainly where the
+** launch is 1-D and the array is the work item's own (find_own), else
+** atomically.  May end a->B's block (rb's code goes on in a new one). */
+static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
+                        LLVMValueRef s, LLVMValueRef d)
+{
+  gj_ad *a = R->a;
+  LLVMBuilderRef B = a->B;
+  LLVMBasicBlockRef plain, atom, join;
+  LLVMValueRef v;
+  if (!root || !gj_admap_get(&R->own, root)) {
+    LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+    return;
+  }
+  if (!R->oned) R->oned = slot(R, LLVMInt1TypeInContext(a->C), NULL);
+  plain = LLVMAppendBasicBlockInContext(a->C, a->fn, "adj.plain");
+  atom = LLVMAppendBasicBlockInContext(a->C, a->fn, "adj.atomic");
+  join = LLVMAppendBasicBlockInContext(a->C, a->fn, "adj.join");
+  LLVMBuildCondBr(B, LLVMBuildLoad2(B, LLVMInt1TypeInContext(a->C), R->oned, ""), plain, atom);
+  LLVMPositionBuilderAtEnd(B, plain);
+  v = LLVMBuildLoad2(B, LLVMTypeOf(d), s, "");
+  LLVMBuildStore(B, LLVMBuildFAdd(B, v, d, ""), s);
+  LLVMBuildBr(B, join);
+  LLVMPositionBuilderAtEnd(B, atom);
+  LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+  LLVMBuildBr(B, join);
+  LLVMPositionBuilderAtEnd(B, join);
+  gj_admap_put(&R->rend, bbv(rb), bbv(join));
+}
+
+/* At the entry (a->B there): is the launch 1-D? */
+static void oned_setup(rev *R)
+{
+  gj_ad *a = R->a;
+  LLVMBuilderRef B = a->B;
+  LLVMTypeRef i64 = i64_of(R), i32 = LLVMInt32TypeInContext(a->C);
+  LLVMValueRef args[2], g1, g2;
+  args[0] = LLVMGetParam(a->fn, 0);
+  args[1] = LLVMConstInt(i32, 1, 0);
+  g1 = intrinsic(a, "gj.global_size", i64, args, 2);
+  args[1] = LLVMConstInt(i32, 2, 0);
+  g2 = intrinsic(a, "gj.global_size", i64, args, 2);
+  LLVMBuildStore(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildMul(B, g1, g2, ""),
+                                  LLVMConstInt(i64, 1, 0), ""), R->oned);
+}
+
 /* The adjoint of one forward instruction, at a->B in its reverse block. */
 static int visit(rev *R, LLVMValueRef I)
 {
@@ -307,8 +398,7 @@ static int visit(rev *R, LLVMValueRef I)
     if (!fl) return 0;
     if (gj_ad_mem(a, I, LLVMGetOperand(I, 0))) return -1;
     s = shadow(R, LLVMGetOperand(I, 0));
-    if (s) LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d,
-                              LLVMAtomicOrderingMonotonic, 0);
+    if (s) add_adjoint(R, R->cur, gj_ad_root(a, LLVMGetOperand(I, 0)), s, d);
     return 0;
   case LLVMStore:
     x = LLVMGetOperand(I, 0);
@@ -487,16 +577,19 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
   unsigned np = preds(R, b, pb), k;
   for (I = R->ins[b]; *I; I++) n++;
   LLVMPositionBuilderAtEnd(a->B, rb);
+  R->cur = rb;
   while (n-- > 0) {
-    LLVMValueRef v = R->ins[b][n], last;
+    LLVMValueRef v = R->ins[b][n], last, at;
+    LLVMBasicBlockRef cb;
     if (LLVMIsATerminatorInst(v)) continue;
     if (visit(R, v)) return -1;
     /* where the reverse has passed v: its stack (if any) is popped there */
-    last = LLVMGetLastInstruction(rb);
+    cb = LLVMGetInsertBlock(a->B);
+    last = LLVMGetLastInstruction(cb);
+    at = last ? last : bbv(cb);
     if (R->loop[b]) {
       LLVMValueRef sv = gj_admap_get(&a->sh, v);   /* a shadow address too */
-      if (gj_admap_put(&R->mark, v, last ? last : bbv(rb)) ||
-          (sv && gj_admap_put(&R->mark, sv, last ? last : bbv(rb))))
+      if (gj_admap_put(&R->mark, v, at) || (sv && gj_admap_put(&R->mark, sv, at)))
         return gj_err_set(a->err, "out of memory");
     }
   }
@@ -526,8 +619,7 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
       fs = slot(R, i32, NULL);
       LLVMBuildStore(R->Bs, phi, fs);
     }
-    /* reverse: go back along it */
-    LLVMPositionBuilderAtEnd(a->B, rb);
+    /* reverse: go back along it (a->B is where rb's code ends) */
     if (R->loop[b]) {
       from = peek(R, a->B, fs, id, i32);
       pop(R, a->B, fs);
@@ -555,9 +647,10 @@ static int pops(rev *R)
     LLVMValueRef v = R->stk.key[i], m;
     if (!v || !LLVMIsAInstruction(v)) continue;   /* blocks: popped already */
     if (LLVMGetInstructionOpcode(v) == LLVMPHI) {
-      LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(
-          gj_admap_get(&R->rb, bbv(LLVMGetInstructionParent(v))));
-      LLVMPositionBuilderBefore(a->B, LLVMGetBasicBlockTerminator(rb));
+      LLVMValueRef rv = gj_admap_get(&R->rb, bbv(LLVMGetInstructionParent(v)));
+      LLVMValueRef end = gj_admap_get(&R->rend, rv);
+      LLVMPositionBuilderBefore(a->B, LLVMGetBasicBlockTerminator(
+                                          LLVMValueAsBasicBlock(end ? end : rv)));
     } else {
       m = gj_admap_get(&R->mark, v);
       if (!m)
@@ -687,7 +780,7 @@ int gj_ad_reverse(gj_ad *a)
     R.loop[b] = (char)reaches(&R, b, b, seen);
     free(seen);
   }
-  if (read_after_write(&R)) goto done;
+  if (read_after_write(&R) || find_own(&R)) goto done;
   LLVMPositionBuilderBefore(R.Ba, LLVMGetFirstInstruction(R.fb[0]));
   if (back) {   /* the tape's slots */
     if (!a->tape) {
@@ -752,11 +845,10 @@ int gj_ad_reverse(gj_ad *a)
                        LLVMAtomicOrderingMonotonic, 0);
   }
   LLVMBuildRetVoid(a->B);
-  if (R.nstk) {
-    /* after the slots (Ba inserts before the kernel's first instruction) */
-    LLVMPositionBuilderBefore(a->B, R.ins[0][0]);
-    tape_setup(&R);
-  }
+  /* after the slots (Ba inserts before the kernel's first instruction) */
+  LLVMPositionBuilderBefore(a->B, R.ins[0][0]);
+  if (R.nstk) tape_setup(&R);
+  if (R.oned) oned_setup(&R);
   rc = 0;
   goto done;
 oom:
@@ -775,6 +867,8 @@ done:
   gj_admap_free(&R.stk);
   gj_admap_free(&R.stkid);
   gj_admap_free(&R.mark);
+  gj_admap_free(&R.own);
+  gj_admap_free(&R.rend);
   free(R.loop);
   return rc;
 }
