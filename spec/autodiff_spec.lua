@@ -166,10 +166,22 @@ local function loops(a, x, y, n)
   end
 end
 
+-- device functions, one with two results
+local function polar(r, t) return r * math.cos(t), r * math.sin(t) end
+local function norm2(p, q) return p * p + q * q end
+local function devfn(a, x, y, n)
+  local i = gpu.global_id()
+  if i < n then
+    local u, v = polar(x[i], a)
+    y[i] = norm2(u, v * 2) * y[i]
+  end
+end
+
 local cases = {
   { name = "saxpy", fn = saxpy, a = 2.5 },
   { name = "if/else and a data-dependent while loop", fn = branchy, a = 1.7 },
   { name = "math functions", fn = mathy, a = 1.3 },
+  { name = "device functions (two results)", fn = devfn, a = 0.7 },
 }
 
 for _, bk in ipairs(H.backends) do
@@ -282,6 +294,7 @@ for _, bk in ipairs(H.backends) do
       { name = "math functions", fn = mathy, a = 1.3 },
       { name = "a data-dependent while loop with loop-carried floats", fn = branchy, a = 1.7 },
       { name = "nested for loops with a branch inside", fn = loops, a = 0.9 },
+      { name = "device functions (two results)", fn = devfn, a = 0.7 },
     }
     for ci, c in ipairs(grad_cases) do
       it("grad of " .. c.name .. " matches finite differences and forward mode (x, y and a)", function()
