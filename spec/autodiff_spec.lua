@@ -177,6 +177,27 @@ local function devfn(a, x, y, n)
   end
 end
 
+-- a vec3 FFI metatype: operators and a method, compiled as device functions
+pcall(ffi.cdef, "typedef struct { double x, y, z; } ad_spec_vec3;")
+local vec3
+vec3 = ffi.metatype("ad_spec_vec3", {
+  __sub = function(p, q) return vec3(p.x - q.x, p.y - q.y, p.z - q.z) end,
+  __len = function(p) return math.sqrt(p:dot(p)) end,
+  __index = { dot = function(p, q) return p.x * q.x + p.y * q.y + p.z * q.z end },
+})
+
+-- the n-body potential energy of body i: sum over j ~= i of m_j / |p_i - p_j|
+local function energy(pos, m, e, n)
+  local i = gpu.global_id()
+  if i < n then
+    local s = 0.0
+    for j = 0, n - 1 do
+      if j ~= i then s = s + m[j] / #(pos[i] - pos[j]) end
+    end
+    e[i] = s
+  end
+end
+
 local cases = {
   { name = "saxpy", fn = saxpy, a = 2.5 },
   { name = "if/else and a data-dependent while loop", fn = branchy, a = 1.7 },
@@ -269,9 +290,9 @@ for _, bk in ipairs(H.backends) do
       local k = H.kernel(bk, function(x, y, n)
         local i = gpu.global_id()
         if i < n then
-          local t = gpu.local_array("double", 2)
-          t[0] = x[i]                -- refused: local memory
-          y[i] = t[0] * 2
+          local t = gpu.local_array("double", 4)
+          t[i % 4] = x[i]            -- refused: local memory
+          y[i] = t[i % 4] * 2        -- (an index SROA cannot resolve)
         end
       end)
       local jk = gpu.jvp(k)
@@ -438,6 +459,40 @@ for _, bk in ipairs(H.backends) do
         for e = 0, N - 1 do
           assert.near(copies * 2 * x[e] * 0.5, gx[e], 1e-12 * copies)
         end
+      end
+    end)
+
+    it("grad of the vec3 n-body energy with respect to positions and masses (finite differences)", function()
+      local k = H.kernel(bk, energy)
+      local n = 6
+      local pos = ffi.new("ad_spec_vec3[?]", n)
+      for i = 0, n - 1 do pos[i].x, pos[i].y, pos[i].z = math.cos(i), math.sin(1.7 * i), 0.3 * i end
+      local m = darr(n, function(i) return 1 + 0.1 * i end)
+      local function total(p, mm)
+        local e = darr(n, function() return 0 end)
+        k:launch({ global = n }, p, mm, e, n)
+        local t = 0
+        for i = 0, n - 1 do t = t + e[i] end
+        return t
+      end
+      local gp, gm = ffi.new("ad_spec_vec3[?]", n), darr(n, function() return 0 end)
+      gpu.grad(k):launch({ global = n }, pos, gp, m, gm, darr(n, function() return 0 end),
+        darr(n, function() return 1 end), n)
+      for i = 0, n - 1 do
+        for _, f in ipairs({ "x", "y", "z" }) do
+          local p1, p2 = ffi.new("ad_spec_vec3[?]", n), ffi.new("ad_spec_vec3[?]", n)
+          ffi.copy(p1, pos, ffi.sizeof(pos))
+          ffi.copy(p2, pos, ffi.sizeof(pos))
+          p1[i][f], p2[i][f] = pos[i][f] + 1e-6, pos[i][f] - 1e-6
+          local want = (total(p1, m) - total(p2, m)) / 2e-6
+          assert(relerr(gp[i][f], want) <= TOL, ("d pos[%d].%s: %.17g, finite differences %.17g")
+            :format(i, f, gp[i][f], want))
+        end
+        local m1, m2 = copy(m, n), copy(m, n)
+        m1[i], m2[i] = m[i] + 1e-6, m[i] - 1e-6
+        local want = (total(pos, m1) - total(pos, m2)) / 2e-6
+        assert(relerr(gm[i], want) <= TOL, ("d m[%d]: %.17g, finite differences %.17g")
+          :format(i, gm[i], want))
       end
     end)
 

@@ -273,7 +273,7 @@ static int prepare(gj_ad *a, LLVMValueRef body)
   link = LLVMGetLinkage(body);
   LLVMSetLinkage(body, LLVMExternalLinkage);
   po = LLVMCreatePassBuilderOptions();
-  e = LLVMRunPasses(a->m, "always-inline,function(sroa,instsimplify)", NULL, po);
+  e = LLVMRunPasses(a->m, "always-inline,function(sroa,instsimplify,sroa,instsimplify)", NULL, po);
   LLVMDisposePassBuilderOptions(po);
   LLVMSetLinkage(body, link);
   if (e) {
@@ -477,11 +477,11 @@ static int check_shadows(gj_ad *a, const gj_sig *sig, const char *shadow,
                         "its primal argument", a->kname, f + 1);
     {
       const gj_param *p = &sig->params[j - 1];
-      if (p->esize || p->lnum ||
-          (p->elem != GJ_F32 && p->elem != GJ_F64))
+      if (!(p->is_array && p->esize) &&   /* arrays of structs: their floats */
+          (p->lnum || (p->elem != GJ_F32 && p->elem != GJ_F64)))
         return gj_err_set(a->err, "kernel %s: argument %d: only arrays of "
-                          "float or double and float or double numbers have "
-                          "a derivative", a->kname, f);
+                          "float, double or structs and float or double "
+                          "numbers have a derivative", a->kname, f);
     }
   }
   return 0;

@@ -6,8 +6,10 @@
 --   T.gradcheck(k | { k, scalars =, rtol =, step = }, cfg, ...) -> true | false, why
 --   T.tape() -> tape; tape:launch(k, cfg, ...); tape:backward(adjoints); tape:clear()
 --
--- Both take FFI arrays of float or double (their length from ffi.sizeof) as
--- the arrays they differentiate; other arguments are passed as they are.
+-- Both take FFI arrays (their length from ffi.sizeof) for the arguments a
+-- derivative gives a shadow (arrays of float, double or structs); gradcheck
+-- checks those of float or double and the named scalars, and keeps arrays
+-- of structs constant.  Other arguments are passed as they are.
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local unpack = unpack
@@ -34,13 +36,36 @@ return function(AD, raise)
     return c
   end
 
+  -- An argument that a derivative's launch follows with a shadow
+  -- (gpujit.autodiff): its bytes when it is an FFI array whose size FFI
+  -- knows; else an error naming it (what, j).
+  local function shadowed_bytes(a, what, j)
+    if not AD.has_shadow(a) then return nil end
+    local bytes = type(a) == "cdata" and ffi.sizeof(a)
+    if not bytes then
+      raise(what .. ": argument #" .. j .. " is an array with a derivative that is not an FFI "
+        .. "array of known length (a Lua table, a gpu.array or a pointer): pass an FFI array")
+    end
+    return bytes
+  end
+
+  -- A copy of FFI array a (any element type) of the given bytes.
+  local function clone_any(a, bytes)
+    local ct = ffi.typeof(a)
+    local ok, c = pcall(ffi.new, ct)
+    if not ok then c = ffi.new(ct, bytes / ffi.sizeof(a[0])) end
+    ffi.copy(c, a, bytes)
+    return c
+  end
+
   ---------------------------------------------------------------------------
   -- gpu.gradcheck
 
   -- The loss of one launch: sum over the active arrays of <w_j, a_j after>.
-  local function loss(k, cfg, args, act, seeds)
+  local function loss(k, cfg, args, act, seeds, plain)
     local run = {}
     for j = 1, #args do run[j] = args[j] end
+    for j, bytes in pairs(plain) do run[j] = clone_any(args[j], bytes) end
     for _, a in ipairs(act) do
       if a.n then run[a.j] = clone(args[a.j], a.elem, a.n) end
     end
@@ -66,8 +91,11 @@ return function(AD, raise)
     local args = { ... }
     local act, seeds, named = {}, {}, {}
     for _, s in ipairs(scalars or {}) do named[s] = true end
+    local plain = {}   -- arrays with a derivative that are not checked (of structs)
     for j = 1, k.nparams do
       local elem, n = farray(args[j])
+      local bytes = not named[k.pnames[j]] and shadowed_bytes(args[j], "gpu.gradcheck", j)
+      if bytes and not elem then plain[j] = bytes end
       if named[k.pnames[j]] then
         if type(args[j]) ~= "number" then
           raise("gpu.gradcheck: argument #" .. j .. " (" .. k.pnames[j] .. ") must be a number")
@@ -81,7 +109,7 @@ return function(AD, raise)
       end
     end
     -- reverse mode: the adjoints of the inputs of sum <w_j, a_j after>
-    local gargs, grads = {}, {}
+    local gargs, grads, m = {}, {}, 0
     for j = 1, nargs do
       local a
       for _, x in ipairs(act) do if x.j == j then a = x end end
@@ -92,11 +120,17 @@ return function(AD, raise)
         for e = 0, a.n - 1 do grads[j][e] = seeds[j][e] end
       elseif a then
         grads[j] = ffi.new("double[1]")
+      elseif plain[j] then
+        v = clone_any(v, plain[j])
       end
-      gargs[#gargs + 1] = v
-      if a then gargs[#gargs + 1] = grads[j] end
+      m = m + 1
+      gargs[m] = v
+      if a or plain[j] then   -- its adjoint; plain: nil, a constant
+        m = m + 1
+        gargs[m] = grads[j]
+      end
     end
-    g:launch(cfg, unpack(gargs))
+    g:launch(cfg, unpack(gargs, 1, m))
     -- central differences, element by element
     for _, a in ipairs(act) do
       for e = 0, (a.n or 1) - 1 do
@@ -110,7 +144,7 @@ return function(AD, raise)
           else
             p[a.j] = x
           end
-          return loss(k, cfg, p, act, seeds)
+          return loss(k, cfg, p, act, seeds, plain)
         end
         local fd = (at(x0 + h) - at(x0 - h)) / (2 * h)
         local got = grads[a.j][e]
@@ -138,8 +172,12 @@ return function(AD, raise)
     local args = { ... }
     local saved = {}
     for j = 1, n do
-      local elem, len = farray(args[j])
-      if elem then saved[j] = { arr = args[j], copy = clone(args[j], elem, len), elem = elem, n = len } end
+      local bytes = shadowed_bytes(args[j], "gpu.tape", j)
+      if bytes then
+        local c = ffi.new("uint8_t[?]", bytes)
+        ffi.copy(c, args[j], bytes)
+        saved[j] = { arr = args[j], copy = c, bytes = bytes }
+      end
     end
     self.records[#self.records + 1] = { k = k, cfg = cfg, args = args, n = n, saved = saved }
     return k:launch(cfg, ...)
@@ -153,7 +191,11 @@ return function(AD, raise)
     local final = {}
     for _, r in ipairs(self.records) do
       for _, s in pairs(r.saved) do
-        if not final[s.arr] then final[s.arr] = clone(s.arr, s.elem, s.n) end
+        if not final[s.arr] then
+          local c = ffi.new("uint8_t[?]", s.bytes)
+          ffi.copy(c, s.arr, s.bytes)
+          final[s.arr] = c
+        end
       end
     end
     for i = #self.records, 1, -1 do
@@ -164,7 +206,7 @@ return function(AD, raise)
       for j = 1, r.n do
         local a = r.args[j]
         local s = r.saved[j]
-        if s then ffi.copy(a, s.copy, s.n * ffi.sizeof(s.elem)) end
+        if s then ffi.copy(a, s.copy, s.bytes) end
         m = m + 1
         gargs[m] = a
         if s then   -- its adjoint, or nil: inactive
@@ -177,7 +219,7 @@ return function(AD, raise)
     for _, r in ipairs(self.records) do
       for _, s in pairs(r.saved) do
         local f = final[s.arr]
-        if f then ffi.copy(s.arr, f, s.n * ffi.sizeof(s.elem)) end
+        if f then ffi.copy(s.arr, f, s.bytes) end
       end
     end
   end

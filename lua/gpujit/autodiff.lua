@@ -24,13 +24,16 @@ return function(dispatch, raise)
   local methods = {}
   local Dmt = { __index = methods }
 
+  -- An array with a shadow: of float or double, or of structs (their
+  -- float fields have tangents; a struct passed alone does not).
   local function float_array(a)
     local ta = type(a)
     if ta == "table" then return true end
     if ta ~= "cdata" then return false end
     local info = types.ctype_info(a)
-    return info ~= nil and info.kind ~= "scalar" and info.struct == nil
-      and (info.elem == "float" or info.elem == "double")
+    if info == nil or info.kind == "scalar" then return false end
+    if info.struct ~= nil then return not info.byref end
+    return info.elem == "float" or info.elem == "double"
   end
 
   local function float_scalar(a)
@@ -148,6 +151,7 @@ return function(dispatch, raise)
       full[#full + 1] = t
       pattern[#pattern + 1] = "0"
       local e = types.elem(t)
+      if e and types.core_name(t) ~= t then e = "double" end   -- an array of structs
       if self.scalars[K.pnames[j]] then
         if t ~= "float" and t ~= "double" then
           raise("derivative of kernel '" .. K.name .. "': scalar '" .. tostring(K.pnames[j])
@@ -221,6 +225,8 @@ return function(dispatch, raise)
     end
     return d
   end
+
+  AD.has_shadow = float_array   -- does a derivative's launch follow a with a shadow?
 
   function AD.jvp(k, scalars)
     return new(k, scalars, "forward", "gpu.jvp")
