@@ -18,14 +18,14 @@
 ** needs, and the predecessor index of a block in a loop, go on a stack of
 ** their own per work item instead (pushed where defined, read at its top
 ** by the reverse, popped where the reverse passes the definition), in the
-** tape: the hidden last argument, an array of bytes the launch passes,
-** divided evenly between the work items and the stacks.  A stack that
-** runs out writes past nothing (a scratch word takes the pushes), and
-** where the forward pass ends the work item claims the fault record (a
-** site naming the first loop) and returns without the reverse, which would
-** read what was not kept: never a silent wrong number.  Arrays: a read of x[i]
-** adds its adjoint into dx[i] atomically; a write y[i] = v takes dy[i] as
-** v's adjoint and zeroes dy[i] (Enzyme's convention).  A float scalar's
+** tape (gj_ad_tape.c): the hidden last argument, an array of bytes the
+** launch passes.  A stack that runs out writes past nothing, and where the
+** forward pass ends the work item claims the fault record (a site naming
+** the first loop) and returns without the reverse, which would read what
+** was not kept: never a silent wrong number.  Arrays: a read of x[i] adds
+** its adjoint into dx[i], atomically unless the array is the work item's
+** own in a 1-D launch (find_own); a write y[i] = v takes dy[i] as v's
+** adjoint and zeroes dy[i] (Enzyme's convention).  A float scalar's
 ** adjoint is added (atomically) into element 0 of its adjoint array at the
 ** end.  Refused: a read of an array after a write to it in one launch,
 ** and what forward mode refuses.
@@ -34,44 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gj_ad_int.h"
-
-typedef struct rev {
-  gj_ad *a;
-  LLVMBuilderRef Ba;          /* slots: at the start of the entry block */
-  LLVMBuilderRef Bs;          /* stores of kept values in the forward blocks */
-  gj_admap adj;               /* float value -> its adjoint's slot */
-  gj_admap keep;              /* forward value -> the slot keeping it */
-  gj_admap rb;                /* forward block (as a value) -> reverse block */
-  LLVMBasicBlockRef *fb;      /* the forward blocks, in reverse postorder */
-  unsigned nfb;
-  LLVMValueRef **ins;         /* per forward block: its instructions as the
-                              ** kernel had them, NULL-terminated */
-  char *loop;                 /* per forward block: is it in a loop? */
-  gj_admap stk;               /* forward value or block -> its stack's top
-                              ** (an i64 slot); the stack's number is kept
-                              ** in stkid */
-  gj_admap stkid;             /* forward value or block -> stack number + 1
-                              ** (as an i64 constant) */
-  gj_admap mark;              /* in-loop forward value -> the reverse
-                              ** instruction after which it is popped (or its
-                              ** reverse block, for its start) */
-  int nstk;
-  gj_admap own;               /* array parameter -> itself, where every access
-                              ** is at index gj.global_id(0) */
-  gj_admap rend;              /* reverse block -> the block its code ends in
-                              ** (the plain-or-atomic adds split blocks) */
-  LLVMValueRef oned;          /* slot: is the launch 1-D (i1)? NULL: unused */
-  LLVMBasicBlockRef cur;      /* the reverse block being built */
-  LLVMValueRef cap, base, need;   /* slots: entries per stack, the work
-                                  ** item's part of the tape, the most
-                                  ** entries a stack needed */
-} rev;
-
-static LLVMValueRef bbv(LLVMBasicBlockRef b)
-{
-  return LLVMBasicBlockAsValue(b);
-}
+#include "gj_ad_rev.h"
 
 static LLVMValueRef first_non_phi(LLVMBasicBlockRef b)
 {
@@ -80,89 +43,7 @@ static LLVMValueRef first_non_phi(LLVMBasicBlockRef b)
   return v;
 }
 
-/* A slot of type t in the entry block, set to init (NULL: not set). */
-static LLVMValueRef slot(rev *R, LLVMTypeRef t, LLVMValueRef init)
-{
-  LLVMValueRef s = LLVMBuildAlloca(R->Ba, t, "");
-  if (init) LLVMBuildStore(R->Ba, init, s);
-  return s;
-}
-
 static int block_index(rev *R, LLVMBasicBlockRef b);
-static LLVMValueRef intrinsic(gj_ad *a, const char *name, LLVMTypeRef ret,
-                              LLVMValueRef *args, unsigned n);
-
-/* --- the tape's stacks ----------------------------------------------------- */
-
-static LLVMTypeRef i64_of(rev *R)
-{
-  return LLVMInt64TypeInContext(R->a->C);
-}
-
-/* The stack of key (a value, or a block's predecessor index): its top's
-** slot; *id its number.  Made on first use. */
-static LLVMValueRef stack_of(rev *R, LLVMValueRef key, int *id)
-{
-  LLVMValueRef top = gj_admap_get(&R->stk, key);
-  if (!top) {
-    top = slot(R, i64_of(R), LLVMConstInt(i64_of(R), 0, 0));
-    if (gj_admap_put(&R->stk, key, top) ||
-        gj_admap_put(&R->stkid, key, LLVMConstInt(i64_of(R), (unsigned)++R->nstk, 0)))
-      return NULL;
-  }
-  *id = (int)LLVMConstIntGetZExtValue(gj_admap_get(&R->stkid, key)) - 1;
-  return top;
-}
-
-/* The address of entry e of stack id at B, or of the tape's first 8 bytes
-** (written and read only when the launch fails) when e is past the end. */
-static LLVMValueRef entry(rev *R, LLVMBuilderRef B, int id, LLVMValueRef e)
-{
-  gj_ad *a = R->a;
-  LLVMTypeRef i64 = i64_of(R), i8 = LLVMInt8TypeInContext(a->C);
-  LLVMTypeRef pg = LLVMPointerTypeInContext(a->C, a->as_global);
-  LLVMValueRef cap = LLVMBuildLoad2(B, i64, R->cap, "");
-  LLVMValueRef base = LLVMBuildLoad2(B, pg, R->base, "");
-  LLVMValueRef in = LLVMBuildICmp(B, LLVMIntULT, e, cap, "");
-  LLVMValueRef off = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildMul(B, cap,
-                                  LLVMConstInt(i64, (unsigned)id, 0), ""), e, ""),
-                                  LLVMConstInt(i64, 8, 0), "");
-  LLVMValueRef p = LLVMBuildGEP2(B, i8, base, &off, 1, "");
-  return LLVMBuildSelect(B, in, p, a->tape, "");
-}
-
-/* Push v (bool as a byte) on stack id, at B. */
-static void push(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMValueRef v)
-{
-  LLVMTypeRef i64 = i64_of(R);
-  LLVMValueRef t = LLVMBuildLoad2(B, i64, top, ""), n, need;
-  if (LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMIntegerTypeKind &&
-      LLVMGetIntTypeWidth(LLVMTypeOf(v)) == 1)
-    v = LLVMBuildZExt(B, v, LLVMInt8TypeInContext(R->a->C), "");
-  LLVMBuildStore(B, v, entry(R, B, id, t));
-  n = LLVMBuildAdd(B, t, LLVMConstInt(i64, 1, 0), "");
-  LLVMBuildStore(B, n, top);
-  need = LLVMBuildLoad2(B, i64, R->need, "");
-  LLVMBuildStore(B, LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, n, need, ""),
-                                    n, need, ""), R->need);
-}
-
-/* The top of stack id (of type t), at B. */
-static LLVMValueRef peek(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMTypeRef t)
-{
-  LLVMTypeRef i64 = i64_of(R), i8 = LLVMInt8TypeInContext(R->a->C);
-  int is1 = LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 1;
-  LLVMValueRef e = LLVMBuildSub(B, LLVMBuildLoad2(B, i64, top, ""), LLVMConstInt(i64, 1, 0), "");
-  LLVMValueRef v = LLVMBuildLoad2(B, is1 ? i8 : t, entry(R, B, id, e), "");
-  return is1 ? LLVMBuildTrunc(B, v, t, "") : v;
-}
-
-static void pop(rev *R, LLVMBuilderRef B, LLVMValueRef top)
-{
-  LLVMTypeRef i64 = i64_of(R);
-  LLVMBuildStore(B, LLVMBuildSub(B, LLVMBuildLoad2(B, i64, top, ""),
-                                 LLVMConstInt(i64, 1, 0), ""), top);
-}
 
 /* The forward value v where the reverse pass (a->B) needs it: a slot,
 ** or, defined in a loop, its stack. */
@@ -180,18 +61,18 @@ static LLVMValueRef fwd(rev *R, LLVMValueRef v)
     int b = block_index(R, bb);
     LLVMPositionBuilderBefore(R->Bs, at);
     if (b >= 0 && R->loop[b]) {
-      s = stack_of(R, v, &id);
+      s = gj_adr_stack(R, v, &id);
       if (!s) return NULL;
-      push(R, R->Bs, s, id, v);
+      gj_adr_push(R, R->Bs, s, id, v);
     } else {
-      s = slot(R, LLVMTypeOf(v), NULL);
+      s = gj_adr_slot(R, LLVMTypeOf(v), NULL);
       LLVMBuildStore(R->Bs, v, s);
     }
     if (gj_admap_put(&R->keep, v, s)) return NULL;
   }
   if (gj_admap_get(&R->stk, v)) {
-    s = stack_of(R, v, &id);
-    return peek(R, R->a->B, s, id, LLVMTypeOf(v));
+    s = gj_adr_stack(R, v, &id);
+    return gj_adr_peek(R, R->a->B, s, id, LLVMTypeOf(v));
   }
   return LLVMBuildLoad2(R->a->B, LLVMTypeOf(v), s, "");
 }
@@ -293,7 +174,7 @@ static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
     LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
     return;
   }
-  if (!R->oned) R->oned = slot(R, LLVMInt1TypeInContext(a->C), NULL);
+  if (!R->oned) R->oned = gj_adr_slot(R, LLVMInt1TypeInContext(a->C), NULL);
   plain = LLVMAppendBasicBlockInContext(a->C, a->fn, "adj.plain");
   atom = LLVMAppendBasicBlockInContext(a->C, a->fn, "adj.atomic");
   join = LLVMAppendBasicBlockInContext(a->C, a->fn, "adj.join");
@@ -306,23 +187,7 @@ static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
   LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, join);
-  gj_admap_put(&R->rend, bbv(rb), bbv(join));
-}
-
-/* At the entry (a->B there): is the launch 1-D? */
-static void oned_setup(rev *R)
-{
-  gj_ad *a = R->a;
-  LLVMBuilderRef B = a->B;
-  LLVMTypeRef i64 = i64_of(R), i32 = LLVMInt32TypeInContext(a->C);
-  LLVMValueRef args[2], g1, g2;
-  args[0] = LLVMGetParam(a->fn, 0);
-  args[1] = LLVMConstInt(i32, 1, 0);
-  g1 = intrinsic(a, "gj.global_size", i64, args, 2);
-  args[1] = LLVMConstInt(i32, 2, 0);
-  g2 = intrinsic(a, "gj.global_size", i64, args, 2);
-  LLVMBuildStore(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildMul(B, g1, g2, ""),
-                                  LLVMConstInt(i64, 1, 0), ""), R->oned);
+  gj_admap_put(&R->rend, gj_adr_bbv(rb), gj_adr_bbv(join));
 }
 
 /* The adjoint of one forward instruction, at a->B in its reverse block. */
@@ -547,7 +412,7 @@ static int edge(rev *R, unsigned b, LLVMBasicBlockRef P)
       }
   }
   free(d);
-  LLVMBuildBr(R->a->B, LLVMValueAsBasicBlock(gj_admap_get(&R->rb, bbv(P))));
+  LLVMBuildBr(R->a->B, LLVMValueAsBasicBlock(gj_admap_get(&R->rb, gj_adr_bbv(P))));
   return 0;
 }
 
@@ -571,7 +436,7 @@ static unsigned preds(rev *R, unsigned b, LLVMBasicBlockRef *out)
 static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlockRef *pb)
 {
   gj_ad *a = R->a;
-  LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(gj_admap_get(&R->rb, bbv(R->fb[b])));
+  LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(gj_admap_get(&R->rb, gj_adr_bbv(R->fb[b])));
   LLVMValueRef *I;
   size_t n = 0;
   unsigned np = preds(R, b, pb), k;
@@ -586,7 +451,7 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
     /* where the reverse has passed v: its stack (if any) is popped there */
     cb = LLVMGetInsertBlock(a->B);
     last = LLVMGetLastInstruction(cb);
-    at = last ? last : bbv(cb);
+    at = last ? last : gj_adr_bbv(cb);
     if (R->loop[b]) {
       LLVMValueRef sv = gj_admap_get(&a->sh, v);   /* a shadow address too */
       if (gj_admap_put(&R->mark, v, at) || (sv && gj_admap_put(&R->mark, sv, at)))
@@ -612,17 +477,17 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
         if (LLVMGetSuccessor(t, j) == R->fb[b]) LLVMAddIncoming(phi, &kv, &pb[k], 1);
     }
     if (R->loop[b]) {
-      fs = stack_of(R, bbv(R->fb[b]), &id);
+      fs = gj_adr_stack(R, gj_adr_bbv(R->fb[b]), &id);
       if (!fs) return gj_err_set(a->err, "out of memory");
-      push(R, R->Bs, fs, id, phi);
+      gj_adr_push(R, R->Bs, fs, id, phi);
     } else {
-      fs = slot(R, i32, NULL);
+      fs = gj_adr_slot(R, i32, NULL);
       LLVMBuildStore(R->Bs, phi, fs);
     }
     /* reverse: go back along it (a->B is where rb's code ends) */
     if (R->loop[b]) {
-      from = peek(R, a->B, fs, id, i32);
-      pop(R, a->B, fs);
+      from = gj_adr_peek(R, a->B, fs, id, i32);
+      gj_adr_pop(R, a->B, fs);
     } else {
       from = LLVMBuildLoad2(a->B, i32, fs, "");
     }
@@ -647,7 +512,7 @@ static int pops(rev *R)
     LLVMValueRef v = R->stk.key[i], m;
     if (!v || !LLVMIsAInstruction(v)) continue;   /* blocks: popped already */
     if (LLVMGetInstructionOpcode(v) == LLVMPHI) {
-      LLVMValueRef rv = gj_admap_get(&R->rb, bbv(LLVMGetInstructionParent(v)));
+      LLVMValueRef rv = gj_admap_get(&R->rb, gj_adr_bbv(LLVMGetInstructionParent(v)));
       LLVMValueRef end = gj_admap_get(&R->rend, rv);
       LLVMPositionBuilderBefore(a->B, LLVMGetBasicBlockTerminator(
                                           LLVMValueAsBasicBlock(end ? end : rv)));
@@ -662,97 +527,9 @@ static int pops(rev *R)
       else
         LLVMPositionBuilderBefore(a->B, LLVMGetNextInstruction(m));
     }
-    pop(R, a->B, R->stk.val[i]);
+    gj_adr_pop(R, a->B, R->stk.val[i]);
   }
   return 0;
-}
-
-static LLVMValueRef intrinsic(gj_ad *a, const char *name, LLVMTypeRef ret,
-                              LLVMValueRef *args, unsigned n)
-{
-  LLVMTypeRef ps[2];
-  LLVMTypeRef fty;
-  LLVMValueRef f;
-  unsigned j;
-  for (j = 0; j < n; j++) ps[j] = LLVMTypeOf(args[j]);
-  fty = LLVMFunctionType(ret, ps, n, 0);
-  f = LLVMGetNamedFunction(a->m, name);
-  if (!f) f = LLVMAddFunction(a->m, name, fty);
-  return LLVMBuildCall2(a->B, fty, f, args, n, "");
-}
-
-/* At the entry (a->B there): the work item's part of the tape, and how
-** many entries each stack has: the tape's bytes after its first 8,
-** divided by the work items of the launch and the stacks. */
-static void tape_setup(rev *R)
-{
-  gj_ad *a = R->a;
-  LLVMBuilderRef B = a->B;
-  LLVMTypeRef i64 = i64_of(R), i32 = LLVMInt32TypeInContext(a->C);
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(a->C);
-  LLVMValueRef wi = LLVMGetParam(a->fn, 0), id[3], gs[3], args[2], items, lid;
-  LLVMValueRef len, per, cap, off;
-  int d;
-  for (d = 0; d < 3; d++) {
-    args[0] = wi;
-    args[1] = LLVMConstInt(i32, (unsigned)d, 0);
-    id[d] = intrinsic(a, "gj.global_id", i64, args, 2);
-    gs[d] = intrinsic(a, "gj.global_size", i64, args, 2);
-  }
-  items = LLVMBuildMul(B, LLVMBuildMul(B, gs[0], gs[1], ""), gs[2], "");
-  lid = LLVMBuildAdd(B, id[0], LLVMBuildMul(B, gs[0], LLVMBuildAdd(B, id[1],
-                     LLVMBuildMul(B, gs[1], id[2], ""), ""), ""), "");
-  len = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, a->tape_len, LLVMConstInt(i64, 8, 0), ""),
-                        LLVMBuildSub(B, a->tape_len, LLVMConstInt(i64, 8, 0), ""),
-                        LLVMConstInt(i64, 0, 0), "");
-  per = LLVMBuildUDiv(B, len, items, "");
-  cap = LLVMBuildUDiv(B, per, LLVMConstInt(i64, (unsigned long long)R->nstk * 8, 0), "");
-  LLVMBuildStore(B, cap, R->cap);
-  off = LLVMBuildAdd(B, LLVMConstInt(i64, 8, 0),
-                     LLVMBuildMul(B, lid, LLVMBuildMul(B, cap,
-                                  LLVMConstInt(i64, (unsigned long long)R->nstk * 8, 0), ""), ""), "");
-  LLVMBuildStore(B, LLVMBuildGEP2(B, i8, a->tape, &off, 1, ""), R->base);
-}
-
-/* Where the forward pass ends: a stack that ran out (its pushes went to
-** the scratch word) fails the launch through the fault record, and the
-** reverse, which would read what was not kept, is skipped.  Returns the
-** failing path's block (it returns), or NULL with a->err set. */
-static LLVMBasicBlockRef tape_full(rev *R, LLVMValueRef loop_at)
-{
-  gj_ad *a = R->a;
-  LLVMBuilderRef B = a->B;
-  LLVMTypeRef i64 = i64_of(R), i32 = LLVMInt32TypeInContext(a->C);
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(a->C);
-  LLVMValueRef wi = LLVMGetParam(a->fn, 0), rec, x, idx, cap;
-  LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.full");
-  LLVMBasicBlockRef fill = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.fill");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.done");
-  char chunk[200];
-  int line = 0, site;
-  gj_ad_where(a, loop_at, chunk, sizeof(chunk), &line);
-  site = gj_sites_add(a->sites, chunk, line, "the reverse-mode tape (gpu.grad's tape option)",
-                      0, a->err);
-  if (site < 0) return NULL;
-  LLVMPositionBuilderAtEnd(B, fail);
-  cap = LLVMBuildLoad2(B, i64, R->cap, "");
-  rec = intrinsic(a, "gj.fault_record", LLVMPointerTypeInContext(a->C, a->as_global), &wi, 1);
-  x = LLVMBuildAtomicCmpXchg(B, rec, LLVMConstInt(i32, 0, 0),
-                             LLVMConstInt(i32, (unsigned)site + 1, 0),
-                             LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
-  LLVMBuildCondBr(B, LLVMBuildExtractValue(B, x, 1, ""), fill, done);
-  LLVMPositionBuilderAtEnd(B, fill);
-  idx = LLVMConstInt(i64, 4, 0);
-  LLVMBuildStore(B, LLVMConstInt(i32, (unsigned)line, 0), LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));
-  idx = LLVMConstInt(i64, 16, 0);
-  LLVMBuildStore(B, cap, LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));   /* the entry past the end */
-  idx = LLVMConstInt(i64, 24, 0);
-  LLVMBuildStore(B, cap, LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));
-  LLVMBuildBr(B, done);
-  LLVMPositionBuilderAtEnd(B, done);
-  LLVMBuildRetVoid(B);
-  a->used_faults = 1;
-  return fail;
 }
 
 int gj_ad_reverse(gj_ad *a)
@@ -788,9 +565,9 @@ int gj_ad_reverse(gj_ad *a)
                  "and no tape argument", a->kname);
       goto done;
     }
-    R.cap = slot(&R, i64_of(&R), LLVMConstInt(i64_of(&R), 0, 0));
-    R.base = slot(&R, LLVMPointerTypeInContext(a->C, a->as_global), NULL);
-    R.need = slot(&R, i64_of(&R), LLVMConstInt(i64_of(&R), 0, 0));
+    R.cap = gj_adr_slot(&R, gj_adr_i64(&R), LLVMConstInt(gj_adr_i64(&R), 0, 0));
+    R.base = gj_adr_slot(&R, LLVMPointerTypeInContext(a->C, a->as_global), NULL);
+    R.need = gj_adr_slot(&R, gj_adr_i64(&R), LLVMConstInt(gj_adr_i64(&R), 0, 0));
   }
   /* the shadows' addresses, in the forward pass */
   for (b = 0; b < R.nfb; b++)
@@ -803,32 +580,32 @@ int gj_ad_reverse(gj_ad *a)
   for (b = 0; b < R.nfb; b++)
     for (I = R.ins[b]; *I; I++)
       if (gj_ad_isfloat(LLVMTypeOf(*I)) &&
-          gj_admap_put(&R.adj, *I, slot(&R, LLVMTypeOf(*I), LLVMConstNull(LLVMTypeOf(*I)))))
+          gj_admap_put(&R.adj, *I, gj_adr_slot(&R, LLVMTypeOf(*I), LLVMConstNull(LLVMTypeOf(*I)))))
         goto oom;
   for (i = 0; i < a->sadj.cap; i++)
     if (a->sadj.key[i] &&
         gj_admap_put(&R.adj, a->sadj.key[i],
-                     slot(&R, LLVMTypeOf(a->sadj.key[i]), LLVMConstNull(LLVMTypeOf(a->sadj.key[i])))))
+                     gj_adr_slot(&R, LLVMTypeOf(a->sadj.key[i]), LLVMConstNull(LLVMTypeOf(a->sadj.key[i])))))
       goto oom;
   for (b = 0; b < R.nfb; b++)
-    if (gj_admap_put(&R.rb, bbv(R.fb[b]),
-                     bbv(LLVMAppendBasicBlockInContext(a->C, a->fn, "rev"))))
+    if (gj_admap_put(&R.rb, gj_adr_bbv(R.fb[b]),
+                     gj_adr_bbv(LLVMAppendBasicBlockInContext(a->C, a->fn, "rev"))))
       goto oom;
   exitb = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.exit");
   for (b = 0; b < R.nfb; b++)
     if (rev_block(&R, b, exitb, pb)) goto done;
   if (pops(&R)) goto done;
-  if (R.nstk && !(full = tape_full(&R, back))) goto done;
+  if (R.nstk && !(full = gj_adr_tape_full(&R, back))) goto done;
   /* the kernel's returns go on into the reverse pass (if the tape held) */
   for (b = 0; b < R.nfb; b++) {
     LLVMValueRef t = LLVMGetBasicBlockTerminator(R.fb[b]);
     if (t && LLVMGetInstructionOpcode(t) == LLVMRet) {
-      LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(gj_admap_get(&R.rb, bbv(R.fb[b])));
+      LLVMBasicBlockRef rb = LLVMValueAsBasicBlock(gj_admap_get(&R.rb, gj_adr_bbv(R.fb[b])));
       LLVMPositionBuilderBefore(a->B, t);
       if (full)
         LLVMBuildCondBr(a->B, LLVMBuildICmp(a->B, LLVMIntUGT,
-                                            LLVMBuildLoad2(a->B, i64_of(&R), R.need, ""),
-                                            LLVMBuildLoad2(a->B, i64_of(&R), R.cap, ""), ""),
+                                            LLVMBuildLoad2(a->B, gj_adr_i64(&R), R.need, ""),
+                                            LLVMBuildLoad2(a->B, gj_adr_i64(&R), R.cap, ""), ""),
                         full, rb);
       else
         LLVMBuildBr(a->B, rb);
@@ -847,8 +624,8 @@ int gj_ad_reverse(gj_ad *a)
   LLVMBuildRetVoid(a->B);
   /* after the slots (Ba inserts before the kernel's first instruction) */
   LLVMPositionBuilderBefore(a->B, R.ins[0][0]);
-  if (R.nstk) tape_setup(&R);
-  if (R.oned) oned_setup(&R);
+  if (R.nstk) gj_adr_tape_setup(&R);
+  if (R.oned) gj_adr_oned_setup(&R);
   rc = 0;
   goto done;
 oom:
