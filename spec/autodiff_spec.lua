@@ -213,7 +213,7 @@ for _, bk in ipairs(H.backends) do
         local k = H.kernel(bk, saxpy)
         local jk = gpu.jvp(k, { "a" })
         local x, y = input(1), input(2)
-        local ok, err = pcall(jk.launch, jk, { global = N }, 2.0, 1, x, x, y, y, N)
+        local ok, err = pcall(jk.launch, jk, { global = N }, 2.0, 1, x, copy(x, N), y, copy(y, N), N)
         assert.is_false(ok)
         assert.matches("not supported on sim yet", tostring(err), 1, true)
       end)
@@ -493,6 +493,19 @@ for _, bk in ipairs(H.backends) do
         local want = (total(pos, m1) - total(pos, m2)) / 2e-6
         assert(relerr(gm[i], want) <= TOL, ("d m[%d]: %.17g, finite differences %.17g")
           :format(i, gm[i], want))
+      end
+    end)
+
+    it("refuses one array passed twice (with shadows): aliasing", function()
+      local k = H.kernel(bk, saxpy)
+      local x, dx = input(1), input(2)
+      for _, d in ipairs({ gpu.jvp(k), gpu.grad(k) }) do
+        local ok, err = pcall(d.launch, d, { global = N }, 2.0, x, dx, x, copy(dx, N), N)
+        assert.is_false(ok)
+        assert.matches("are the same array", tostring(err), 1, true)
+        ok, err = pcall(d.launch, d, { global = N }, 2.0, x, dx, copy(x, N), dx, N)
+        assert.is_false(ok)
+        assert.matches("are the same array", tostring(err), 1, true)
       end
     end)
 

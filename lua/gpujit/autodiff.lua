@@ -68,6 +68,31 @@ return function(dispatch, raise)
     return k
   end
 
+  -- The arrays with a shadow and the shadows must be distinct: a derivative
+  -- that saw one array under two names would add tangents or adjoints for
+  -- two where there is one (Enzyme assumes the same).  Compared by address.
+  local uintptr = ffi.typeof("uintptr_t")
+  local function no_alias(K, out, pattern)
+    local seen = {}
+    for i = 1, #out do
+      local a = out[i]
+      local active = pattern:sub(i, i) == "1" or pattern:sub(i + 1, i + 1) == "1"
+      if active and (type(a) == "table" or (type(a) == "cdata" and float_array(a))) then
+        local key = a
+        if type(a) == "cdata" then   -- an FFI array by address; else (a gpu.array) itself
+          local ok, p = pcall(ffi.cast, uintptr, a)
+          if ok then key = tonumber(p) end
+        end
+        if seen[key] then
+          raise("derivative of kernel '" .. K.name .. "': arguments #" .. seen[key] .. " and #"
+            .. i .. " (with their shadows) are the same array: a derivative needs distinct "
+            .. "arrays")
+        end
+        seen[key] = i
+      end
+    end
+  end
+
   function methods:launch(cfg, ...)
     local K = self.kernel
     local n = select("#", ...)
@@ -129,6 +154,7 @@ return function(dispatch, raise)
       raise("bad argument #" .. pos .. " to derivative of kernel '" .. K.name
         .. "': it takes " .. (pos - 1) .. " arguments with these shadows")
     end
+    no_alias(K, out, concat(pattern))
     if self.mode == "reverse" then   -- the tape (src/gj_ad.h), last
       out[#out + 1] = self:tape_buffer()
       pattern[#pattern + 1] = "2"
