@@ -239,8 +239,8 @@ return function(dispatch, raise)
     end
     local key = mode .. "|" .. concat(scalars or {}, ",") .. "|" .. tape
     local per = memo[k]
-    if per == nil then
-      per = {}
+    if per == nil then   -- weak values: a derivative object refers to k
+      per = setmetatable({}, { __mode = "v" })
       memo[k] = per
     end
     local d = per[key]
