@@ -213,10 +213,9 @@ return function(dispatch, raise)
     return t
   end
 
-  -- One derivative object per kernel, mode, scalars and tape size: its
-  -- compiled kernels and its tape are reused (gpu.tape asks for each
-  -- launch's).
-  local memo = setmetatable({}, { __mode = "k" })
+  -- One derivative object per kernel, mode, scalars and tape size, kept by
+  -- the kernel (k._ad: they live and go together): its compiled kernels
+  -- and its tape are reused (gpu.tape asks for each launch's).
 
   local function new(k, scalars, mode, fname, opts)
     if type(k) ~= "table" or type(k.base) ~= "function" then
@@ -238,10 +237,10 @@ return function(dispatch, raise)
       raise(fname .. ": tape must be a whole number of bytes >= 8, got " .. tostring(tape))
     end
     local key = mode .. "|" .. concat(scalars or {}, ",") .. "|" .. tape
-    local per = memo[k]
-    if per == nil then   -- weak values: a derivative object refers to k
-      per = setmetatable({}, { __mode = "v" })
-      memo[k] = per
+    local per = rawget(k, "_ad")
+    if per == nil then
+      per = {}
+      rawset(k, "_ad", per)
     end
     local d = per[key]
     if d == nil then
