@@ -68,7 +68,7 @@ LUA_ENV = LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="$(BUILD)/?.so;;"
 
 # The gallery (examples/*.lua), each checking its own result; `make examples`
 # runs them on EXAMPLE_BACKEND (empty: the default backend).
-EXAMPLES = mandelbrot blur nbody nbody_vec3 reduce matmul particles boids inspect bgcompile
+EXAMPLES = mandelbrot blur nbody nbody_vec3 reduce matmul particles boids inspect bgcompile ad_fit
 EXAMPLE_BACKEND ?=
 MULTISTATE = $(BUILD)/multistate
 

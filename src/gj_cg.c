@@ -233,6 +233,24 @@ static void tag_loc(gj_cg *g, int i, gj_ty ta, LLVMValueRef v)
                   LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 3)));
 }
 
+/* With opts->lines: !gj.line on the instructions after `after` (NULL: the
+** block's first) in bb that have none yet, for instruction i. */
+static void tag_lines(gj_cg *g, LLVMBasicBlockRef bb, LLVMValueRef after,
+                      int i)
+{
+  unsigned kind = LLVMGetMDKindIDInContext(g->C, "gj.line", 7);
+  const gj_proto *p = g->fn->proto;
+  LLVMMetadataRef md[2];
+  LLVMValueRef v, node;
+  md[0] = LLVMValueAsMetadata(
+      LLVMConstInt(g->lt[LT_I32], (unsigned)p->ins[i].line, 0));
+  md[1] = LLVMMDStringInContext2(g->C, p->chunk, strlen(p->chunk));
+  node = LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, md, 2));
+  for (v = after ? LLVMGetNextInstruction(after) : LLVMGetFirstInstruction(bb);
+       v; v = LLVMGetNextInstruction(v))
+    if (!LLVMGetMetadata(v, kind)) LLVMSetMetadata(v, kind, node);
+}
+
 /* a[idx] (instruction i) into *out. */
 static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
                       LLVMValueRef idx, gj_ty ti, LLVMValueRef *out)
@@ -712,8 +730,11 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
     if (blk->join_barrier && g->job->join_barriers && !g->resumable)
       gj_cg_barrier(g);   /* a PoCL workaround (gj_job.h) */
     for (i = blk->start; i < blk->end; i++) {
+      LLVMBasicBlockRef bb = LLVMGetInsertBlock(g->B);
+      LLVMValueRef last = LLVMGetLastInstruction(bb);
       term = emit_ins(g, &fs, b, i, &ed);
       if (term < 0) goto done;
+      if (g->opts->ad) tag_lines(g, bb, last, i);
     }
     if (!term) {
       if (blk->nsucc == 1)

@@ -35,6 +35,12 @@ typedef struct gj_cgopts {
   const gj_scalar *extra_elems;
   /* Tag each array load and store with !gj.loc (gpujit_plugin.h). */
   int locs;
+  /* A derivative's compile (src/gj_ad.h): tag every instruction that a
+  ** bytecode instruction emits into its block with !gj.line !{i32 line,
+  ** !"source"} (for the derivative's messages), and emit math.floor and
+  ** math.ceil as gj.math calls rather than bit-level arithmetic, so that
+  ** each has a derivative rule. */
+  int ad;
   /* print(...) calls: each is appended to prints (gj_cg_print.c). */
   struct gj_psites *prints;
 } gj_cgopts;

@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "gj_ad.h"
 #include "gj_bc_lua.h"
 #include "gj_bg.h"
 #include "gj_bg_lua.h"
@@ -224,6 +225,14 @@ static int read_compile_args(lua_State *L, gj_compile_opts *o)
     o->print_cap = b >= 1 && b <= GJ_PRINT_MAX_CAP ? (uint32_t)b : 0;  /* Lua checked */
   }
   lua_pop(L, 1);
+  lua_getfield(L, 3, "derivative");   /* gj_ad.h */
+  o->derivative = gj_ad_mode(lua_tostring(L, -1));
+  if (o->derivative < 0)
+    luaL_error(L, "derivative must be \"forward\" or \"reverse\"");
+  lua_getfield(L, 3, "shadows");
+  if (o->derivative && lua_isstring(L, -1))
+    snprintf(o->shadow, sizeof(o->shadow), "%s", lua_tostring(L, -1));
+  lua_pop(L, 2);
   lua_getfield(L, 3, "argnames");
   for (j = 0; j < o->nparams && lua_istable(L, -1); j++) {
     lua_rawgeti(L, -1, j + 1);

@@ -27,6 +27,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>   /* LLVM_VERSION_STRING */
 
+#include "gj_ad.h"
 #include "gj_cg.h"
 #include "gj_kv.h"
 #include "gj_pipeline.h"
@@ -93,6 +94,26 @@ static int param_types(gj_cs *cs, const gj_compile_opts *o, gj_ty *params,
         params[j].aux = GJ_ARR_TAG(j, (int)((o->one_based >> j) & 1));
     }
   }
+  return 0;
+}
+
+/* The options of the kernel a derivative is taken of: o's arguments
+** without the shadows (gj_ad.h); else o itself. */
+static int primal_opts(const gj_compile_opts *o, gj_compile_opts *po,
+                       gj_err *err)
+{
+  int j, n = 0;
+  *po = *o;
+  if (!o->derivative) return 0;
+  if (o->boundscheck)
+    return gj_err_set(err, "kernel %s: a derivative with boundscheck is not "
+                      "supported yet", o->name);
+  for (j = 0; j < o->nparams; j++) {
+    if (o->shadow[j] == '1' || o->shadow[j] == '2') continue;   /* shadow, tape */
+    po->types[n] = o->types[j];
+    po->argnames[n++] = o->argnames[j];
+  }
+  po->nparams = n;
   return 0;
 }
 
@@ -233,6 +254,10 @@ static void content_key(const gj_backend *be, const gj_job *job,
   /* timeout: the checks are in the module already; said here too, and only
   ** then, so that the keys of kernels without one stay as they were */
   if (o->timeout > 0) gj_cache_key_str(&h, "cancel");
+  if (o->derivative) {   /* likewise: only derivatives say so */
+    gj_cache_key_str(&h, o->derivative == GJ_AD_FORWARD ? "forward" : "reverse");
+    gj_cache_key_str(&h, o->shadow);
+  }
   for (j = 0; j < o->nparams; j++) gj_cache_key_str(&h, o->types[j]);
   key_libraries(job, m, &h);
   gj_plugset_key(ps, &h);
@@ -523,6 +548,7 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   gj_fn *kfn;
   gj_ty params[GJ_MAXPARAMS];
   gj_cgopts cgo;
+  gj_compile_opts po;         /* o, or the primal arguments of a derivative */
   const char *xnames[GJ_MAXPARAMS];
   gj_bufname xbuf[GJ_MAXPARAMS];
   gj_scalar xelems[GJ_MAXPARAMS];
@@ -553,12 +579,13 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   /* 1. the compile job */
   if (stage_job(ctx, o, ps, &mid->kd, &mid->job, err)) goto done;
   mid->kd.job = &mid->job;
-  if (param_types(&cs, o, params, err)) goto done;
+  if (primal_opts(o, &po, err)) goto done;
+  if (param_types(&cs, &po, params, err)) goto done;
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */
   {
-    int bad = gj_typer_kernel(&cs, o->nparams, params, &kfn) ||
+    int bad = gj_typer_kernel(&cs, po.nparams, params, &kfn) ||
               frontend_hooks(ps, &mid->kd, &cs, err);
     /* a lookup that raised an error (gj_kv.h) wins over what the typer
     ** made of the nil it gave */
@@ -579,7 +606,8 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   cgo.sites = o->boundscheck ? &mid->sites : NULL;
   cgo.cancel = o->timeout > 0;
   cgo.prints = &mid->prints;
-  cgo.argnames = o->argnames;
+  cgo.argnames = po.argnames;
+  cgo.ad = o->derivative != 0;
   gj_plugset_buffers(ps, xbuf, xnames, xelems);
   cgo.nextra = ps->nbuf;
   cgo.extra_names = xnames;
@@ -591,6 +619,12 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   /* not in the module (the record's size is the program's, at load) */
   mid->sig.print_cap = mid->sig.prints ?
       (o->print_cap ? o->print_cap : GJ_PRINT_DEFAULT_CAP) : 0;
+  /* 3a. the derivative (gj_ad.h), before the plugins see the module */
+  if (o->derivative &&
+      gj_ad_transform(mid->m, &body, &mid->sig, o->derivative, o->shadow,
+                      o->nparams, mid->job.as_global, &mid->sites, o->name,
+                      err))
+    goto done;
   ps->buf_base = (int)LLVMCountParams(body) - 2 * ps->nbuf;
   if (gj_plugset_module(ps, GJ_STAGE_IR, &mid->kd, &mid->m, err)) goto done;
   if (gj_plugset_keys(ps, &mid->kd, err)) goto done;   /* on every compile */

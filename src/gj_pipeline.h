@@ -41,6 +41,13 @@ typedef struct gj_compile_opts {
   int line;               /* the line it was defined at, or 0 */
   gj_plugset *plugins;    /* the plugins that apply, in order (the compile
                           ** writes its per-compile fields); NULL: none */
+  /* A derivative (src/gj_ad.h): GJ_AD_FORWARD or GJ_AD_REVERSE, or 0 for
+  ** the kernel itself.  shadow[j] is '1' when types[j] is the shadow of
+  ** types[j-1], '2' for reverse mode's tape (the last): the kernel is
+  ** typed from the other arguments, and the derivative takes them all in
+  ** this order. */
+  int derivative;
+  char shadow[GJ_MAXPARAMS + 1];
   /* what to produce: a loaded kernel and/or text dumps */
   int want_kernel;
   int want_llvm;          /* optimized IR text */

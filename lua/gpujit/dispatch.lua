@@ -221,6 +221,9 @@ local function compile_opts(K, tgt, one_based)
     timeout = K.opts.timeout, print_buffer = K.opts.print_buffer,
     one_based = one_based, argnames = K.pnames,
   }
+  if K.opts.derivative then   -- gpujit.autodiff, src/gj_ad.h
+    o.derivative, o.shadows = K.opts.derivative.mode, K.opts.derivative.shadows
+  end
   if env.compile_opts then
     for k, v in pairs(env.compile_opts(K, tgt)) do o[k] = v end
   end
@@ -321,6 +324,9 @@ local function overload(K, tgt, tl, kinds)
   if bg.wait_pending(K, tgt, key) then return overload(K, tgt, tl, kinds) end
   local ev   -- the compile event, when someone listens
   if tgt.sim then
+    if K.opts.derivative then
+      raise("kernel '" .. K.name .. "': derivatives (gpu.jvp, gpu.grad) are not supported on sim yet")
+    end
     ov = { types = tl, key = key, sim = true }
   else
     if not env.core then no_core() end
@@ -589,11 +595,15 @@ end
 function D.kernel(fn, sigs, opts, pin)
   local K = {
     fn = fn, name = opts.name or D.default_name(fn), opts = opts, sigs = sigs, pin = pin,
-    nparams = nparams_of(fn), pnames = {}, ncompiles = 0, _reports = {},
+    nparams = opts.derivative and #opts.derivative.shadows or nparams_of(fn),
+    pnames = {}, ncompiles = 0, _reports = {},
     _dims = gj_dims(), _ic = miss, _sic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
     _bound_t = setmetatable({}, { __mode = "kv" }), _bound_n = {}, _nbound = 0,
   }
-  for i = 1, K.nparams do K.pnames[i] = debug.getlocal(fn, i) end
+  for i = 1, K.nparams do
+    -- a derivative (gpujit.autodiff) names its shadows itself
+    K.pnames[i] = opts.derivative and opts.derivative.names[i] or debug.getlocal(fn, i)
+  end
   if sigs then
     for j, sig in ipairs(sigs) do
       if #sig ~= K.nparams then
@@ -696,6 +706,12 @@ end
 -- launch (docs/plugins.md), or nil.
 function methods.report(K, name)
   return K._reports[name]
+end
+
+-- k:base(): the kernel object itself (gpujit.autodiff differentiates it;
+-- an object that forwards k's methods gives k)
+function methods.base(K)
+  return K
 end
 
 function methods.inspect_llvm(K, tl, device)

@@ -416,6 +416,12 @@ for _, m in ipairs({ "prims_map", "prims_sort", "prims_select", "prims_segment",
   for name, f in pairs(require("gpujit." .. m).api) do gpu[name] = f end
 end
 
+do   -- derivatives of kernels (docs/autodiff.md)
+  local AD = require("gpujit.autodiff")(dispatch, raise)
+  gpu.jvp, gpu.grad = AD.jvp, AD.grad
+  local T = require("gpujit.adtape")(AD, raise)
+  gpu.gradcheck, gpu.tape = T.gradcheck, T.tape
+end
 gpu.types = types
 gpu._raise = raise
 

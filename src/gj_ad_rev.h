@@ -1,0 +1,67 @@
+/*
+** Reverse mode's inside (src/gj_ad_rev.c, gj_ad_tape.c): the state of one
+** reverse transformation, and the tape's stacks and the launch's shape,
+** which gj_ad_tape.c builds.
+*/
+#ifndef GJ_AD_REV_H
+#define GJ_AD_REV_H
+
+#include "gj_ad_int.h"
+
+typedef struct rev {
+  gj_ad *a;
+  LLVMBuilderRef Ba;          /* slots: at the start of the entry block */
+  LLVMBuilderRef Bs;          /* stores of kept values in the forward blocks */
+  gj_admap adj;               /* float value -> its adjoint's slot */
+  gj_admap keep;              /* forward value -> the slot keeping it */
+  gj_admap rb;                /* forward block (as a value) -> reverse block */
+  LLVMBasicBlockRef *fb;      /* the forward blocks, in reverse postorder */
+  unsigned nfb;
+  LLVMValueRef **ins;         /* per forward block: its instructions as the
+                              ** kernel had them, NULL-terminated */
+  char *loop;                 /* per forward block: is it in a loop? */
+  gj_admap stk;               /* forward value or block -> its stack's top
+                              ** (an i64 slot); the stack's number is kept
+                              ** in stkid */
+  gj_admap stkid;             /* forward value or block -> stack number + 1
+                              ** (as an i64 constant) */
+  gj_admap mark;              /* in-loop forward value -> the reverse
+                              ** instruction after which it is popped (or its
+                              ** reverse block, for its start) */
+  int nstk;
+  gj_admap own;               /* array parameter -> itself, where every access
+                              ** is at index gj.global_id(0) */
+  gj_admap rend;              /* reverse block -> the block its code ends in
+                              ** (the plain-or-atomic adds split blocks) */
+  LLVMValueRef oned;          /* slot: is the launch 1-D (i1)? NULL: unused */
+  LLVMBasicBlockRef cur;      /* the reverse block being built */
+  LLVMValueRef cap, base, need;   /* slots: entries per stack, the work
+                                  ** item's part of the tape, the most
+                                  ** entries a stack needed */
+} rev;
+
+/* The basic block b as a value (the maps' keys). */
+LLVMValueRef gj_adr_bbv(LLVMBasicBlockRef b);
+/* A slot of type t in the entry block, set to init (NULL: not set). */
+LLVMValueRef gj_adr_slot(rev *R, LLVMTypeRef t, LLVMValueRef init);
+LLVMTypeRef gj_adr_i64(rev *R);
+/* A call of the declared intrinsic name (made on first use) at a->B. */
+LLVMValueRef gj_adr_intrinsic(gj_ad *a, const char *name, LLVMTypeRef ret,
+                              LLVMValueRef *args, unsigned n);
+
+/* The tape (gj_ad_tape.c).  The stack of key (a value, or a block's
+** predecessor index): its top's slot, *id its number; made on first use. */
+LLVMValueRef gj_adr_stack(rev *R, LLVMValueRef key, int *id);
+/* Push v on stack id at B; its top at B; pop it at B. */
+void gj_adr_push(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMValueRef v);
+LLVMValueRef gj_adr_peek(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMTypeRef t);
+void gj_adr_pop(rev *R, LLVMBuilderRef B, LLVMValueRef top);
+/* At the entry (a->B there): the work item's part of the tape and the
+** stacks' length; whether the launch is 1-D (R->oned). */
+void gj_adr_tape_setup(rev *R);
+void gj_adr_oned_setup(rev *R);
+/* The block that fails the launch when a stack ran out (it returns), with
+** the site at loop_at; NULL with a->err set. */
+LLVMBasicBlockRef gj_adr_tape_full(rev *R, LLVMValueRef loop_at);
+
+#endif
