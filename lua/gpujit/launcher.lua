@@ -162,7 +162,7 @@ return function(h)
     local marks = {}    -- async: the stagings a launch uses, committed once it is enqueued
     local U = {
       type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
-      lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
+      lib = env.lib, ctx = env.ctx, H = ov.handle, ARGCT = ov.argct,
       BK = tgt.bk, DEV = tgt.dev, vlen = vlen, vlenof = vlenof, newbuf = newbuf,
       newdbuf = newdbuf, elemerr = elemerr, freed = freed, devcheck = devcheck,
       fail = launch_failed, barrier_fail = barrier_fail, U8P = typeof("uint8_t *"), cast = ffi.cast,
@@ -207,7 +207,7 @@ return function(h)
         marks[#marks + 1] = ("COMMIT(S, dst%d, %s)"):format(i, tostring(written))
         return
       end
-      g(top, "ST.dcap%d = 0", i)
+      g(top, "ST.dcap%d = -1", i)
       g(fill, "if b%d > ST.dcap%d then ST.dbuf%d, ST.dcap%d, ST.dbufm%d = newdbuf(K, TGT, b%d, %d) end",
         i, i, i, i, i, i, bias)
       g(fill, "local dbuf%d, dbufm%d = ST.dbuf%d, ST.dbufm%d", i, i, i, i)
@@ -264,7 +264,7 @@ return function(h)
           g(fill, "local buf%d, bufm%d, st%d = STAGE_T(S, K, %d, a%d, %q, n%d)", i, i, i, i, i, elem, i)
           marks[#marks + 1] = ("COMMIT(S, st%d, %s)"):format(i, tostring(written))
         else
-          g(top, "ST.cap%d = 0", i)
+          g(top, "ST.cap%d = -1", i)
           g(fill, "if n%d > ST.cap%d then ST.buf%d, ST.bufm%d, ST.cap%d = newbuf(%q, n%d) end",
             i, i, i, i, i, elem, i)
           g(fill, "local buf%d, bufm%d = ST.buf%d, ST.bufm%d", i, i, i, i)
@@ -310,16 +310,17 @@ return function(h)
         raise("kernel '" .. K.name .. "': its plugins' launch buffers cannot be used by a "
           .. "launch on a stream yet; launch it without a stream")
       end
-      U.PB_PRE, U.PB_POST = plugins.launch_buffers(K, tgt, ov.plugins, n + 1)
-      g(fill, "PB_PRE(args, dims)")
+      U.PB = function() return plugins.launch_buffers(K, tgt, ov.plugins, n + 1) end
+      g(top, "ST.PB_PRE, ST.PB_POST = U.PB()")
+      g(fill, "ST.PB_PRE(args, d)")
     end
     for _, l in ipairs(regs) do fill[#fill + 1] = l end
-    local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
+    local launch = "if lib.gj_launch(H, d, args) ~= 0 then fail(K) end"
     if async then
-      launch = "if lib.gj_stream_launch(S.h, H, dims, args) ~= 0 then fail(K) end"
+      launch = "if lib.gj_stream_launch(S.h, H, d, args) ~= 0 then fail(K) end"
     elseif info.prints then   -- print in the kernel: its records, also when it failed
       U.PRINTS = function() printer.flush(K, env.lib, ov.handle, info.prints) end
-      launch = "local rc = lib.gj_launch(H, dims, args); U.PRINTS(); if rc ~= 0 then fail(K) end"
+      launch = "local rc = lib.gj_launch(H, d, args); U.PRINTS(); if rc ~= 0 then fail(K) end"
     end
     if #nreg > 0 then
       local relq = release_all(1):gsub("%%", "%%%%")
@@ -333,28 +334,41 @@ return function(h)
     end
     local src = {}
     src[#src + 1] = "local U = ..."
-    src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, dims, args, BK, DEV ="
-      .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.dims, U.args, U.BK, U.DEV"
+    src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, ARGCT, BK, DEV ="
+      .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.ARGCT, U.BK, U.DEV"
     src[#src + 1] = "local vlen, vlenof, newbuf, newdbuf, elemerr, freed, devcheck, fail, barrier_fail ="
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
     src[#src + 1] = "local U8P, cast, tobit = U.U8P, U.cast, U.tobit"
-    src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
-    -- the staging buffers each argument keeps between launches, in one
-    -- table: a local per buffer made a launcher of many staged arguments
-    -- exceed Lua's 60 upvalues (a fuzz kernel of 17 arguments on cuda)
-    src[#src + 1] = "local ST = {}"
     if async then
       U.STAGE_T, U.STAGE_D, U.COMMIT = stage_table, stage_dev, commit
       src[#src + 1] = "local STAGE_T, STAGE_D, COMMIT = U.STAGE_T, U.STAGE_D, U.COMMIT"
     end
-    for _, l in ipairs(top) do src[#src + 1] = l end
+    -- A launch state: the argument block, the staging buffers each argument
+    -- keeps between launches (in one table: a local per buffer made a
+    -- launcher of many staged arguments exceed Lua's 60 upvalues, a fuzz
+    -- kernel of 17 arguments on cuda) and the plugins' buffers.  A launch
+    -- takes the free one (FREE) and gives it back when it is done; a
+    -- launch that starts meanwhile (re-entry: from a metamethod, a
+    -- finalizer, a print or a compile callback that launches the same
+    -- kernel, or a coroutine that yielded in the middle of one) finds none
+    -- and makes its own, which becomes the free one after it.  A launch
+    -- that raises gives nothing back: the next one makes a new state.
+    src[#src + 1] = "local function fresh()"
+    src[#src + 1] = "  local ST = { args = ARGCT() }"
+    for _, l in ipairs(top) do src[#src + 1] = "  " .. l end
+    src[#src + 1] = "  return ST"
+    src[#src + 1] = "end"
+    src[#src + 1] = "local FREE = fresh()"
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
-    src[#src + 1] = "return function(tgt, partial, huge" .. (async and ", S" or "") .. plist .. ")"
+    src[#src + 1] = "return function(tgt, d, partial, huge" .. (async and ", S" or "") .. plist .. ")"
     src[#src + 1] = "  if tgt ~= TGT then return false end"
     for _, l in ipairs(guard) do src[#src + 1] = "  " .. l end
     if info.uses_barrier then
-      src[#src + 1] = "  if partial then barrier_fail(K, dims) end"
+      src[#src + 1] = "  if partial then barrier_fail(K, d) end"
     end
+    src[#src + 1] = "  local ST = FREE or fresh()"
+    src[#src + 1] = "  FREE = nil"
+    src[#src + 1] = "  local args = ST.args"
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
     if async then
@@ -378,7 +392,8 @@ return function(h)
     for _, l in ipairs(async and {} or after) do src[#src + 1] = "  " .. l end
     -- the plugins' reports last: one that fails raises after the results
     -- are copied back (and host registrations released)
-    if U.PB_POST then src[#src + 1] = "  PB_POST(dims)" end
+    if U.PB then src[#src + 1] = "  ST.PB_POST(d)" end
+    src[#src + 1] = "  FREE = ST"
     src[#src + 1] = "  return true"
     src[#src + 1] = "end"
     local code = concat(src, "\n")
@@ -442,8 +457,7 @@ return function(h)
         end
       end
     end
-    local d = K._dims
-    return function(t, _, huge, ...)
+    return function(t, d, _, huge, ...)
       if t ~= tgt then return false end
       for i = 1, n do
         if tag_of(K, (select(i, ...)), huge) ~= tags[i] then return false end
