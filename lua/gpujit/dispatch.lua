@@ -93,6 +93,14 @@ local function elemerr(K, i, j, v, elem)
     .. (elem == "bool" and "a boolean" or "a number") .. (type(v) == "table" and NESTED or ""))
 end
 
+-- An FFI array of const elements that the kernel writes (every backend;
+-- sim finds out at the first write).
+local function const_written(K, i, text)
+  argerr(K, i, "the FFI array's elements are const (" .. text .. ") and the kernel writes "
+    .. "them; pass an array without const")
+end
+D.const_written = const_written
+
 local function freed(K, i)
   argerr(K, i, "the gpu.array has been freed")
 end
@@ -362,7 +370,7 @@ local launchers = new_launchers({
   env = function() return env end, raise = raise, argerr = argerr, elemerr = elemerr,
   freed = freed, devcheck = devcheck, launch_failed = launch_failed,
   barrier_fail = barrier_fail, label_of = label_of, tag_of = tag_of, push = streams.push, keep = streams.keep,
-  use = streams.use,
+  use = streams.use, const_written = const_written,
 })
 local gen_launcher, sim_launcher = launchers.gen_launcher, launchers.sim_launcher
 D.gen_launcher = gen_launcher
@@ -406,6 +414,9 @@ local function build(K, tgt, huge, async, ...)
     if kinds[i].kind == "fptr" and p and p.len_used then
       argerr(K, i, "the kernel reads its length (#), which an FFI pointer does not have; "
         .. "pass an FFI array, a table or a gpu.array")
+    end
+    if p and p.written ~= false and kinds[i].info and kinds[i].info.const then
+      const_written(K, i, kinds[i].info.text)
     end
   end
   local L

@@ -19,8 +19,8 @@ local concat = table.concat
 -- elemerr, freed, devcheck, launch_failed, barrier_fail, label_of, tag_of.
 return function(h)
   local env_of, raise, argerr, elemerr, freed = h.env, h.raise, h.argerr, h.elemerr, h.freed
-  local devcheck, launch_failed, barrier_fail, label_of, tag_of =
-    h.devcheck, h.launch_failed, h.barrier_fail, h.label_of, h.tag_of
+  local devcheck, launch_failed, barrier_fail, label_of, tag_of, const_written =
+    h.devcheck, h.launch_failed, h.barrier_fail, h.label_of, h.tag_of, h.const_written
 
   -- Element counts of VLAs, memoized per object: ffi.sizeof on a VLA stops
   -- the JIT, a weak table lookup does not.
@@ -298,7 +298,9 @@ return function(h)
             g(fill, "args.a%d = a%d; args.a%d_len = %s", i, i, i, len)
           else
             g(fill, "local n%d = %s", i, len)
-            stage(i, "a" .. i, ci.esize, 0, written)
+            -- const elements: read only (dispatch refuses a kernel that
+            -- writes them), a void * to the runtime
+            stage(i, ci.const and ("cast(U8P, a%d)"):format(i) or ("a" .. i), ci.esize, 0, written)
           end
         else
           error("gpujit internal error: kind " .. tostring(kk))
@@ -408,7 +410,7 @@ return function(h)
   -- parameters with an eager scalar type converted to that type's value).
   local function sim_launcher(K, tgt, ov, kinds)
     local n = K.nparams
-    local tags, conv = {}, {}
+    local tags, conv, copy, tables = {}, {}, {}, {}
     for i = 1, n do
       local k = kinds[i]
       tags[i] = k.tag
@@ -426,12 +428,20 @@ return function(h)
           conv[i] = tonumber
         end
       elseif k.kind == "table" then
+        -- A copy, as the compiled backends' staging: elements 1..#t read
+        -- with t[j] (so __index answers for holes), the kernel works on the
+        -- copy, which is written back with t[j] = v after it (__newindex
+        -- for keys absent); what the kernel stores outside 1..#t is lost.
         local want = types.elem(t) == "bool" and "boolean" or "number"
-        conv[i] = function(v)
+        tables[#tables + 1] = i
+        copy[i] = function(v)
+          local c = {}
           for j = 1, #v do
-            if type(v[j]) ~= want then elemerr(K, i, j, v[j], types.elem(t)) end
+            local x = v[j]
+            if type(x) ~= want then elemerr(K, i, j, x, types.elem(t)) end
+            c[j] = x
           end
-          return v
+          return c
         end
       elseif k.kind == "garray" then
         conv[i] = function(v)
@@ -443,6 +453,16 @@ return function(h)
           return v
         end
       end
+      if k.info and k.info.const then
+        -- const elements: the kernel reads the array through a proxy whose
+        -- first write raises what the compiled backends raise before the
+        -- launch
+        local text = k.info.text
+        local function refuse() const_written(K, i, text) end
+        conv[i] = function(v)
+          return setmetatable({}, { __index = function(_, j) return v[j] end, __newindex = refuse })
+        end
+      end
       if K.opts.boundscheck and (k.kind == "table" or k.kind == "garray" or k.kind == "farray") then
         -- the compiled backends' checks: tables from 1, other arrays from 0
         local c, pn = conv[i], K.pnames[i]
@@ -450,9 +470,9 @@ return function(h)
         local base = k.kind == "table" and 1 or 0
         local esz = k.info and k.info.esize
         conv[i] = function(v)
-          if c then v = c(v) end
           local len = k.kind == "table" and #v or k.kind == "garray" and tonumber(v.n)
             or (k.info.len or vlenof(v, esz))
+          if c then v = c(v) end
           return sim.checked(v, len, base, what)
         end
       end
@@ -463,7 +483,13 @@ return function(h)
         if tag_of(K, (select(i, ...)), huge) ~= tags[i] then return false end
       end
       local argv = { ... }
+      local copies, lens = {}, {}
       for i = 1, n do
+        if copy[i] then
+          lens[i] = #argv[i]
+          copies[i] = copy[i](argv[i])
+          argv[i] = copies[i]
+        end
         local c = conv[i]
         if c then argv[i] = c(argv[i]) end
       end
@@ -471,6 +497,11 @@ return function(h)
       local global = { [0] = tonumber(d.global[0]), tonumber(d.global[1]), tonumber(d.global[2]) }
       local group = { [0] = tonumber(d.group[0]), tonumber(d.group[1]), tonumber(d.group[2]) }
       sim.run(K.fn, ndim, global, group, argv, n, K.name, K.opts.boundscheck, K.opts.timeout)
+      for x = 1, #tables do
+        local i = tables[x]
+        local t, c = (select(i, ...)), copies[i]
+        for j = 1, lens[i] do t[j] = c[j] end
+      end
       return true
     end
   end
