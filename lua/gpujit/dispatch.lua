@@ -615,12 +615,24 @@ local function nparams_of(fn)
   return require("jit.util").funcinfo(fn).params
 end
 
+-- The most arguments a kernel takes (the core's GJ_MAXPARAMS, which its
+-- plugins' buffers count against too): checked here, at gpu.kernel, for
+-- every path (the entry and the launchers are generated for any count up
+-- to it; docs/api.md, "Limits").
+D.MAX_ARGS = 64
+
 -- D.kernel(fn, sigs, opts, pin): sigs nil (lazy) or a list of canonical
 -- signatures; opts with name set; pin: a target or nil (follow gpu.use).
 function D.kernel(fn, sigs, opts, pin)
+  local np = nparams_of(fn)
+  if np > D.MAX_ARGS then
+    error("gpu.kernel: a kernel takes at most " .. D.MAX_ARGS .. " arguments, "
+      .. (opts.name or D.default_name(fn)) .. " has " .. np .. " parameters (the limit is "
+      .. "gpujit's: pass arrays, a struct array or a table instead of many scalars)", 0)
+  end
   local K = {
     fn = fn, name = opts.name or D.default_name(fn), opts = opts, sigs = sigs, pin = pin,
-    nparams = nparams_of(fn), pnames = {}, ncompiles = 0, _reports = {},
+    nparams = np, pnames = {}, ncompiles = 0, _reports = {},
     _ic = miss, _sic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
     _bound_t = setmetatable({}, { __mode = "kv" }), _bound_n = {}, _nbound = 0,
   }

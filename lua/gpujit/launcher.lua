@@ -147,6 +147,37 @@ return function(h)
     return dbuf, dbufm, st
   end
 
+  -- Lua allows a function 200 locals.  A launcher keeps a few per array
+  -- argument (its length, buffers, registration) in locals; when those and
+  -- the parameters would pass SPILL_AT, they live in the launch state
+  -- instead (ST.buf3 for buf3; a registration, which an async launch's
+  -- closure keeps, in the launch's own table RG), which costs a table
+  -- access each but holds any argument count up to the limit (dispatch's
+  -- MAX_ARGS, every kind, on every target).
+  local SPILL_AT = 150
+  local SPILLED = { n = "ST.", buf = "ST.", bufm = "ST.", b = "ST.", dbuf = "ST.", dbufm = "ST.",
+                    dst = "ST.", st = "ST.", p = "ST.", r = "RG." }
+  local function declared(lines)
+    local c = 0
+    for _, l in ipairs(lines) do
+      local names = l:match("^local ([%w_, ]+) =")
+      if names then c = c + 1 + select(2, names:gsub(",", "")) end
+    end
+    return c
+  end
+  -- line with every per-argument local (a name of SPILLED and its argument
+  -- number: buf3, not ST.buf3, args.a3_len or "int32_t") in its table
+  local function spill(line)
+    line = (" " .. line):gsub("([^%w_%.])(%a+)(%d+)%f[^%w_]", function(pre, name, num)
+      local to = SPILLED[name]
+      if to then return pre .. to .. name .. num end
+    end)
+    return (line:sub(2):gsub("^local ([SR][TG]%.)", "%1"))
+  end
+  local function spill_all(lines)
+    for k = 1, #lines do lines[k] = spill(lines[k]) end
+  end
+
   -- async: the launcher of launches on a stream (gpujit.stream): it takes
   -- the stream after `huge`, stages through the stream (stage_table,
   -- stage_dev), enqueues with gj_stream_launch, and hands the stream its
@@ -334,6 +365,13 @@ return function(h)
       rel[#rel + 1] = "if rf ~= 0 then fail(K) end"
       for k = #rel, 1, -1 do table.insert(after, 1, rel[k]) end
     end
+    local many = n + declared(fill) + declared(after) + 8 > SPILL_AT
+    if many then
+      spill_all(fill)
+      spill_all(after)
+      spill_all(marks)
+      launch = spill(launch)
+    end
     local src = {}
     src[#src + 1] = "local U = ..."
     src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, ARGCT, BK, DEV ="
@@ -371,6 +409,7 @@ return function(h)
     src[#src + 1] = "  local ST = FREE or fresh()"
     src[#src + 1] = "  FREE = nil"
     src[#src + 1] = "  local args = ST.args"
+    if many and #nreg > 0 then src[#src + 1] = "  local RG = {}" end
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
     if async then
@@ -499,8 +538,8 @@ return function(h)
       sim.run(K.fn, ndim, global, group, argv, n, K.name, K.opts.boundscheck, K.opts.timeout)
       for x = 1, #tables do
         local i = tables[x]
-        local t, c = (select(i, ...)), copies[i]
-        for j = 1, lens[i] do t[j] = c[j] end
+        local tab, c = (select(i, ...)), copies[i]
+        for j = 1, lens[i] do tab[j] = c[j] end
       end
       return true
     end
