@@ -476,6 +476,10 @@ local function on_stream(K, d, s, run, partial, huge, ...)
       .. "gpu.stream, got " .. types.describe(s))
   end
   local tgt = s.tgt
+  if streams.closed(s) then
+    raise("kernel '" .. K.name .. "': the stream is closed (its handle was finalized: the "
+      .. "program is ending)")
+  end
   if K.pin and K.pin ~= tgt then
     raise("kernel '" .. K.name .. "' runs on " .. K.pin.label .. " (its device option), the "
       .. "stream is on " .. tgt.label)
