@@ -94,7 +94,7 @@ end
 
 if H.testing("opencl") then
   describe("kernels of many arguments on opencl staged through device buffers", function()
-    it("64 tables and 64 FFI arrays", function()
+    it("64 tables and 64 FFI arrays, with and without a stream", function()
       H.need("opencl")
       local ok, out = H.run_isolated("opencl", H.OPENCL_STAGED .. [[
 for _, kind in ipairs({ "table", "ffi" }) do
@@ -106,13 +106,19 @@ for _, kind in ipairs({ "table", "ffi" }) do
     :format(table.concat(ps, ", "), base, table.concat(sum, " + "))
   local k = gpu.kernel(assert(load(src, "=many", "t", setmetatable({ gpu = gpu }, { __index = _G })))(),
     { cache = false })
-  for _ = 1, 2 do
+  local s = gpu.stream()
+  for round = 1, 3 do
     local a = {}
     for i = 1, 64 do
       local v = i == 1 and 0 or i
       a[i] = kind == "table" and { v, v } or ffi.new("double[2]", v, v)
     end
-    k:launch(2, unpack(a, 1, 64))
+    if round == 3 then
+      k:launch({ global = 2, stream = s }, unpack(a, 1, 64))
+      s:synchronize()
+    else
+      k:launch(2, unpack(a, 1, 64))
+    end
     local got = kind == "table" and a[1][2] or a[1][1]
     assert(got == 64 * 65 / 2 - 1, kind .. ": " .. tostring(got))
   end

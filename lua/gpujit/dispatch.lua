@@ -99,7 +99,6 @@ local function const_written(K, i, text)
   argerr(K, i, "the FFI array's elements are const (" .. text .. ") and the kernel writes "
     .. "them; pass an array without const")
 end
-D.const_written = const_written
 
 local function freed(K, i)
   argerr(K, i, "the gpu.array has been freed")
