@@ -4,13 +4,14 @@
 -- A launch k:launch(cfg, a1, ..., an) goes through three layers:
 --
 -- 1. the entry, generated per kernel with the kernel's exact arity: it
---    rejects extra arguments, writes the launch shape into the kernel's
---    reused gj_dims and calls the kernel's current launcher (a monomorphic
+--    rejects extra arguments, writes the launch shape into a reused gj_dims
+--    (the entry's own, or a new one on re-entry) and calls the kernel's current launcher (a monomorphic
 --    inline cache, K._ic; K._sic for launches on a stream);
 -- 2. the launcher, generated per (target, marshal kinds of the arguments):
 --    it checks that each argument still has the kind it was generated for
 --    (type() and the FFI ctype id, no allocation), returns false when one
---    does not, and otherwise fills the overload's reused argument block,
+--    does not, and otherwise fills its reused argument block (the free
+--    launch state's, or a new one's on re-entry),
 --    makes the one FFI call gj_launch and copies written tables back;
 -- 3. on a miss, `slow` walks a tree keyed by argument tags (type(a), or the
 --    ctype id for cdata) to the launcher for this tuple, and only when there
@@ -92,6 +93,13 @@ local function elemerr(K, i, j, v, elem)
     .. (elem == "bool" and "a boolean" or "a number") .. (type(v) == "table" and NESTED or ""))
 end
 
+-- An FFI array of const elements that the kernel writes (every backend;
+-- sim finds out at the first write).
+local function const_written(K, i, text)
+  argerr(K, i, "the FFI array's elements are const (" .. text .. ") and the kernel writes "
+    .. "them; pass an array without const")
+end
+
 local function freed(K, i)
   argerr(K, i, "the gpu.array has been freed")
 end
@@ -164,7 +172,13 @@ end
 
 -- The argument block of an overload as a packed FFI struct with the core's
 -- offsets: scalar i is field a<i>, array i is a<i> (const void *) and
--- a<i>_len (int64_t).
+-- a<i>_len (int64_t).  One ctype per layout (the declaration's text), not
+-- per overload: LuaJIT never frees a ctype id (65,536 per state), and a
+-- process that compiles kernels for ever would run out of them (and so
+-- would its own ffi.typeof).  Kept for the state's life (a weak table
+-- would make a layout again, with a new id, each time it comes back): a
+-- program uses as many layouts as it has distinct argument lists.
+local argcts = {}
 local function make_argct(K, info, tl)
   local fields, cur = {}, 0
   local params = info.params or {}
@@ -197,7 +211,12 @@ local function make_argct(K, info, tl)
   local argsize = info.argsize or cur
   if argsize > cur then fields[#fields + 1] = ("uint8_t _tail[%d];"):format(argsize - cur) end
   if #fields == 0 then fields[1] = "uint8_t _empty[8];" end
-  local ct = ffi.typeof("struct __attribute__((packed)) { " .. concat(fields, " ") .. " }")
+  local decl = "struct __attribute__((packed)) { " .. concat(fields, " ") .. " }"
+  local ct = argcts[decl]
+  if ct == nil then
+    ct = ffi.typeof(decl)
+    argcts[decl] = ct
+  end
   for i = 1, math.max(#tl, #params) do
     assert(ffi.offsetof(ct, "a" .. i) == params[i].offset, "argument block layout")
   end
@@ -305,7 +324,7 @@ local function install(K, tl, key, info, plugins)
     end
   end
   local argct = make_argct(K, info, tl)
-  return { types = tl, key = key, info = info, argct = argct, args = argct(),
+  return { types = tl, key = key, info = info, argct = argct,
            handle = ffi.cast("void *", info.handle), plugins = plugins }
 end
 
@@ -356,7 +375,7 @@ local launchers = new_launchers({
   env = function() return env end, raise = raise, argerr = argerr, elemerr = elemerr,
   freed = freed, devcheck = devcheck, launch_failed = launch_failed,
   barrier_fail = barrier_fail, label_of = label_of, tag_of = tag_of, push = streams.push, keep = streams.keep,
-  use = streams.use,
+  use = streams.use, const_written = const_written,
 })
 local gen_launcher, sim_launcher = launchers.gen_launcher, launchers.sim_launcher
 D.gen_launcher = gen_launcher
@@ -400,6 +419,9 @@ local function build(K, tgt, huge, async, ...)
     if kinds[i].kind == "fptr" and p and p.len_used then
       argerr(K, i, "the kernel reads its length (#), which an FFI pointer does not have; "
         .. "pass an FFI array, a table or a gpu.array")
+    end
+    if p and p.written ~= false and kinds[i].info and kinds[i].info.const then
+      const_written(K, i, kinds[i].info.text)
     end
   end
   local L
@@ -453,12 +475,16 @@ end
 
 -- k:launch({ ..., stream = s }, ...): on s's device; returns once the
 -- launch is enqueued (the sim backend runs it at once).
-local function on_stream(K, s, run, partial, huge, ...)
+local function on_stream(K, d, s, run, partial, huge, ...)
   if not streams.is_stream(s) then
     raise("bad launch configuration for kernel '" .. K.name .. "': 'stream' must be a "
       .. "gpu.stream, got " .. types.describe(s))
   end
   local tgt = s.tgt
+  if streams.closed(s) then
+    raise("kernel '" .. K.name .. "': the stream is closed (its handle was finalized: the "
+      .. "program is ending)")
+  end
   if K.pin and K.pin ~= tgt then
     raise("kernel '" .. K.name .. "' runs on " .. K.pin.label .. " (its device option), the "
       .. "stream is on " .. tgt.label)
@@ -469,13 +495,13 @@ local function on_stream(K, s, run, partial, huge, ...)
   end
   if not run then return end
   if tgt.sim or env.precompile then
-    slow(K, tgt, huge, ...)(tgt, partial, huge, ...)
+    slow(K, tgt, huge, ...)(tgt, d, partial, huge, ...)
     return
   end
-  if K._sic(tgt, partial, huge, s, ...) then return end
+  if K._sic(tgt, d, partial, huge, s, ...) then return end
   local L = find(K, tgt, huge, true, ...)
   K._sic = L
-  if not L(tgt, partial, huge, s, ...) then
+  if not L(tgt, d, partial, huge, s, ...) then
     error("gpujit internal error: no launcher on a stream for kernel " .. K.name, 0)
   end
 end
@@ -507,22 +533,30 @@ local function arglist(n)
   return n > 0 and (", " .. concat(a, ", ")) or "", concat(a, ", ")
 end
 
+-- The launch shape is a gj_dims that the entry takes (FREE) and gives back
+-- when the launch is done; a launch that starts meanwhile (re-entry, see
+-- gpujit.launcher's launch states) finds none and makes its own.
 local function make_entry(K)
   local pc = arglist(K.nparams)
   local code = ([[
-local K, set_dims, slow, extra, selferr, S, dims, select, on_stream = ...
+local K, set_dims, slow, extra, selferr, S, gj_dims, select, on_stream = ...
+local FREE = gj_dims()
 return function(self, cfg%s, ...)
   if self ~= K then selferr(K, self) end
   if select("#", ...) ~= 0 then extra(K, ...) end
-  local run, partial, huge, strm = set_dims(K, dims, cfg)
-  if strm ~= nil then return on_stream(K, strm, run, partial, huge%s) end
-  if not run then return end
-  local tgt = K.pin or S.cur
-  if K._ic(tgt, partial, huge%s) then return end
-  slow(K, tgt, huge%s)(tgt, partial, huge%s)
+  local d = FREE or gj_dims()
+  FREE = nil
+  local run, partial, huge, strm = set_dims(K, d, cfg)
+  if strm ~= nil then
+    on_stream(K, d, strm, run, partial, huge%s)
+  elseif run then
+    local tgt = K.pin or S.cur
+    if not K._ic(tgt, d, partial, huge%s) then slow(K, tgt, huge%s)(tgt, d, partial, huge%s) end
+  end
+  FREE = d
 end]]):format(pc, pc, pc, pc, pc)
   local chunk = assert(load(code, "=[gpujit entry " .. K.name .. "]"))
-  return chunk(K, set_dims, slow, extra, selferr, env.state, K._dims, select, on_stream)
+  return chunk(K, set_dims, slow, extra, selferr, env.state, gj_dims, select, on_stream)
 end
 
 local function make_binder(K)
@@ -590,14 +624,28 @@ local function nparams_of(fn)
   return require("jit.util").funcinfo(fn).params
 end
 
+-- The most arguments a kernel takes (the core's GJ_MAXPARAMS, which its
+-- plugins' buffers count against too): checked here, at gpu.kernel, for
+-- every path (the entry and the launchers are generated for any count up
+-- to it; docs/api.md, "Limits").
+D.MAX_ARGS = 64
+
 -- D.kernel(fn, sigs, opts, pin): sigs nil (lazy) or a list of canonical
 -- signatures; opts with name set; pin: a target or nil (follow gpu.use).
 function D.kernel(fn, sigs, opts, pin)
+  local np = nparams_of(fn)
+  -- a derivative (gpujit.autodiff) takes its shadows too: the limit is on what is launched
+  local nl = opts.derivative and #opts.derivative.shadows or np
+  if nl > D.MAX_ARGS then
+    error("gpu.kernel: a kernel takes at most " .. D.MAX_ARGS .. " arguments, "
+      .. (opts.name or D.default_name(fn)) .. " has " .. np .. " parameters"
+      .. (nl ~= np and (" (" .. nl .. " with its derivative's shadows)") or "") .. " (the limit is "
+      .. "gpujit's: pass arrays, a struct array or a table instead of many scalars)", 0)
+  end
   local K = {
     fn = fn, name = opts.name or D.default_name(fn), opts = opts, sigs = sigs, pin = pin,
-    nparams = opts.derivative and #opts.derivative.shadows or nparams_of(fn),
-    pnames = {}, ncompiles = 0, _reports = {},
-    _dims = gj_dims(), _ic = miss, _sic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
+    nparams = opts.derivative and #opts.derivative.shadows or np, pnames = {}, ncompiles = 0,
+    _reports = {}, _ic = miss, _sic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
     _bound_t = setmetatable({}, { __mode = "kv" }), _bound_n = {}, _nbound = 0,
   }
   for i = 1, K.nparams do

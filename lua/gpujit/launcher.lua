@@ -19,8 +19,8 @@ local concat = table.concat
 -- elemerr, freed, devcheck, launch_failed, barrier_fail, label_of, tag_of.
 return function(h)
   local env_of, raise, argerr, elemerr, freed = h.env, h.raise, h.argerr, h.elemerr, h.freed
-  local devcheck, launch_failed, barrier_fail, label_of, tag_of =
-    h.devcheck, h.launch_failed, h.barrier_fail, h.label_of, h.tag_of
+  local devcheck, launch_failed, barrier_fail, label_of, tag_of, const_written =
+    h.devcheck, h.launch_failed, h.barrier_fail, h.label_of, h.tag_of, h.const_written
 
   -- Element counts of VLAs, memoized per object: ffi.sizeof on a VLA stops
   -- the JIT, a weak table lookup does not.
@@ -147,6 +147,37 @@ return function(h)
     return dbuf, dbufm, st
   end
 
+  -- Lua allows a function 200 locals.  A launcher keeps a few per array
+  -- argument (its length, buffers, registration) in locals; when those and
+  -- the parameters would pass SPILL_AT, they live in the launch state
+  -- instead (ST.buf3 for buf3; a registration, which an async launch's
+  -- closure keeps, in the launch's own table RG), which costs a table
+  -- access each but holds any argument count up to the limit (dispatch's
+  -- MAX_ARGS, every kind, on every target).
+  local SPILL_AT = 150
+  local SPILLED = { n = "ST.", buf = "ST.", bufm = "ST.", b = "ST.", dbuf = "ST.", dbufm = "ST.",
+                    dst = "ST.", st = "ST.", p = "ST.", r = "RG." }
+  local function declared(lines)
+    local c = 0
+    for _, l in ipairs(lines) do
+      local names = l:match("^local ([%w_, ]+) =")
+      if names then c = c + 1 + select(2, names:gsub(",", "")) end
+    end
+    return c
+  end
+  -- line with every per-argument local (a name of SPILLED and its argument
+  -- number: buf3, not ST.buf3, args.a3_len or "int32_t") in its table
+  local function spill(line)
+    line = (" " .. line):gsub("([^%w_%.])(%a+)(%d+)%f[^%w_]", function(pre, name, num)
+      local to = SPILLED[name]
+      if to then return pre .. to .. name .. num end
+    end)
+    return (line:sub(2):gsub("^local ([SR][TG]%.)", "%1"))
+  end
+  local function spill_all(lines)
+    for k = 1, #lines do lines[k] = spill(lines[k]) end
+  end
+
   -- async: the launcher of launches on a stream (gpujit.stream): it takes
   -- the stream after `huge`, stages through the stream (stage_table,
   -- stage_dev), enqueues with gj_stream_launch, and hands the stream its
@@ -162,7 +193,7 @@ return function(h)
     local marks = {}    -- async: the stagings a launch uses, committed once it is enqueued
     local U = {
       type = type, tonumber = tonumber, typeof = typeof, TGT = tgt, K = K,
-      lib = env.lib, ctx = env.ctx, H = ov.handle, dims = K._dims, args = ov.args,
+      lib = env.lib, ctx = env.ctx, H = ov.handle, ARGCT = ov.argct,
       BK = tgt.bk, DEV = tgt.dev, vlen = vlen, vlenof = vlenof, newbuf = newbuf,
       newdbuf = newdbuf, elemerr = elemerr, freed = freed, devcheck = devcheck,
       fail = launch_failed, barrier_fail = barrier_fail, U8P = typeof("uint8_t *"), cast = ffi.cast,
@@ -207,7 +238,7 @@ return function(h)
         marks[#marks + 1] = ("COMMIT(S, dst%d, %s)"):format(i, tostring(written))
         return
       end
-      g(top, "ST.dcap%d = 0", i)
+      g(top, "ST.dcap%d = -1", i)
       g(fill, "if b%d > ST.dcap%d then ST.dbuf%d, ST.dcap%d, ST.dbufm%d = newdbuf(K, TGT, b%d, %d) end",
         i, i, i, i, i, i, bias)
       g(fill, "local dbuf%d, dbufm%d = ST.dbuf%d, ST.dbufm%d", i, i, i, i)
@@ -264,7 +295,7 @@ return function(h)
           g(fill, "local buf%d, bufm%d, st%d = STAGE_T(S, K, %d, a%d, %q, n%d)", i, i, i, i, i, elem, i)
           marks[#marks + 1] = ("COMMIT(S, st%d, %s)"):format(i, tostring(written))
         else
-          g(top, "ST.cap%d = 0", i)
+          g(top, "ST.cap%d = -1", i)
           g(fill, "if n%d > ST.cap%d then ST.buf%d, ST.bufm%d, ST.cap%d = newbuf(%q, n%d) end",
             i, i, i, i, i, elem, i)
           g(fill, "local buf%d, bufm%d = ST.buf%d, ST.bufm%d", i, i, i, i)
@@ -298,7 +329,9 @@ return function(h)
             g(fill, "args.a%d = a%d; args.a%d_len = %s", i, i, i, len)
           else
             g(fill, "local n%d = %s", i, len)
-            stage(i, "a" .. i, ci.esize, 0, written)
+            -- const elements: read only (dispatch refuses a kernel that
+            -- writes them), a void * to the runtime
+            stage(i, ci.const and ("cast(U8P, a%d)"):format(i) or ("a" .. i), ci.esize, 0, written)
           end
         else
           error("gpujit internal error: kind " .. tostring(kk))
@@ -310,16 +343,17 @@ return function(h)
         raise("kernel '" .. K.name .. "': its plugins' launch buffers cannot be used by a "
           .. "launch on a stream yet; launch it without a stream")
       end
-      U.PB_PRE, U.PB_POST = plugins.launch_buffers(K, tgt, ov.plugins, n + 1)
-      g(fill, "PB_PRE(args, dims)")
+      U.PB = function() return plugins.launch_buffers(K, tgt, ov.plugins, n + 1) end
+      g(top, "ST.PB_PRE, ST.PB_POST = U.PB()")
+      g(fill, "ST.PB_PRE(args, d)")
     end
     for _, l in ipairs(regs) do fill[#fill + 1] = l end
-    local launch = "if lib.gj_launch(H, dims, args) ~= 0 then fail(K) end"
+    local launch = "if lib.gj_launch(H, d, args) ~= 0 then fail(K) end"
     if async then
-      launch = "if lib.gj_stream_launch(S.h, H, dims, args) ~= 0 then fail(K) end"
+      launch = "if lib.gj_stream_launch(S.h, H, d, args) ~= 0 then fail(K) end"
     elseif info.prints then   -- print in the kernel: its records, also when it failed
       U.PRINTS = function() printer.flush(K, env.lib, ov.handle, info.prints) end
-      launch = "local rc = lib.gj_launch(H, dims, args); U.PRINTS(); if rc ~= 0 then fail(K) end"
+      launch = "local rc = lib.gj_launch(H, d, args); U.PRINTS(); if rc ~= 0 then fail(K) end"
     end
     if #nreg > 0 then
       local relq = release_all(1):gsub("%%", "%%%%")
@@ -331,30 +365,51 @@ return function(h)
       rel[#rel + 1] = "if rf ~= 0 then fail(K) end"
       for k = #rel, 1, -1 do table.insert(after, 1, rel[k]) end
     end
+    local many = n + declared(fill) + declared(after) + 8 > SPILL_AT
+    if many then
+      spill_all(fill)
+      spill_all(after)
+      spill_all(marks)
+      launch = spill(launch)
+    end
     local src = {}
     src[#src + 1] = "local U = ..."
-    src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, dims, args, BK, DEV ="
-      .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.dims, U.args, U.BK, U.DEV"
+    src[#src + 1] = "local type, tonumber, typeof, TGT, K, lib, ctx, H, ARGCT, BK, DEV ="
+      .. " U.type, U.tonumber, U.typeof, U.TGT, U.K, U.lib, U.ctx, U.H, U.ARGCT, U.BK, U.DEV"
     src[#src + 1] = "local vlen, vlenof, newbuf, newdbuf, elemerr, freed, devcheck, fail, barrier_fail ="
       .. " U.vlen, U.vlenof, U.newbuf, U.newdbuf, U.elemerr, U.freed, U.devcheck, U.fail, U.barrier_fail"
     src[#src + 1] = "local U8P, cast, tobit = U.U8P, U.cast, U.tobit"
-    src[#src + 1] = "local PB_PRE, PB_POST = U.PB_PRE, U.PB_POST"
-    -- the staging buffers each argument keeps between launches, in one
-    -- table: a local per buffer made a launcher of many staged arguments
-    -- exceed Lua's 60 upvalues (a fuzz kernel of 17 arguments on cuda)
-    src[#src + 1] = "local ST = {}"
     if async then
       U.STAGE_T, U.STAGE_D, U.COMMIT = stage_table, stage_dev, commit
       src[#src + 1] = "local STAGE_T, STAGE_D, COMMIT = U.STAGE_T, U.STAGE_D, U.COMMIT"
     end
-    for _, l in ipairs(top) do src[#src + 1] = l end
+    -- A launch state: the argument block, the staging buffers each argument
+    -- keeps between launches (in one table: a local per buffer made a
+    -- launcher of many staged arguments exceed Lua's 60 upvalues, a fuzz
+    -- kernel of 17 arguments on cuda) and the plugins' buffers.  A launch
+    -- takes the free one (FREE) and gives it back when it is done; a
+    -- launch that starts meanwhile (re-entry: from a metamethod, a
+    -- finalizer, a print or a compile callback that launches the same
+    -- kernel, or a coroutine that yielded in the middle of one) finds none
+    -- and makes its own, which becomes the free one after it.  A launch
+    -- that raises gives nothing back: the next one makes a new state.
+    src[#src + 1] = "local function fresh()"
+    src[#src + 1] = "  local ST = { args = ARGCT() }"
+    for _, l in ipairs(top) do src[#src + 1] = "  " .. l end
+    src[#src + 1] = "  return ST"
+    src[#src + 1] = "end"
+    src[#src + 1] = "local FREE = fresh()"
     local plist = n > 0 and (", " .. concat(anames, ", ")) or ""
-    src[#src + 1] = "return function(tgt, partial, huge" .. (async and ", S" or "") .. plist .. ")"
+    src[#src + 1] = "return function(tgt, d, partial, huge" .. (async and ", S" or "") .. plist .. ")"
     src[#src + 1] = "  if tgt ~= TGT then return false end"
     for _, l in ipairs(guard) do src[#src + 1] = "  " .. l end
     if info.uses_barrier then
-      src[#src + 1] = "  if partial then barrier_fail(K, dims) end"
+      src[#src + 1] = "  if partial then barrier_fail(K, d) end"
     end
+    src[#src + 1] = "  local ST = FREE or fresh()"
+    src[#src + 1] = "  FREE = nil"
+    src[#src + 1] = "  local args = ST.args"
+    if many and #nreg > 0 then src[#src + 1] = "  local RG = {}" end
     for _, l in ipairs(fill) do src[#src + 1] = "  " .. l end
     src[#src + 1] = "  " .. launch
     if async then
@@ -378,7 +433,8 @@ return function(h)
     for _, l in ipairs(async and {} or after) do src[#src + 1] = "  " .. l end
     -- the plugins' reports last: one that fails raises after the results
     -- are copied back (and host registrations released)
-    if U.PB_POST then src[#src + 1] = "  PB_POST(dims)" end
+    if U.PB then src[#src + 1] = "  ST.PB_POST(d)" end
+    src[#src + 1] = "  FREE = ST"
     src[#src + 1] = "  return true"
     src[#src + 1] = "end"
     local code = concat(src, "\n")
@@ -393,7 +449,7 @@ return function(h)
   -- parameters with an eager scalar type converted to that type's value).
   local function sim_launcher(K, tgt, ov, kinds)
     local n = K.nparams
-    local tags, conv = {}, {}
+    local tags, conv, copy, tables = {}, {}, {}, {}
     for i = 1, n do
       local k = kinds[i]
       tags[i] = k.tag
@@ -411,12 +467,20 @@ return function(h)
           conv[i] = tonumber
         end
       elseif k.kind == "table" then
+        -- A copy, as the compiled backends' staging: elements 1..#t read
+        -- with t[j] (so __index answers for holes), the kernel works on the
+        -- copy, which is written back with t[j] = v after it (__newindex
+        -- for keys absent); what the kernel stores outside 1..#t is lost.
         local want = types.elem(t) == "bool" and "boolean" or "number"
-        conv[i] = function(v)
+        tables[#tables + 1] = i
+        copy[i] = function(v)
+          local c = {}
           for j = 1, #v do
-            if type(v[j]) ~= want then elemerr(K, i, j, v[j], types.elem(t)) end
+            local x = v[j]
+            if type(x) ~= want then elemerr(K, i, j, x, types.elem(t)) end
+            c[j] = x
           end
-          return v
+          return c
         end
       elseif k.kind == "garray" then
         conv[i] = function(v)
@@ -428,6 +492,16 @@ return function(h)
           return v
         end
       end
+      if k.info and k.info.const then
+        -- const elements: the kernel reads the array through a proxy whose
+        -- first write raises what the compiled backends raise before the
+        -- launch
+        local text = k.info.text
+        local function refuse() const_written(K, i, text) end
+        conv[i] = function(v)
+          return setmetatable({}, { __index = function(_, j) return v[j] end, __newindex = refuse })
+        end
+      end
       if K.opts.boundscheck and (k.kind == "table" or k.kind == "garray" or k.kind == "farray") then
         -- the compiled backends' checks: tables from 1, other arrays from 0
         local c, pn = conv[i], K.pnames[i]
@@ -435,21 +509,26 @@ return function(h)
         local base = k.kind == "table" and 1 or 0
         local esz = k.info and k.info.esize
         conv[i] = function(v)
-          if c then v = c(v) end
           local len = k.kind == "table" and #v or k.kind == "garray" and tonumber(v.n)
             or (k.info.len or vlenof(v, esz))
+          if c then v = c(v) end
           return sim.checked(v, len, base, what)
         end
       end
     end
-    local d = K._dims
-    return function(t, _, huge, ...)
+    return function(t, d, _, huge, ...)
       if t ~= tgt then return false end
       for i = 1, n do
         if tag_of(K, (select(i, ...)), huge) ~= tags[i] then return false end
       end
       local argv = { ... }
+      local copies, lens = {}, {}
       for i = 1, n do
+        if copy[i] then
+          lens[i] = #argv[i]
+          copies[i] = copy[i](argv[i])
+          argv[i] = copies[i]
+        end
         local c = conv[i]
         if c then argv[i] = c(argv[i]) end
       end
@@ -457,6 +536,11 @@ return function(h)
       local global = { [0] = tonumber(d.global[0]), tonumber(d.global[1]), tonumber(d.global[2]) }
       local group = { [0] = tonumber(d.group[0]), tonumber(d.group[1]), tonumber(d.group[2]) }
       sim.run(K.fn, ndim, global, group, argv, n, K.name, K.opts.boundscheck, K.opts.timeout)
+      for x = 1, #tables do
+        local i = tables[x]
+        local tab, c = (select(i, ...)), copies[i]
+        for j = 1, lens[i] do tab[j] = c[j] end
+      end
       return true
     end
   end

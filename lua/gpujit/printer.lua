@@ -72,12 +72,17 @@ local function show(K, base, sites)
       if a.item ~= b.item then return a.item < b.item end
       return a.seq < b.seq
     end)
-    local out, vals = M.out(), {}
+    -- every record decoded before the first line is written: a `print`
+    -- that launches the kernel again (re-entry) reuses its print buffer
+    local lines = {}
     for r = 1, n do
       local rec = recs[r]
-      local nv = values(p + rec.off, sites[rec.site + 1], vals)
-      out(unpack(vals, 1, nv))
+      local vals = {}
+      vals.n = values(p + rec.off, sites[rec.site + 1], vals)
+      lines[r] = vals
     end
+    local out = M.out()
+    for r = 1, n do out(unpack(lines[r], 1, lines[r].n)) end
   end
   if nd > 0 then
     M.out()(("gpujit: kernel '%s': %d print record%s dropped: the print buffer is full"

@@ -43,6 +43,35 @@ mt.__tostring = function(s)
 end
 
 local live = setmetatable({}, { __mode = "k" })   -- every stream, for gpu.synchronize
+
+-- Handles that finalizers may outlive.  A stream's or an event's core
+-- handle is freed by its cdata finalizer, and at lua_close LuaJIT runs
+-- every cdata finalizer first, whatever still refers to the object: a
+-- program's own finalizer (a cdata's or a userdata's) that runs later and
+-- uses the stream or event would use freed memory.  So the finalizer marks
+-- the object's `box` closed before it frees the handle, and every use checks
+-- it (M.closed): a closed stream or event raises "... is closed" instead.
+-- The box, not the object, is what the finalizer refers to: a finalizer
+-- that referred to its own handle's owner would keep both alive for ever.
+local function closing(free, box)
+  return function(h)
+    box.closed = true
+    free(h)
+  end
+end
+
+local CLOSED = "is closed (its handle was finalized: the program is ending)"
+
+-- Does s (a stream or an event) have a freed handle?
+function M.closed(s)
+  return s.box ~= nil and s.box.closed == true
+end
+
+local function check_open(s, what, level)
+  if M.closed(s) then error(what .. ": the " .. (s.stream and "event" or "stream") .. " " .. CLOSED,
+    level + 1) end
+end
+M.check_open = check_open
 local busy = {}                                   -- streams with launches pending
 
 -- gpu.stream([device]) -> a stream on the current (or the given) device.
@@ -56,7 +85,8 @@ function M.new(device)
     local lib = env.lib
     local h = lib.gj_stream_new(env.ctx, tgt.bk, tgt.dev)
     if h == nil then error("gpu.stream: " .. ffi.string(lib.gj_errmsg(env.ctx)), 2) end
-    s.h = ffi.gc(h, lib.gj_stream_free)
+    s.box = {}
+    s.h = ffi.gc(h, closing(lib.gj_stream_free, s.box))
   end
   live[s] = true
   return setmetatable(s, mt)
@@ -97,6 +127,7 @@ end
 function M.copy(s, dst, src, bytes, dir, keep, done, what, level)
   local lib = env.lib
   if s.h == nil then error("gpujit internal error: a copy on a stream of sim", 0) end
+  check_open(s, what, level + 1)
   if lib.gj_stream_copy(s.h, dst, src, bytes, dir) ~= 0 then
     error(what .. ": " .. ffi.string(lib.gj_errmsg(env.ctx)), level + 1)
   end
@@ -112,6 +143,11 @@ end
 local function sync(s)
   local n = s.n
   if n == 0 then return nil end
+  if M.closed(s) then
+    s.n = 0
+    busy[s] = nil
+    return "synchronize: the stream " .. CLOSED
+  end
   local lib, ctx, h = env.lib, env.ctx, s.h
   local got = lib.gj_stream_wait(h)
   local first
@@ -221,9 +257,11 @@ function methods.record(s)
   if s.tgt.sim then
     e.sim, e.t = true, env.now()
   else
+    check_open(s, "record", 2)
     local h = env.lib.gj_event_record(s.h)
     if h == nil then core_err("record") end
-    e.h = ffi.gc(h, env.lib.gj_event_free)
+    e.box = {}
+    e.h = ffi.gc(h, closing(env.lib.gj_event_free, e.box))
   end
   return setmetatable(e, ev_mt)
 end
@@ -232,6 +270,8 @@ end
 function methods.wait(s, e)
   check_self(s, "wait")
   check_event(e, "wait", 2)
+  check_open(s, "wait", 2)
+  check_open(e, "wait", 2)
   if e.sim or s.tgt.sim then
     if not e.sim and env.lib.gj_event_sync(e.h) ~= 0 then core_err("wait") end
     return
@@ -242,6 +282,7 @@ end
 -- e:query(): has it finished?  (Never waits.)
 function ev_methods.query(e)
   check_event(e, "query", 1)
+  check_open(e, "query", 2)
   if e.sim then return true end
   local r = env.lib.gj_event_query(e.h)
   if r < 0 then core_err("query") end
@@ -251,6 +292,7 @@ end
 -- e:synchronize(): the host waits until it has finished.
 function ev_methods.synchronize(e)
   check_event(e, "synchronize", 1)
+  check_open(e, "synchronize", 2)
   if not e.sim and env.lib.gj_event_sync(e.h) ~= 0 then core_err("synchronize") end
 end
 
@@ -259,6 +301,8 @@ end
 function ev_methods.elapsed(a, b)
   check_event(a, "elapsed", 1)
   check_event(b, "elapsed", 2)
+  check_open(a, "elapsed", 2)
+  check_open(b, "elapsed", 2)
   if a.sim or b.sim then
     if not (a.sim and b.sim) then
       error("elapsed: the events are on different devices (their clocks differ)", 2)

@@ -449,6 +449,12 @@ end
 local memo = {}
 local unsupported = {}
 
+-- const: the elements of an array or pointer are const ("const float [4]"):
+-- the kernel may read them, not write them (gpujit.dispatch checks).
+local function const_of(base)
+  return base:find("%f[%w_]const%f[^%w_]") ~= nil or nil
+end
+
 local function classify(ctid, ct)
   local text = tostring(ct):match("^ctype<(.*)>$") or tostring(ct)
   local ge = garray_ids[ctid]
@@ -466,7 +472,7 @@ local function classify(ctid, ct)
     local e = scalar_of_ctext(base)
     if e then
       return { ctid = ctid, kind = "farray", type = e .. "[]", elem = e, esize = size[e],
-               text = text }
+               text = text, const = const_of(base) }
     end
   end
   base, n = text:match("^(.-)%s*%[(%d+)%]$")
@@ -475,7 +481,7 @@ local function classify(ctid, ct)
     local e = scalar_of_ctext(base)
     if e then
       return { ctid = ctid, kind = "farray", type = e .. "[]", elem = e, esize = size[e],
-               len = tonumber(n), text = text }
+               len = tonumber(n), text = text, const = const_of(base) }
     end
   end
   base = text:match("^(.-)%s*%*$")
@@ -483,7 +489,7 @@ local function classify(ctid, ct)
     local e = scalar_of_ctext(base)
     if e then
       return { ctid = ctid, kind = "fptr", type = e .. "[]", elem = e, esize = size[e],
-               text = text }
+               text = text, const = const_of(base) }
     end
   end
   -- A scalar with qualifiers ("const int").
