@@ -11,6 +11,7 @@
 #include "gj_intr.h"
 #include "gj_typer.h"
 #include "gj_typer_int.h"
+#include "gj_stack.h"
 
 #define S(x) (st->slot[(x)])
 
@@ -368,12 +369,34 @@ static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
   return 0;
 }
 
+/* C stack kept free below the deepest device function the typer or
+** codegen enters: LLVM's calls, and what one more level needs. */
+#define STACK_RESERVE (256 * 1024)
+
+int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
+                         int depth)
+{
+  if (gj_stack_left() >= STACK_RESERVE) return 0;
+  return gj_typer_error(cs, fn, i, "device functions nested too deeply: the "
+                        "call of '%s' is %d calls deep, and the compiling "
+                        "thread's C stack is nearly used up (each level takes "
+                        "about 5 KiB; %d KiB are kept for the rest of the "
+                        "compile): make the chain shallower, or compile on a "
+                        "thread with a larger stack", name, depth,
+                        STACK_RESERVE / 1024);
+}
+
 int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
                       const gj_ty *args, gj_ty *res, int *nout)
 {
   gj_fn *callee;
-  int j, rc = gj_typer_callee(cs, kv, nargs, args, fn->proto->ins[i].line, fn,
-                              &callee);
+  int j, rc;
+  if (gj_typer_depth_check(cs, fn, i, cs->kv[kv].name, cs->depth + 1))
+    return -1;
+  cs->depth++;
+  rc = gj_typer_callee(cs, kv, nargs, args, fn->proto->ins[i].line, fn,
+                       &callee);
+  cs->depth--;
   if (rc == -2)
     return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "
                                      "supported in kernels", cs->kv[kv].name);
