@@ -17,6 +17,7 @@ local util = require("gpujit.util")
 require("gpujit.cdefs")
 local rng = require("gpujit.rng")
 local streams = require("gpujit.stream")
+local envvars = require("gpujit.env")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -51,6 +52,10 @@ if core then
     core = nil
   end
 end
+
+-- Every GPUJIT_* variable read at load, checked before anything reads it
+-- (gpujit.env: an invalid value is an error of require("gpujit")).
+envvars.check_all(lib)
 
 gpu.core = core
 gpu.core_error = core_error
@@ -120,16 +125,10 @@ end
 -- Cache.
 
 local function cache_enabled()
-  return os.getenv("GPUJIT_CACHE") ~= "0"
+  return envvars.get("GPUJIT_CACHE", "gpu.cache") ~= false
 end
 
-local function cache_dir()
-  local d = os.getenv("GPUJIT_CACHE_DIR")
-  if d and d ~= "" then return d end
-  d = os.getenv("XDG_CACHE_HOME")
-  if d and d ~= "" then return d .. "/gpujit" end
-  return (os.getenv("HOME") or ".") .. "/.cache/gpujit"
-end
+local cache_dir = envvars.cache_dir
 
 local function cache_core(what)
   if not (core and core.cache_stats) then
@@ -200,18 +199,14 @@ local function timeout_of(o, level)
     end
     return t
   end
-  local env = os.getenv("GPUJIT_TIMEOUT")
-  if env == nil or env == "" then return nil end
-  local v = env:match("^%s*[%d%.eE+-]+%s*$") and tonumber(env)
-  if not (v and v > 0 and v < 1e9) then
-    error("gpu.kernel: GPUJIT_TIMEOUT must be a number of seconds > 0 (e.g. 2 or 0.5), got '"
-      .. env .. "'", level + 1)
-  end
-  return v
+  return envvars.get("GPUJIT_TIMEOUT", "gpu.kernel", level + 1)
 end
 
+-- The options table (nil: none) checked and copied, with the environment's
+-- defaults (GPUJIT_BOUNDSCHECK, GPUJIT_TIMEOUT) filled in: every way of
+-- making a kernel comes through here.
 local function check_opts(opts)
-  if opts == nil then return {} end
+  if opts == nil then opts = {} end
   if type(opts) ~= "table" then
     error("gpu.kernel: options must be a table, got " .. type(opts), 3)
   end
@@ -232,7 +227,7 @@ local function check_opts(opts)
     o[k] = v
   end
   plugins.check_kernel_opts(o, 3)
-  if o.boundscheck == nil and os.getenv("GPUJIT_BOUNDSCHECK") == "1" then o.boundscheck = true end
+  if o.boundscheck == nil then o.boundscheck = envvars.get("GPUJIT_BOUNDSCHECK", "gpu.kernel", 3) end
   o.timeout = timeout_of(o, 3)
   local pb = o.print_buffer
   if pb ~= nil and not (pb >= 64 and pb <= 2 ^ 30 and pb % 1 == 0) then
@@ -350,9 +345,9 @@ dispatch.setup({
   end,
   -- GPUJIT_PRECOMPILE=1 (bin/gpujit-precompile): launches compile their
   -- signature, and stop there.
-  precompile = os.getenv("GPUJIT_PRECOMPILE") == "1",
+  precompile = envvars.get("GPUJIT_PRECOMPILE") == true,
   -- GPUJIT_VERBOSE=1: a line on stderr per compile (docs/api.md)
-  verbose = (os.getenv("GPUJIT_VERBOSE") or "0"):match("^0*$") == nil,
+  verbose = envvars.get("GPUJIT_VERBOSE") == true,
   clock = function() return util.now() * 1e3 end,
 })
 
