@@ -18,6 +18,7 @@ require("gpujit.cdefs")
 local rng = require("gpujit.rng")
 local streams = require("gpujit.stream")
 local envvars = require("gpujit.env")
+local keys = require("gpujit.keys")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -219,7 +220,9 @@ local function check_opts(opts)
         .. "s:synchronize()", 3)
     end
     if want == nil then
-      error("gpu.kernel: unknown option '" .. tostring(k) .. "'", 3)
+      local near = keys.closest(k, known_opts)
+      error("gpu.kernel: unknown option '" .. tostring(k) .. "'"
+        .. (near and (" (did you mean '" .. near .. "'?)") or ""), 3)
     end
     if want ~= true and type(v) ~= want then
       error("gpu.kernel: option '" .. k .. "' must be a " .. want .. ", got " .. type(v), 3)
