@@ -724,7 +724,9 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
                          ? d->info.max_group_dim[i] : INT32_MAX;
   lim.max_group = (int64_t)p->max_group;
   lim.default_group = OCL_DEFAULT_GROUP;
-  lim.max_global = d->addr_bits < 64 ? ((int64_t)1 << d->addr_bits) - 1 : 0;
+  /* a size_t of the device's; 64 bits: gpujit's own 2^51 is lower */
+  lim.max_global = d->addr_bits > 0 && d->addr_bits < 63
+                       ? (int64_t)((UINT64_C(1) << d->addr_bits) - 1) : 0;
   lim.max_groups = OCL_MAX_GROUPS;
   if (gj_dims_group(dm, p->sig.uses_barrier, &lim, group, &items, err) != 0)
     return -1;

@@ -7,17 +7,33 @@
 local H = require("spec.helpers")
 local gpuenv = require("gpujit.env")
 
+local fresh_dir = H.scratch_dirs(after_each)   -- removed after each test
+
 -- Run code in a child luajit (gpu loaded, on backend bk) with env set and
--- the variables of unset removed; returns ok, output.
-local function child(bk, code, env, unset)
+-- the variables of unset removed, in directory cwd when given, under
+-- `timeout` (a timeout that is not honoured must fail, not hang); returns
+-- ok, output.
+local function child(bk, code, env, unset, cwd)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write("local ffi = require('ffi')\nlocal gpu = require('gpujit')\ngpu.use(", string.format("%q", bk),
     ")\n", code, "\n")
   f:close()
-  local pre = "env"
+  local pre = "timeout 120 env"
   for _, name in ipairs(unset or {}) do pre = pre .. " -u " .. name end
-  local p = io.popen(pre .. " " .. H.luajit_cmd(env) .. " " .. path .. " 2>&1; echo \"exit status $?\"")
+  local cmd = H.luajit_cmd(env)
+  if cwd then   -- the module's paths made absolute (the later ones win), then into cwd
+    local here = assert(os.getenv("PWD"))
+    local function abs(list)
+      return "'" .. list:gsub("[^;]+", function(e)
+        return e:sub(1, 1) == "/" and e or (here .. "/" .. e:gsub("^%./", ""))
+      end) .. "'"
+    end
+    cmd = cmd:gsub(" luajit$", "") .. " LUA_PATH=" .. abs(package.path) .. " LUA_CPATH=" .. abs(package.cpath)
+      .. " luajit"
+    pre = "cd '" .. cwd .. "' && " .. pre
+  end
+  local p = io.popen(pre .. " " .. cmd .. " " .. path .. " 2>&1; echo \"exit status $?\"")
   local out = p:read("*a")
   p:close()
   os.remove(path)
@@ -172,7 +188,7 @@ end)
 
 describe("the disk cache's directory", function()
   local bk = H.backends[1]
-  it("is never the current directory: XDG_CACHE_HOME, then HOME, then /tmp/gpujit-cache-<uid>", function()
+  it("is never the current directory: XDG_CACHE_HOME, then HOME, then none (no disk cache)", function()
     H.need(bk)
     local code = [[print("dir=" .. gpu.cache.dir())]]
     local ok, out = child(bk, code, { XDG_CACHE_HOME = "/x/cache" }, { "GPUJIT_CACHE_DIR" })
@@ -181,11 +197,22 @@ describe("the disk cache's directory", function()
     ok, out = child(bk, code, { HOME = "/x/home" }, { "GPUJIT_CACHE_DIR", "XDG_CACHE_HOME" })
     assert.is_true(ok, out)
     assert.is_truthy(out:find("dir=/x/home/.cache/gpujit\n", 1, true), out)
-    ok, out = child(bk, code, {}, { "GPUJIT_CACHE_DIR", "XDG_CACHE_HOME", "HOME" })
+    -- neither: no directory and no disk cache; kernels compile and run, nothing
+    -- is written under the current directory (the child runs in an empty one)
+    local cwd = fresh_dir()
+    ok, out = child(bk, [[
+      print("dir=" .. tostring(gpu.cache.dir()), "enabled=" .. tostring(gpu.cache.enabled()))
+      local k = gpu.kernel(function(a) a[gpu.global_id()] = 7 end)
+      local a = ffi.new("double[2]")
+      k:launch(2, a)
+      local s = gpu.cache.stats()
+      print("ran", a[1], s.writes, s.dir, s.enabled, gpu.cache.clear())
+      print("export", pcall(gpu.cache.export, "x.gjb"))
+    ]], {}, { "GPUJIT_CACHE_DIR", "XDG_CACHE_HOME", "HOME" }, cwd)
     assert.is_true(ok, out)
-    local p = io.popen("id -u")
-    local uid = p:read("*l")
-    p:close()
-    assert.is_truthy(out:find("dir=/tmp/gpujit-cache-" .. uid .. "\n", 1, true), out)
+    assert.is_truthy(out:find("dir=nil\tenabled=false", 1, true), out)
+    assert.is_truthy(out:find("ran\t7\t0\tnil\tfalse\t0", 1, true), out)
+    assert.is_truthy(out:find("export\tfalse\tgpu.cache.export: no disk cache directory", 1, true), out)
+    assert.are.same({}, H.ls("-A '" .. cwd .. "'"))
   end)
 end)

@@ -133,11 +133,11 @@ function M.check_all(lib)
   for _, name in ipairs(names) do M.get(name, "require('gpujit')", 0) end
 end
 
-pcall(ffi.cdef, "unsigned int getuid(void);")
-
 -- The disk cache's directory: GPUJIT_CACHE_DIR, else $XDG_CACHE_HOME/gpujit,
--- else $HOME/.cache/gpujit, else (neither set: a daemon, a container) a
--- directory of this user's under /tmp, never the current directory.
+-- else $HOME/.cache/gpujit, else nil (neither set: a daemon, a container,
+-- env -i): no disk cache.  Never the current directory, and never a
+-- guessable name under /tmp, where another user could put entries first
+-- (entries are machine code that gpujit loads).
 function M.cache_dir()
   local d = M.get("GPUJIT_CACHE_DIR", "gpu.cache")
   if d then return d end
@@ -145,7 +145,7 @@ function M.cache_dir()
   if d and d ~= "" then return d .. "/gpujit" end
   d = os.getenv("HOME")
   if d and d ~= "" then return d .. "/.cache/gpujit" end
-  return "/tmp/gpujit-cache-" .. tostring(ffi.C.getuid())
+  return nil
 end
 
 return M

@@ -125,11 +125,21 @@ end
 ---------------------------------------------------------------------------
 -- Cache.
 
+local cache_dir = envvars.cache_dir   -- nil: no directory (gpujit.env)
+
 local function cache_enabled()
-  return envvars.get("GPUJIT_CACHE", "gpu.cache") ~= false
+  return envvars.get("GPUJIT_CACHE", "gpu.cache") ~= false and cache_dir() ~= nil
 end
 
-local cache_dir = envvars.cache_dir
+-- The directory, for export and import, which need one.
+local function need_dir(what)
+  local d = cache_dir()
+  if not d then
+    error("gpu.cache." .. what .. ": no disk cache directory (GPUJIT_CACHE_DIR, XDG_CACHE_HOME and "
+      .. "HOME are unset): set GPUJIT_CACHE_DIR", 3)
+  end
+  return d
+end
 
 local function cache_core(what)
   if not (core and core.cache_stats) then
@@ -153,17 +163,21 @@ gpu.cache = {
   -- returns how many entries were removed.
   clear = function()
     dispatch.clear_all()
-    return cache_core("clear").cache_clear(cache_dir())
+    local d = cache_dir()
+    return d and cache_core("clear").cache_clear(d) or 0
   end,
+  -- Without a directory: this state's counters, no bytes or entries, dir nil.
   stats = function()
-    local s = cache_core("stats").cache_stats(cache_dir())
+    local d = cache_dir()
+    local s = cache_core("stats").cache_stats(d or "")
+    s.dir = d
     s.enabled = cache_enabled()
     return s
   end,
   -- Every sound entry of the directory into one file; returns how many.
   export = function(file)
     check_file("export", file)
-    local ok, n = pcall(cache_core("export").cache_export, cache_dir(), file)
+    local ok, n = pcall(cache_core("export").cache_export, need_dir("export"), file)
     if not ok then error("gpu.cache.export: " .. tostring(n), 2) end
     return n
   end,
@@ -171,7 +185,7 @@ gpu.cache = {
   -- imported and how many were rejected (damaged, or of another format).
   import = function(file)
     check_file("import", file)
-    local ok, n, rejected = pcall(cache_core("import").cache_import, cache_dir(), file)
+    local ok, n, rejected = pcall(cache_core("import").cache_import, need_dir("import"), file)
     if not ok then error("gpu.cache.import: " .. tostring(n), 2) end
     return n, rejected
   end,
