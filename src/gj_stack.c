@@ -24,6 +24,12 @@ static void find_bounds(void)
   pthread_attr_destroy(&attr);
 }
 
+size_t gj_stack_size(void)
+{
+  if (!stack_low) find_bounds();
+  return stack_low == 1 ? 0 : (size_t)(stack_high - stack_low);
+}
+
 size_t gj_stack_left(void)
 {
   volatile char here = 0;

@@ -15,4 +15,7 @@
 ** the thread's bounds are unknown. */
 size_t gj_stack_left(void);
 
+/* The size of the calling thread's stack; 0 when unknown. */
+size_t gj_stack_size(void);
+
 #endif

@@ -370,20 +370,24 @@ static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
 }
 
 /* C stack kept free below the deepest device function the typer or
-** codegen enters: LLVM's calls, and what one more level needs. */
+** codegen enters (LLVM's calls, and what one more level needs): 256 KiB,
+** or a quarter of a smaller thread stack, so that a thread of 128 KiB
+** (musl's default) still compiles a few levels. */
 #define STACK_RESERVE (256 * 1024)
 
 int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
                          int depth)
 {
-  if (gj_stack_left() >= STACK_RESERVE) return 0;
+  size_t reserve = STACK_RESERVE, size = gj_stack_size();
+  if (size && size / 4 < reserve) reserve = size / 4;
+  if (gj_stack_left() >= reserve) return 0;
   return gj_typer_error(cs, fn, i, "device functions nested too deeply: the "
                         "call of '%s' is %d calls deep, and the compiling "
                         "thread's C stack is nearly used up (each level takes "
-                        "about 5 KiB; %d KiB are kept for the rest of the "
+                        "about 5 KiB; %zu KiB are kept for the rest of the "
                         "compile): make the chain shallower, or compile on a "
                         "thread with a larger stack", name, depth,
-                        STACK_RESERVE / 1024);
+                        reserve / 1024);
 }
 
 int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
