@@ -171,6 +171,21 @@ describe("GPUJIT_* variables are validated alike", function()
     end)
   end
 
+  it("warns about a GPUJIT_* name it does not read, with the name meant", function()
+    H.need(bk)
+    local ok, out = child(bk, [[print("loaded")]], { GPUJIT_BOUNDCHECK = "1", GPUJIT_FOO = "x" })
+    assert.is_true(ok, out)
+    assert.is_truthy(out:find("loaded", 1, true), out)
+    assert.is_truthy(out:find("gpujit: warning: GPUJIT_BOUNDCHECK is not a variable gpujit reads (did you "
+      .. "mean GPUJIT_BOUNDSCHECK?); it is ignored", 1, true), out)
+    assert.is_truthy(out:find("gpujit: warning: GPUJIT_FOO is not a variable gpujit reads; it is ignored",
+      1, true), out)
+    -- the repository's own (GPUJIT_SPEC_BACKENDS is set for this very run) and the known ones: no word
+    ok, out = child(bk, [[print("loaded")]], { GPUJIT_SPEC_BACKENDS = "cpu", GPUJIT_BOUNDSCHECK = "0" })
+    assert.is_true(ok, out)
+    assert.is_nil(out:find("warning", 1, true), out)
+  end)
+
   it("takes the boolean words alike (1/0, true/false, yes/no, on/off)", function()
     H.need(bk)
     for _, v in ipairs({ "1", "true", "YES", "on" }) do

@@ -122,9 +122,40 @@ function M.get(name, who, level)
   return v
 end
 
--- Every variable read at load, checked (require("gpujit") calls it).
+-- GPUJIT_* names the repository's scripts and specs use; gpujit reads none.
+local SCRIPTS = {
+  GPUJIT_SPEC_BACKENDS = true, GPUJIT_SPEC_CORE = true, GPUJIT_SPEC_CPATH = true,
+  GPUJIT_SPEC_PTX_DIR = true, GPUJIT_EXAMPLE_OUT = true, GPUJIT_FUZZ_SPEC_N = true,
+  GPUJIT_FUZZ_BATCH = true, GPUJIT_FUZZ_OUT = true, GPUJIT_FUZZ_VERBOSE = true,
+  GPUJIT_LUA_DIR = true, GPUJIT_CPATH_DIR = true,
+}
+
+pcall(ffi.cdef, "extern char **environ;")
+
+-- A GPUJIT_* variable of the environment that gpujit does not know (a
+-- misspelt name: GPUJIT_BOUNDCHECK) is not an error, since other programs
+-- may share the prefix, but it is never silent: one line on stderr per
+-- state, with the name meant when one is close.
+local function warn_unknown()
+  local ok, envp = pcall(function() return ffi.C.environ end)
+  if not ok or envp == nil then return end
+  local i = 0
+  while envp[i] ~= nil do
+    local name = ffi.string(envp[i]):match("^(GPUJIT_[^=]*)=")
+    if name and not vars[name] and not SCRIPTS[name] then
+      local near = require("gpujit.keys").closest(name, vars)
+      io.stderr:write("gpujit: warning: ", name, " is not a variable gpujit reads",
+        near and (" (did you mean " .. near .. "?)") or "", "; it is ignored\n")
+    end
+    i = i + 1
+  end
+end
+
+-- Every variable read at load, checked (require("gpujit") calls it), and
+-- unknown GPUJIT_* names reported.
 function M.check_all(lib)
   core_lib = lib
+  warn_unknown()
   local names = {}
   for name, d in pairs(vars) do
     if d.when == "load" then names[#names + 1] = name end

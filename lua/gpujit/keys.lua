@@ -35,7 +35,7 @@ function M.closest(key, known)
   table.sort(names)
   local best, bestd
   for _, k in ipairs(names) do
-    local dk = distance(key:lower(), k)
+    local dk = distance(key:lower(), k:lower())
     if dk <= 2 and dk < #key and (bestd == nil or dk < bestd) then best, bestd = k, dk end
   end
   return best
