@@ -525,7 +525,7 @@ int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
               void *args, gj_fault *fault, gj_err *err)
 {
   const cu_device *d;
-  gj_group_limits lim;
+  gj_group_limits lim = { 0 };   /* the grid is checked below */
   int64_t group[3], grid[3], items;
   const cu_api *a;
   unsigned i;

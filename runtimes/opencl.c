@@ -223,6 +223,7 @@ static void describe(gj_bstate *st, ocl_device *d)
   cl_device_type type = 0;
   cl_ulong mem = 0;
   cl_uint cu = 0, bits = 64, ccmaj = 0, ccmin = 0;
+  cl_ulong lmem = 0;
   size_t wg = 0, wi[3] = { 0, 0, 0 };
   char ext[4096], pname[128], il[256], pver[64], dver[64], drv[64];
   cl_device_id id = d->id;
@@ -239,11 +240,14 @@ static void describe(gj_bstate *st, ocl_device *d)
   st->cl.GetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(wi), wi,
                        NULL);
   st->cl.GetDeviceInfo(id, CL_DEVICE_ADDRESS_BITS, sizeof(bits), &bits, NULL);
+  st->cl.GetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(lmem), &lmem,
+                       NULL);
   i->memory = (int64_t)mem;
   i->compute_units = (int)cu;
   i->max_group = (int64_t)wg;
   for (int k = 0; k < 3; k++) i->max_group_dim[k] = (int64_t)wi[k];
   d->addr_bits = (int)bits;
+  d->local_mem = (uint64_t)lmem;
   pname[0] = '\0';
   st->cl.GetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof(pname), pname,
                          NULL);

@@ -59,6 +59,7 @@ typedef struct ocl_device {
   ocl_format format;
   char why[160];           /* OCL_NONE: what the device would need */
   int addr_bits;           /* CL_DEVICE_ADDRESS_BITS */
+  uint64_t local_mem;      /* CL_DEVICE_LOCAL_MEM_SIZE, bytes (0: unknown) */
   /* The device runs kernels on threads of this process (PoCL's CPU
   ** devices): kernels take their argument block by its host address
   ** (gj_job.block_by_address), the launch keeps the block until the

@@ -116,6 +116,25 @@ static int record_buffer(gj_bstate *st, gj_program *p, size_t bytes,
   return 0;
 }
 
+/* The kernel's local memory (gpu.shared) within the device's: a driver
+** may abort the process on more (PoCL asserts) rather than fail. */
+static int check_local_mem(gj_bstate *st, const gj_program *p,
+                           const ocl_entry *e, gj_err *err)
+{
+  const ocl_device *d = &st->devs[p->dev];
+  cl_ulong used = 0;
+  if (d->local_mem == 0) return 0;
+  if (st->cl.GetKernelWorkGroupInfo(e->kernel, d->id, CL_KERNEL_LOCAL_MEM_SIZE,
+                                    sizeof(used), &used, NULL) != CL_SUCCESS)
+    used = 0;
+  if (used < p->sig.shared_bytes) used = p->sig.shared_bytes;
+  if (used <= d->local_mem) return 0;
+  return gj_err_set(err, "opencl: the kernel needs %llu bytes of local "
+                    "memory (gpu.shared), beyond the device's limit of %llu "
+                    "bytes (CL_DEVICE_LOCAL_MEM_SIZE)",
+                    (unsigned long long)used, (unsigned long long)d->local_mem);
+}
+
 /* The kernel object of entry point `name`, with room for the arguments it
 ** was given, and the fault record set, which never changes (arguments:
 ** p->nbufs buffers, the block, the record; targets/spir.h). */
@@ -141,6 +160,7 @@ static int make_entry(gj_bstate *st, gj_program *p, const char *name,
   rc = st->cl.GetKernelWorkGroupInfo(e->kernel, id, CL_KERNEL_WORK_GROUP_SIZE,
                                      sizeof(wg), &wg, NULL);
   if (rc != CL_SUCCESS) return ocl_fail(err, "clGetKernelWorkGroupInfo", rc);
+  if (check_local_mem(st, p, e, err) != 0) return -1;
   if (p->max_group == 0 || wg < p->max_group) p->max_group = wg;
   e->bufs = calloc(p->nbufs + 1, sizeof(cl_mem));
   e->bufs_set = calloc(p->nbufs + 1, 1);
@@ -336,6 +356,10 @@ static int set_block(gj_bstate *st, const gj_program *p, ocl_entry *e,
 }
 
 #define OCL_DEFAULT_GROUP 256
+/* Work groups in one launch, all dimensions together: PoCL counts them in
+** 32 bits (2^32 stops the process with SIGILL, more with an assertion),
+** and OpenCL has no query for it. */
+#define OCL_MAX_GROUPS INT32_MAX
 
 /* A kernel with cancellation checks on a device that shares host memory:
 ** wait for its event, and pass the host's cancel word (set by the core's
@@ -694,7 +718,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
 {
   ocl_device *d;
   ocl_entry *e;
-  gj_group_limits lim;
+  gj_group_limits lim = { 0 };
   int64_t group[3], items;
   size_t gl[3], lo[3];
   uint64_t blk[OCL_BLOCK_MAX];
@@ -717,6 +741,10 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
                          ? d->info.max_group_dim[i] : INT32_MAX;
   lim.max_group = (int64_t)p->max_group;
   lim.default_group = OCL_DEFAULT_GROUP;
+  /* a size_t of the device's; 64 bits: gpujit's own 2^51 is lower */
+  lim.max_global = d->addr_bits > 0 && d->addr_bits < 63
+                       ? (int64_t)((UINT64_C(1) << d->addr_bits) - 1) : 0;
+  lim.max_groups = OCL_MAX_GROUPS;
   if (gj_dims_group(dm, p->sig.uses_barrier, &lim, group, &items, err) != 0)
     return -1;
   if (items == 0) return 0;

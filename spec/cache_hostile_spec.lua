@@ -1,8 +1,8 @@
 -- The disk cache against a hostile environment (issue 23): things in the
 -- cache directory that are not entries, and GPUJIT_CACHE_MAX values that
--- are not sizes.  Everything runs in child processes under `timeout`, so
--- that a regression (a process blocked in open()) fails the spec instead of
--- hanging the suite.
+-- are not sizes (an error of require("gpujit"): lua/gpujit/env.lua).
+-- Everything runs in child processes under `timeout`, so that a regression
+-- (a process blocked in open()) fails the spec instead of hanging the suite.
 local H = require("spec.helpers")
 
 local fresh_dir = H.scratch_dirs(after_each)   -- a fresh directory, removed after the test
@@ -105,24 +105,29 @@ describe("GPUJIT_CACHE_MAX", function()
       assert.is_nil(out:find("GPUJIT_CACHE_MAX", 1, true), out)
     end)
   end
-  -- each of these once disabled or shrank the cache without a word
-  local bad = { "12Q", "-5", "1e", "0.5", "1.5", "K", "", " 5M", "5 M", "5MB", "1e30",
+  it("takes '' (empty) as the default limit, silently", function()
+    H.need(bk)
+    local dir = fresh_dir()
+    local ok, out, s = child(bk, SAXPY, { GPUJIT_CACHE_DIR = dir, GPUJIT_CACHE_MAX = "" })
+    assert(ok and s, out)
+    assert.are.equal(tostring(256 * 2 ^ 20), out:match("max=(%d+)"))
+    assert.are.equal(1, s.writes)
+    assert.is_nil(out:find("GPUJIT_CACHE_MAX", 1, true), out)
+  end)
+  -- each of these once disabled or shrank the cache without a word; now
+  -- require("gpujit") refuses them, as every invalid GPUJIT_* (gpujit.env)
+  local bad = { "12Q", "-5", "1e", "0.5", "1.5", "K", " 5M", "5 M", "5MB", "1e30",
     "99999999999999999999", "18014398509481984K", "0x10", "nan", "inf" }
   for _, text in ipairs(bad) do
-    it("warns about '" .. text .. "' and keeps the default limit", function()
+    it("refuses '" .. text .. "' with an error naming it, before any compile", function()
       H.need(bk)
       local dir = fresh_dir()
       local ok, out, s = child(bk, SAXPY, { GPUJIT_CACHE_DIR = dir, GPUJIT_CACHE_MAX = text })
-      assert(ok and s, out)
-      assert.are.equal(tostring(256 * 2 ^ 20), out:match("max=(%d+)"))
-      assert.are.equal(1, s.writes)
-      assert.are.equal(1, #H.ls("'" .. dir .. "'/*.gjc"), "the entry was evicted")
-      if text ~= "" then   -- unset and empty mean the default, silently
-        local w = "gpujit: GPUJIT_CACHE_MAX='" .. text .. "' is not a size"
-        assert.truthy(out:find(w, 1, true), out)
-        local _, count = out:gsub("GPUJIT_CACHE_MAX=", "")
-        assert.are.equal(1, count, "warned once per process:\n" .. out)
-      end
+      assert.is_false(ok, out)
+      assert.is_nil(s, out)
+      local w = "require('gpujit'): GPUJIT_CACHE_MAX='" .. text .. "' is not valid: it takes a size"
+      assert.truthy(out:find(w, 1, true), out)
+      assert.are.equal(0, #H.ls("'" .. dir .. "'/*.gjc"), "an entry was written")
     end)
   end
 end)

@@ -68,8 +68,11 @@ describe("opencl: SPIR-V", function()
     local code = saxpy .. [[
       local ok, err = pcall(gpu.job, gpu.kernel(saxpy), { "float[]", "float[]", "float" })
       print(ok, err)]]
-    local out = child(code, { GPUJIT_OPENCL_FORMAT = "bogus" })
-    assert.is_truthy(out:find("GPUJIT_OPENCL_FORMAT=bogus is not spir, spirv or ptx", 1, true), out)
+    -- not a format at all: require("gpujit") refuses it (gpujit.env)
+    local ok, out = H.run_isolated("opencl", code, { GPUJIT_OPENCL_FORMAT = "bogus" })
+    assert.is_false(ok, out)
+    assert.is_truthy(out:find("require('gpujit'): GPUJIT_OPENCL_FORMAT='bogus' is not valid: it takes "
+      .. "one of spir, spirv, ptx", 1, true), out)
     out = child(code, { GPUJIT_OPENCL_FORMAT = "ptx" })
     assert.is_truthy(out:find("GPUJIT_OPENCL_FORMAT=ptx, and it is not NVIDIA's", 1, true), out)
     out = child(code, { GPUJIT_OPENCL_FORMAT = "spir" })

@@ -57,9 +57,8 @@ describe("timeout: the option and GPUJIT_TIMEOUT", function()
     for _, v in ipairs({ "abc", "0", "-2", "1s", "0x10", "nan", "inf", " " }) do
       with_env(v, function()
         local msg = H.error_of(gpu.kernel, spin, { backend = "sim" })
-        assert.is_truthy(msg:find("GPUJIT_TIMEOUT must be a number of seconds > 0", 1, true),
-          v .. ": " .. msg)
-        assert.is_truthy(msg:find("got '" .. v .. "'", 1, true), msg)
+        assert.is_truthy(msg:find("gpu.kernel: GPUJIT_TIMEOUT='" .. v .. "' is not valid: it takes a "
+          .. "number of seconds > 0", 1, true), v .. ": " .. msg)
         -- a kernel that says timeout = false does not read it
         assert.is_truthy(gpu.kernel(spin, { backend = "sim", timeout = false }))
       end)

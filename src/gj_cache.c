@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gj_cache.h"
+#include "gpujit.h"
 
 #define ENTRY_EXT ".gjc"
 #define TMP_PREFIX ".tmp-"
@@ -452,7 +453,8 @@ int gj_cache_clear(const char *dir)
 ** "1000000", "1e9", "1.5") with an optional K, M or G suffix (powers of
 ** 1024), whose value is a whole number of bytes below 2^63.  0, or -1 for
 ** anything else (a sign, spaces, another suffix, hex, inf, nan). */
-int gj_cache_parse_size(const char *s, uint64_t *out)
+/* exported: gpujit.env checks GPUJIT_CACHE_MAX with it */
+GJ_API int gj_cache_parse_size(const char *s, uint64_t *out)
 {
   char num[64];
   const char *p = s, *end;

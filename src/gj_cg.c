@@ -367,6 +367,7 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
   {
     gj_fn *callee, *saved = g->fn;
     LLVMValueRef cargs[GJ_MAXPARAMS + 1], r;
+    int rc;
     LLVMTypeRef fty;
     unsigned n = 0;
     if (gj_typer_callee(cs, kv, nargs, at, in->line, g->fn, &callee))
@@ -375,14 +376,17 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
       /* deferred codegen: emit the callee now, with its own builder state */
       gj_cg sub = *g;
       char name[160];
+      if (gj_typer_depth_check(cs, g->fn, i, callee->proto->name,
+                               cs->depth + 1))
+        return -1;
       snprintf(name, sizeof(name), "gj_fn_%s", callee->proto->name);
       declare_fn(&sub, callee, name);
       sub.B = LLVMCreateBuilderInContext(g->C);
-      if (emit_fn(&sub, callee)) {
-        LLVMDisposeBuilder(sub.B);
-        return -1;
-      }
+      cs->depth++;
+      rc = emit_fn(&sub, callee);
+      cs->depth--;
       LLVMDisposeBuilder(sub.B);
+      if (rc) return -1;
       g->shared_size = sub.shared_size;   /* module-wide */
       g->nshared = sub.nshared;
     }

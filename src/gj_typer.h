@@ -148,6 +148,7 @@ typedef struct gj_cs {
   int nfns, maxfns;
   gj_fn **fns;           /* fns[0] is the kernel */
   gj_structs *structs;   /* the struct types of the signature (NULL: none) */
+  int depth;             /* device-function calls being typed, nested */
 } gj_cs;
 
 /* Multiple results of the last call with C == 0 (MULTRES), tracked with the
@@ -190,6 +191,13 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed);
 ** (typing it if new). */
 int gj_typer_callee(gj_cs *cs, int kv, int nargs, const gj_ty *args,
                     int line, gj_fn *caller, gj_fn **out);
+
+/* Before the typer or codegen goes into device function `name`, depth
+** calls below the kernel: 0 while the compiling thread has C stack to
+** spare, else -1 with an error (at instruction i of fn) naming the depth
+** and the function (each level takes a few KiB of stack; gj_stack.h). */
+int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
+                         int depth);
 
 /* Type helpers shared with codegen. */
 gj_ty gj_ty_num(gj_scalar s);

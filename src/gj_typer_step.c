@@ -11,6 +11,7 @@
 #include "gj_intr.h"
 #include "gj_typer.h"
 #include "gj_typer_int.h"
+#include "gj_stack.h"
 
 #define S(x) (st->slot[(x)])
 
@@ -369,12 +370,38 @@ static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
   return 0;
 }
 
+/* C stack kept free below the deepest device function the typer or
+** codegen enters (LLVM's calls, and what one more level needs): 256 KiB,
+** or a quarter of a smaller thread stack, so that a thread of 128 KiB
+** (musl's default) still compiles a few levels. */
+#define STACK_RESERVE (256 * 1024)
+
+int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
+                         int depth)
+{
+  size_t reserve = STACK_RESERVE, size = gj_stack_size();
+  if (size && size / 4 < reserve) reserve = size / 4;
+  if (gj_stack_left() >= reserve) return 0;
+  return gj_typer_error(cs, fn, i, "device functions nested too deeply: the "
+                        "call of '%s' is %d calls deep, and the compiling "
+                        "thread's C stack is nearly used up (each level takes "
+                        "about 5 KiB; %zu KiB are kept for the rest of the "
+                        "compile): make the chain shallower, or compile on a "
+                        "thread with a larger stack", name, depth,
+                        reserve / 1024);
+}
+
 int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
                       const gj_ty *args, gj_ty *res, int *nout)
 {
   gj_fn *callee;
-  int j, rc = gj_typer_callee(cs, kv, nargs, args, fn->proto->ins[i].line, fn,
-                              &callee);
+  int j, rc;
+  if (gj_typer_depth_check(cs, fn, i, cs->kv[kv].name, cs->depth + 1))
+    return -1;
+  cs->depth++;
+  rc = gj_typer_callee(cs, kv, nargs, args, fn->proto->ins[i].line, fn,
+                       &callee);
+  cs->depth--;
   if (rc == -2)
     return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "
                                      "supported in kernels", cs->kv[kv].name);

@@ -7,11 +7,37 @@
 -- dimension is 2^31 or more: number arguments are then doubles, since the
 -- whole-number classes count on ids below 2^31; types.numtag) and the
 -- table's `stream` (gpujit.stream; checked by the caller).
-local type = type
+--
+-- A table's keys are global, group and stream; any other is an error naming
+-- it (gpujit.keys).  The last table checked is remembered (weakly): a
+-- configuration reused launch after launch costs one comparison; a new one
+-- at most four next() calls, unrolled (a loop would end the launch's trace).
+local type, next = type, next
+local keys = require("gpujit.keys")
+
+local KNOWN = { global = true, group = true, stream = true }
+
+-- A key of cfg that is not in KNOWN, or nil (a fourth key is never known).
+local function unknown_key(cfg)
+  local k = next(cfg)
+  if k == nil or KNOWN[k] == nil then return k end
+  k = next(cfg, k)
+  if k == nil or KNOWN[k] == nil then return k end
+  k = next(cfg, k)
+  if k == nil or KNOWN[k] == nil then return k end
+  return next(cfg, k)
+end
 
 return function(raise)
   local function cfgerr(K, why)
     raise("bad launch configuration for kernel '" .. K.name .. "': " .. why)
+  end
+
+  local last = setmetatable({}, { __mode = "v" })   -- [1]: the table checked last
+  local function check_keys(K, cfg)
+    local bad = unknown_key(cfg)
+    if bad ~= nil then cfgerr(K, keys.message(bad, KNOWN, "the launch configuration")) end
+    last[1] = cfg
   end
 
   -- Sizes are whole numbers below 2^51, so that every id is (the typer's
@@ -33,6 +59,7 @@ return function(raise)
     elseif tc ~= "table" then
       cfgerr(K, "expected a number or a table { global = ..., group = ... }, got " .. tc)
     end
+    if last[1] ~= cfg then check_keys(K, cfg) end
     local g, grp = cfg.global, cfg.group
     local ndim, x, y, z
     if type(g) == "number" then

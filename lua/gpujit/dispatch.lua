@@ -224,10 +224,11 @@ local function make_argct(K, info, tl)
 end
 D.make_argct = make_argct
 
--- The vectorize option; unset: on unless GPUJIT_VECTORIZE=0 (docs/api.md).
+-- The vectorize option; unset: on unless GPUJIT_VECTORIZE=0 (docs/api.md;
+-- read at each compile, checked by gpujit.env).
 local function vectorize_of(opts)
   if opts.vectorize ~= nil then return opts.vectorize end
-  return os.getenv("GPUJIT_VECTORIZE") ~= "0"
+  return require("gpujit.env").get("GPUJIT_VECTORIZE", "compile") ~= false
 end
 
 local function compile_opts(K, tgt, one_based)

@@ -17,6 +17,8 @@ local util = require("gpujit.util")
 require("gpujit.cdefs")
 local rng = require("gpujit.rng")
 local streams = require("gpujit.stream")
+local envvars = require("gpujit.env")
+local keys = require("gpujit.keys")
 
 local gpu = { _VERSION = "0.1.0" }
 
@@ -52,6 +54,10 @@ if core then
     core = nil
   end
 end
+
+-- Every GPUJIT_* variable read at load, checked before anything reads it
+-- (gpujit.env: an invalid value is an error of require("gpujit")).
+envvars.check_all(lib)
 
 gpu.core = core
 gpu.core_error = core_error
@@ -120,16 +126,20 @@ end
 ---------------------------------------------------------------------------
 -- Cache.
 
+local cache_dir = envvars.cache_dir   -- nil: no directory (gpujit.env)
+
 local function cache_enabled()
-  return os.getenv("GPUJIT_CACHE") ~= "0"
+  return envvars.get("GPUJIT_CACHE", "gpu.cache") ~= false and cache_dir() ~= nil
 end
 
-local function cache_dir()
-  local d = os.getenv("GPUJIT_CACHE_DIR")
-  if d and d ~= "" then return d end
-  d = os.getenv("XDG_CACHE_HOME")
-  if d and d ~= "" then return d .. "/gpujit" end
-  return (os.getenv("HOME") or ".") .. "/.cache/gpujit"
+-- The directory, for export and import, which need one.
+local function need_dir(what)
+  local d = cache_dir()
+  if not d then
+    error("gpu.cache." .. what .. ": no disk cache directory (GPUJIT_CACHE_DIR, XDG_CACHE_HOME and "
+      .. "HOME are unset): set GPUJIT_CACHE_DIR", 3)
+  end
+  return d
 end
 
 local function cache_core(what)
@@ -154,17 +164,21 @@ gpu.cache = {
   -- returns how many entries were removed.
   clear = function()
     dispatch.clear_all()
-    return cache_core("clear").cache_clear(cache_dir())
+    local d = cache_dir()
+    return d and cache_core("clear").cache_clear(d) or 0
   end,
+  -- Without a directory: this state's counters, no bytes or entries, dir nil.
   stats = function()
-    local s = cache_core("stats").cache_stats(cache_dir())
+    local d = cache_dir()
+    local s = cache_core("stats").cache_stats(d or "")
+    s.dir = d
     s.enabled = cache_enabled()
     return s
   end,
   -- Every sound entry of the directory into one file; returns how many.
   export = function(file)
     check_file("export", file)
-    local ok, n = pcall(cache_core("export").cache_export, cache_dir(), file)
+    local ok, n = pcall(cache_core("export").cache_export, need_dir("export"), file)
     if not ok then error("gpu.cache.export: " .. tostring(n), 2) end
     return n
   end,
@@ -172,7 +186,7 @@ gpu.cache = {
   -- imported and how many were rejected (damaged, or of another format).
   import = function(file)
     check_file("import", file)
-    local ok, n, rejected = pcall(cache_core("import").cache_import, cache_dir(), file)
+    local ok, n, rejected = pcall(cache_core("import").cache_import, need_dir("import"), file)
     if not ok then error("gpu.cache.import: " .. tostring(n), 2) end
     return n, rejected
   end,
@@ -201,18 +215,14 @@ local function timeout_of(o, level)
     end
     return t
   end
-  local env = os.getenv("GPUJIT_TIMEOUT")
-  if env == nil or env == "" then return nil end
-  local v = env:match("^%s*[%d%.eE+-]+%s*$") and tonumber(env)
-  if not (v and v > 0 and v < 1e9) then
-    error("gpu.kernel: GPUJIT_TIMEOUT must be a number of seconds > 0 (e.g. 2 or 0.5), got '"
-      .. env .. "'", level + 1)
-  end
-  return v
+  return envvars.get("GPUJIT_TIMEOUT", "gpu.kernel", level + 1)
 end
 
+-- The options table (nil: none) checked and copied, with the environment's
+-- defaults (GPUJIT_BOUNDSCHECK, GPUJIT_TIMEOUT) filled in: every way of
+-- making a kernel comes through here.
 local function check_opts(opts)
-  if opts == nil then return {} end
+  if opts == nil then opts = {} end
   if type(opts) ~= "table" then
     error("gpu.kernel: options must be a table, got " .. type(opts), 3)
   end
@@ -225,7 +235,9 @@ local function check_opts(opts)
         .. "s:synchronize()", 3)
     end
     if want == nil then
-      error("gpu.kernel: unknown option '" .. tostring(k) .. "'", 3)
+      local near = keys.closest(k, known_opts)
+      error("gpu.kernel: unknown option '" .. tostring(k) .. "'"
+        .. (near and (" (did you mean '" .. near .. "'?)") or ""), 3)
     end
     if want ~= true and type(v) ~= want then
       error("gpu.kernel: option '" .. k .. "' must be a " .. want .. ", got " .. type(v), 3)
@@ -233,7 +245,7 @@ local function check_opts(opts)
     o[k] = v
   end
   plugins.check_kernel_opts(o, 3)
-  if o.boundscheck == nil and os.getenv("GPUJIT_BOUNDSCHECK") == "1" then o.boundscheck = true end
+  if o.boundscheck == nil then o.boundscheck = envvars.get("GPUJIT_BOUNDSCHECK", "gpu.kernel", 3) end
   o.timeout = timeout_of(o, 3)
   local pb = o.print_buffer
   if pb ~= nil and not (pb >= 64 and pb <= 2 ^ 30 and pb % 1 == 0) then
@@ -351,9 +363,9 @@ dispatch.setup({
   end,
   -- GPUJIT_PRECOMPILE=1 (bin/gpujit-precompile): launches compile their
   -- signature, and stop there.
-  precompile = os.getenv("GPUJIT_PRECOMPILE") == "1",
+  precompile = envvars.get("GPUJIT_PRECOMPILE") == true,
   -- GPUJIT_VERBOSE=1: a line on stderr per compile (docs/api.md)
-  verbose = (os.getenv("GPUJIT_VERBOSE") or "0"):match("^0*$") == nil,
+  verbose = envvars.get("GPUJIT_VERBOSE") == true,
   clock = function() return util.now() * 1e3 end,
 })
 

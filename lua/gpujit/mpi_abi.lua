@@ -188,8 +188,8 @@ M.K = K
 -- was built CUDA-aware and runs with it on; false where it says no or has
 -- no such function (MPICH builds: GPUJIT_MPI_CUDA_AWARE=1 says so).
 function M.cuda_support()
-  local env = os.getenv("GPUJIT_MPI_CUDA_AWARE")
-  if env == "1" then return true elseif env == "0" then return false end
+  local env = require("gpujit.env").get("GPUJIT_MPI_CUDA_AWARE", "gpujit.mpi", 0)
+  if env ~= nil then return env end
   local name = P .. "cuda_query"
   pcall(ffi.cdef, "int " .. name .. "(void) __asm__(\"MPIX_Query_cuda_support\");")
   local ok, fn = pcall(function() return lib[name] end)
