@@ -185,8 +185,9 @@ local gpu = require("gpujit")
 -- what it has; a node with several ranks is told once, on stderr.
 if M._late then
   for _, d in ipairs(gpu.devices()) do
-    -- the device this process's own thread pool runs (a fact, not a backend's name)
-    if d.type == "cpu" and d.host_shared and d.compute_units ~= M.threads then
+    -- the device this process's own thread pool runs, told by its facts (a
+    -- compiled backend, bk >= 0, whose kernels use host memory as it is)
+    if d.host_shared and d.bk >= 0 and d.compute_units ~= M.threads then
       if M.local_size > 1 and M.local_rank == 0 then
         io.stderr:write(string.format("gpujit.mpi: gpujit was loaded before gpujit.mpi, so the "
           .. "cpu backend runs %d threads on each of the %d ranks of this node (%d CPUs): "
