@@ -64,6 +64,24 @@ describe("launch configuration keys", function()
           "unknown key 'extra' in the launch configuration")
       end)
 
+      -- Not every table is looked at (gpujit.dims: a kernel's first 8, then
+      -- one in 256, so that a table made per launch keeps LuaJIT's allocation
+      -- sinking): a call site first reached after many launches still gets
+      -- its error within 256 launches (those before it ran without the key).
+      it("a misspelt key at a call site reached after 1,000 launches is an error within 256",
+        function()
+        local o = ffi.new("double[64]")
+        for _ = 1, 1000 do k:launch({ global = 64, group = 16 }, o) end
+        local n, msg = 0, nil
+        while n < 256 and not msg do
+          n = n + 1
+          local ok, e = pcall(k.launch, k, { global = 64, gruop = 8 }, o)
+          if not ok then msg = tostring(e) end
+        end
+        assert.is_truthy(msg and msg:find("unknown key 'gruop'", 1, true), tostring(msg))
+        assert.is_true(n <= 256)
+      end)
+
       it("runs a good table, reused or new, as before", function()
         local o = ffi.new("double[64]")
         local cfg = { global = 64, group = 16 }

@@ -9,13 +9,22 @@
 -- table's `stream` (gpujit.stream; checked by the caller).
 --
 -- A table's keys are global, group and stream; any other is an error naming
--- it (gpujit.keys).  The last table checked is remembered (weakly): a
--- configuration reused launch after launch costs one comparison; a new one
--- at most four next() calls, unrolled (a loop would end the launch's trace).
+-- it (gpujit.keys).  Looking at a table's keys (next) keeps LuaJIT from
+-- sinking the allocation of a table made per launch (`{ global = n }` in
+-- a loop: 90 -> 270 ns a launch; so would comparing it with a remembered
+-- table), so not every table is looked at: of the tables a kernel gets,
+-- the first CHECK_FIRST are checked, then one in CHECK_EVERY (a counter
+-- on the kernel).  CHECK_FIRST stays below LuaJIT's hot-loop count (56):
+-- a check on the path a loop's trace is recorded on would stay in that
+-- trace.  The others are a side exit.  A misspelt key at a call site is
+-- thus an error at the kernel's first launches, or within CHECK_EVERY
+-- launches of a call site first reached later, and a loop that makes its
+-- table per launch keeps its speed (docs/api.md, "Launch configurations").
 local type, next = type, next
 local keys = require("gpujit.keys")
 
 local KNOWN = { global = true, group = true, stream = true }
+local CHECK_FIRST, CHECK_EVERY = 8, 256
 
 -- A key of cfg that is not in KNOWN, or nil (a fourth key is never known).
 local function unknown_key(cfg)
@@ -33,11 +42,9 @@ return function(raise)
     raise("bad launch configuration for kernel '" .. K.name .. "': " .. why)
   end
 
-  local last = setmetatable({}, { __mode = "v" })   -- [1]: the table checked last
   local function check_keys(K, cfg)
     local bad = unknown_key(cfg)
     if bad ~= nil then cfgerr(K, keys.message(bad, KNOWN, "the launch configuration")) end
-    last[1] = cfg
   end
 
   -- Sizes are whole numbers below 2^51, so that every id is (the typer's
@@ -59,7 +66,9 @@ return function(raise)
     elseif tc ~= "table" then
       cfgerr(K, "expected a number or a table { global = ..., group = ... }, got " .. tc)
     end
-    if last[1] ~= cfg then check_keys(K, cfg) end
+    local n = (K._ncfg or 0) + 1       -- the tables this kernel got
+    K._ncfg = n
+    if n <= CHECK_FIRST or n % CHECK_EVERY == 0 then check_keys(K, cfg) end
     local g, grp = cfg.global, cfg.group
     local ndim, x, y, z
     if type(g) == "number" then

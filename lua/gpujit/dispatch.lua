@@ -646,7 +646,7 @@ function D.kernel(fn, sigs, opts, pin)
   local K = {
     fn = fn, name = opts.name or D.default_name(fn), opts = opts, sigs = sigs, pin = pin,
     nparams = opts.derivative and #opts.derivative.shadows or np, pnames = {}, ncompiles = 0,
-    _reports = {}, _ic = miss, _sic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
+    _reports = {}, _ncfg = 0, _ic = miss, _sic = miss, _tree = {}, _ov = {}, _siglist = {}, _sigkeys = {},
     _bound_t = setmetatable({}, { __mode = "kv" }), _bound_n = {}, _nbound = 0,
   }
   for i = 1, K.nparams do
