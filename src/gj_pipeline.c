@@ -28,6 +28,7 @@
 #include <llvm/Config/llvm-config.h>   /* LLVM_VERSION_STRING */
 
 #include "gj_cg.h"
+#include "gj_job_key.h"
 #include "gj_kv.h"
 #include "gj_pipeline.h"
 #include "gj_plugin.h"
@@ -96,22 +97,6 @@ static int param_types(gj_cs *cs, const gj_compile_opts *o, gj_ty *params,
   return 0;
 }
 
-/* Does m call a declared function whose name starts with prefix? */
-static int calls_prefix(LLVMModuleRef m, const char *prefix)
-{
-  LLVMValueRef f;
-  size_t n = strlen(prefix);
-  if (!n) return 1;
-  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-    size_t len;
-    const char *name = LLVMGetValueName2(f, &len);
-    if (LLVMIsDeclaration(f) && len >= n && strncmp(name, prefix, n) == 0 &&
-        LLVMGetFirstUse(f))
-      return 1;
-  }
-  return 0;
-}
-
 /* Link the job's bitcode (or IR text) libraries that m needs.  Before the
 ** entry point exists nothing in m is external, so whatever is external
 ** afterwards came from a library: it is made internal, and what the kernel
@@ -123,7 +108,7 @@ static int link_libraries(LLVMModuleRef m, const gj_job *job, gj_err *err)
     const gj_job_lib *lib = &job->libs[i];
     LLVMMemoryBufferRef buf;
     char *msg = NULL, what[sizeof(lib->path) + 16];
-    if (!calls_prefix(m, lib->prefix)) continue;
+    if (!gj_job_lib_used(lib, m)) continue;
     if (LLVMCreateMemoryBufferWithContentsOfFile(lib->path, &buf, &msg)) {
       gj_err_set(err, "cannot read library %s: %s", lib->path, msg ? msg : "?");
       LLVMDisposeMessage(msg);
@@ -144,21 +129,6 @@ static int link_libraries(LLVMModuleRef m, const gj_job *job, gj_err *err)
         LLVMSetLinkage(v, LLVMInternalLinkage);
   }
   return 0;
-}
-
-/* The libraries the module calls, path and contents, for the key: a
-** rebuilt library is another key; one the kernel does not call changes
-** nothing and costs no read. */
-static void key_libraries(const gj_job *job, LLVMModuleRef m,
-                          gj_cache_hasher *h)
-{
-  int i;
-  for (i = 0; i < job->nlibs; i++) {
-    if (!calls_prefix(m, job->libs[i].prefix)) continue;
-    gj_cache_key_str(h, job->libs[i].path);
-    gj_cache_key_str(h, job->libs[i].prefix);
-    gj_cache_key_file(h, job->libs[i].path);   /* unreadable: linking fails */
-  }
 }
 
 static char *dup_text(const char *s, size_t n)
@@ -198,47 +168,48 @@ static void dump(const char *what, const char *name, const char *text)
     fprintf(stderr, "; gpujit %s of kernel %s\n%s\n", what, name, text);
 }
 
-/* The content key (DESIGN.md): the build of gpujit (gj_cache_key_begin),
-** LLVM, the target, the options and the module. */
+/* The content key: the build of gpujit (gj_cache_key_begin), LLVM, the
+** backend, the job (every field GJ_JOBDEF marks KEY, in its order:
+** gj_job_key), the compile options, the plugins and the module.
+**
+** Left out, and why (as GPUCompiler.jl's cache hash says what it leaves
+** out):
+** - where the kernel was defined and its name (the module's identifier,
+**   the source file name, o->name, o->line): not what it computes; the
+**   same code defined elsewhere, or under another name, finds the same
+**   entry.  The check sites (file, line, argument names) are not in the
+**   module either, only their numbers: a hit takes this compile's.
+** - the device number: what of the device decides the artifact is in the
+**   job (target_id, format, cpu).
+** - options the module already shows: boundscheck and one-based arrays
+**   (the checks are in it), vectorize (the job's, keyed there).
+** - the print buffer's size (print_cap) and the timeout's seconds: the
+**   loaded kernel's, taken from this compile's signature on a hit.
+** - what a plugin does at the ir stage (it is in the module) and the
+**   plugins' code (each one's identity and key callback: gj_plugset_key).
+** - text dumps (GPUJIT_DUMP, want_llvm, want_asm): they skip the cache. */
 static void content_key(const gj_backend *be, const gj_job *job,
                         const gj_compile_opts *o, const gj_plugset *ps,
                         LLVMModuleRef m, gj_cache_key *key)
 {
   gj_cache_hasher h;
-  int32_t v[10];
+  int32_t v[2];
   int j;
   char *ir;
   gj_cache_key_begin(&h);
   gj_cache_key_str(&h, LLVM_VERSION_STRING);
   gj_cache_key_str(&h, be->name);
-  gj_cache_key_str(&h, job->triple);
-  gj_cache_key_str(&h, job->datalayout);
-  gj_cache_key_str(&h, job->cpu);
-  gj_cache_key_str(&h, job->features);
-  gj_cache_key_str(&h, job->target_id);
-  gj_cache_key_str(&h, job->format);
-  gj_cache_key_str(&h, job->passes);
-  gj_cache_key_str(&h, job->intrinsics_ir);
-  v[0] = (int32_t)job->as_global;
-  v[1] = (int32_t)job->as_shared;
-  v[2] = (int32_t)job->as_local;
-  v[3] = job->serial_groups;
-  v[4] = (int32_t)job->codegen_opt;
-  v[5] = (int32_t)job->reloc;
-  v[6] = (int32_t)job->code_model;
-  v[7] = o->single;
-  v[8] = o->fastmath;
-  v[9] = job->vectorize;
+  gj_job_key(job, m, &h);
+  /* the compile options (gj_compile_opts): written out here, one by one */
+  v[0] = o->single;
+  v[1] = o->fastmath;
   gj_cache_key_add(&h, v, sizeof(v));
   /* timeout: the checks are in the module already; said here too, and only
   ** then, so that the keys of kernels without one stay as they were */
   if (o->timeout > 0) gj_cache_key_str(&h, "cancel");
   for (j = 0; j < o->nparams; j++) gj_cache_key_str(&h, o->types[j]);
-  key_libraries(job, m, &h);
   gj_plugset_key(ps, &h);
-  /* The module's name is where the kernel was defined (a file name): not
-  ** part of what it computes, and left out so that the same code defined
-  ** elsewhere, or under another name, finds the same entry. */
+  /* the module, without its name (above) */
   {
     size_t n = 0;
     const char *id = LLVMGetModuleIdentifier(m, &n);
