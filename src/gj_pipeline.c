@@ -142,8 +142,8 @@ static char *dup_text(const char *s, size_t n)
 }
 
 const char *const gj_stage_names[GJ_ST__MAX] = {
-  "job", "frontend", "codegen", "cache", "link", "optimize", "emit", "load",
-  "store",
+  "job", "frontend", "codegen", "cache", "link", "finish", "optimize", "emit",
+  "load", "store",
 };
 
 static double now_ms(void)
@@ -644,6 +644,7 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
                msg ? msg : "?");
     goto done;
   }
+  lap(out, GJ_ST_LINK, &t0);
   /* 7b. the target's finish_module, verified again */
   if (cg->finish_module) {
     if (cg->finish_module(ts, job, mid->m, out->note,
@@ -666,7 +667,7 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
       LLVMDisposeMessage(ir);
     }
   }
-  lap(out, GJ_ST_LINK, &t0);
+  lap(out, GJ_ST_FINISH, &t0);
   if (gj_target_machine(job, &tm, err)) goto done;
   if (optimize(mid->m, job, ps, kd, tm, err)) goto done;
   if (gj_plugset_module(ps, GJ_STAGE_OPTIMIZED, kd, &mid->m, err)) goto done;

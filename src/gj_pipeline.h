@@ -48,10 +48,14 @@ typedef struct gj_compile_opts {
 } gj_compile_opts;
 
 /* The stages of a compile that are timed (GPUJIT_VERBOSE, gpu.on_compile):
-** gj_stage_names[i] names stage i. */
+** gj_stage_names[i] names stage i.  link: intrinsics, libraries, the
+** target's entry point and the first verify; finish: the target's
+** finish_module and the verify after it (cpu: the split of the x loop, the
+** work-item vectorizer, the AoS rewrite), 0 for a target without one. */
 enum {
   GJ_ST_JOB, GJ_ST_FRONTEND, GJ_ST_CODEGEN, GJ_ST_CACHE, GJ_ST_LINK,
-  GJ_ST_OPTIMIZE, GJ_ST_EMIT, GJ_ST_LOAD, GJ_ST_STORE, GJ_ST__MAX
+  GJ_ST_FINISH, GJ_ST_OPTIMIZE, GJ_ST_EMIT, GJ_ST_LOAD, GJ_ST_STORE,
+  GJ_ST__MAX
 };
 extern const char *const gj_stage_names[GJ_ST__MAX];
 
