@@ -1,6 +1,6 @@
 /*
 ** The compile pipeline: the list of stages from a Lua function to a
-** launchable kernel (DESIGN.md, "One launch, end to end").
+** launchable kernel (docs/architecture.md, "One compile, stage by stage").
 **
 ** It takes what a frontend prepared (gj_pipeline_lua.c for a Lua
 ** function): the function as a known-values source (gj_kv.h), where it was
