@@ -435,11 +435,21 @@ static int ir(void *ud, const gpujit_kernel_desc *k, LLVMModuleRef m,
   return 0;
 }
 
+/* a kernel named "ro" gets a job whose read-only field changed */
+static int job(void *ud, const gpujit_kernel_desc *k, gj_job *j, char *err,
+               size_t errlen)
+{
+  (void)ud; (void)err; (void)errlen;
+  if (strcmp(k->name, "ro") == 0) j->block_by_address = !j->block_by_address;
+  return 0;
+}
+
 int gpujit_plugin_init(gpujit_plugin *p, char *err, size_t errlen)
 {
   (void)err; (void)errlen;
   p->name = "ctest";
   p->version = "1.0";
+  p->job = job;
   p->ir = ir;
   p->optimize = optimize;
   p->optimized = optimized;
@@ -480,6 +490,12 @@ describe("a C plugin built by the spec", function()
       assert.is_false(ok)
       assert.truthy(tostring(err):find("kernel refused: plugin ctest, stage ir: kernels named refused "
         .. "are refused", 1, true))
+      -- a read-only field (gj_job.h: GJ_JOBDEF) a C plugin changed is refused, as from Lua
+      local ro = H.kernel(bk, saxpy, { plugins = { "ctest" }, name = "ro" })
+      ok, err = pcall(ro.launch, ro, 2, y, x, 2)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("plugin ctest, stage job: job.block_by_address cannot be changed",
+        1, true), tostring(err))
     end)
   end
 end)

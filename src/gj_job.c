@@ -1,12 +1,13 @@
 /*
 ** What GJ_JOBDEF (gj_job.h) makes outside the Lua binding: the job's part
-** of the content key, and the list of gj_job's members that code declaring
-** the struct itself (the specs' FFI mirror) checks its declaration against.
+** of the content key, the check of its read-only fields, and the list of
+** gj_job's members that code declaring the struct itself (the specs' FFI
+** mirror) checks its declaration against.
 */
 #include <stdint.h>
 #include <string.h>
 
-#include "gj_job_key.h"
+#include "gj_job_int.h"
 #include "gpujit.h"
 
 int gj_job_lib_used(const gj_job_lib *lib, LLVMModuleRef m)
@@ -60,6 +61,24 @@ static void key_libs(gj_cache_hasher *h, int n, const gj_job_lib *libs,
 void gj_job_key(const gj_job *job, LLVMModuleRef m, gj_cache_hasher *h)
 {
   GJ_JOBDEF(KEY_FIELD)
+}
+
+#define SAME_STR(f)    if (strcmp(a->f, b->f)) return #f;
+#define SAME_TEXT(f)   if (strcmp(a->f ? a->f : "", b->f ? b->f : "")) return #f;
+#define SAME_UINT(f)   if (a->f != b->f) return #f;
+#define SAME_INT(f)    if (a->f != b->f) return #f;
+#define SAME_BOOL(f)   if ((a->f != 0) != (b->f != 0)) return #f;
+#define SAME_OPT(f)    if (a->f != b->f) return #f;
+#define SAME_RELOC(f)  if (a->f != b->f) return #f;
+#define SAME_CMODEL(f) if (a->f != b->f) return #f;
+#define SAME_RO(kind, f) SAME_##kind(f)
+#define SAME_RW(kind, f)
+#define SAME(kind, f, dim, lua, key, access) SAME_##access(kind, f)
+
+const char *gj_job_ro_changed(const gj_job *a, const gj_job *b)
+{
+  GJ_JOBDEF(SAME)
+  return NULL;
 }
 
 /* The members, with the (key, access) pair checked: GJ_JOB_FLAGS has no

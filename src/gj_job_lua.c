@@ -232,47 +232,27 @@ static int put_libs(lua_State *L, int idx, const char *k, int *nlibs,
   return bad;
 }
 
-static int unchanged(const char *who, const char *k, gj_err *err)
+/* A read-only field: absent, or equal to job's value, which is a string
+** s (type LUA_TSTRING), a number n (LUA_TNUMBER) or a boolean n
+** (LUA_TBOOLEAN, where any Lua value counts as its truth). */
+static int same(lua_State *L, int idx, const char *k, int type,
+                const char *s, lua_Number n, const char *who, gj_err *err)
 {
-  return gj_err_set(err, "%s: job.%s cannot be changed (it is what the "
-                    "backend's entry point and intrinsics assume)", who, k);
-}
-
-/* A read-only string field: absent, or equal to have. */
-static int same_str(lua_State *L, int idx, const char *k, const char *have,
-                    const char *who, gj_err *err)
-{
-  int r = 0;
+  int r = 0, eq;
   get_path(L, idx, k);
-  if (!lua_isnil(L, -1) &&
-      (lua_type(L, -1) != LUA_TSTRING ||
-       strcmp(lua_tostring(L, -1), have ? have : "") != 0))
-    r = unchanged(who, k, err);
-  lua_pop(L, 1);
-  return r;
-}
-
-/* A read-only number field: absent, or equal to have. */
-static int same_num(lua_State *L, int idx, const char *k, lua_Number have,
-                    const char *who, gj_err *err)
-{
-  int r = 0;
-  get_path(L, idx, k);
-  if (!lua_isnil(L, -1) && (lua_type(L, -1) != LUA_TNUMBER ||
-                            lua_tonumber(L, -1) != have))
-    r = unchanged(who, k, err);
-  lua_pop(L, 1);
-  return r;
-}
-
-/* A read-only boolean field: absent, or equal to have. */
-static int same_bool(lua_State *L, int idx, const char *k, int have,
-                     const char *who, gj_err *err)
-{
-  int r = 0;
-  get_path(L, idx, k);
-  if (!lua_isnil(L, -1) && lua_toboolean(L, -1) != (have != 0))
-    r = unchanged(who, k, err);
+  if (!lua_isnil(L, -1)) {
+    if (type == LUA_TBOOLEAN)
+      eq = lua_toboolean(L, -1) == (n != 0);
+    else if (lua_type(L, -1) != type)
+      eq = 0;
+    else if (type == LUA_TSTRING)
+      eq = strcmp(lua_tostring(L, -1), s ? s : "") == 0;
+    else
+      eq = lua_tonumber(L, -1) == n;
+    if (!eq)
+      r = gj_err_set(err, "%s: job.%s cannot be changed (it is what the "
+                     "backend's entry point and intrinsics assume)", who, k);
+  }
   lua_pop(L, 1);
   return r;
 }
@@ -283,13 +263,16 @@ static int same_bool(lua_State *L, int idx, const char *k, int have,
 #define PUT_BOOL(f, k)   put_bool(L, idx, k, &j.f, who, err)
 #define PUT_OPT(f, k)    put_opt(L, idx, k, &j.f, who, err)
 #define PUT_LIBS(f, k)   put_libs(L, idx, k, &j.n##f, j.f, who, err)
-#define SAME_STR(f, k)    same_str(L, idx, k, job->f, who, err)
-#define SAME_TEXT(f, k)   same_str(L, idx, k, job->f, who, err)
-#define SAME_UINT(f, k)   same_num(L, idx, k, (lua_Number)job->f, who, err)
-#define SAME_INT(f, k)    same_num(L, idx, k, (lua_Number)job->f, who, err)
-#define SAME_RELOC(f, k)  same_num(L, idx, k, (lua_Number)job->f, who, err)
-#define SAME_CMODEL(f, k) same_num(L, idx, k, (lua_Number)job->f, who, err)
-#define SAME_BOOL(f, k)   same_bool(L, idx, k, job->f, who, err)
+#define SAME_S(v, k) same(L, idx, k, LUA_TSTRING, v, 0, who, err)
+#define SAME_N(v, k) same(L, idx, k, LUA_TNUMBER, NULL, (lua_Number)(v), who, err)
+#define SAME_STR(f, k)    SAME_S(job->f, k)
+#define SAME_TEXT(f, k)   SAME_S(job->f, k)
+#define SAME_UINT(f, k)   SAME_N(job->f, k)
+#define SAME_INT(f, k)    SAME_N(job->f, k)
+#define SAME_RELOC(f, k)  SAME_N(job->f, k)
+#define SAME_CMODEL(f, k) SAME_N(job->f, k)
+#define SAME_BOOL(f, k)   same(L, idx, k, LUA_TBOOLEAN, NULL, job->f != 0, who, \
+                               err)
 #define ACCESS_RW(kind, f, k) PUT_##kind(f, k)
 #define ACCESS_RO(kind, f, k) SAME_##kind(f, k)
 #define APPLY(kind, f, dim, lua, key, access) \

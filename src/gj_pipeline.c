@@ -28,7 +28,7 @@
 #include <llvm/Config/llvm-config.h>   /* LLVM_VERSION_STRING */
 
 #include "gj_cg.h"
-#include "gj_job_key.h"
+#include "gj_job_int.h"
 #include "gj_kv.h"
 #include "gj_pipeline.h"
 #include "gj_plugin.h"
