@@ -168,6 +168,49 @@ static void dump(const char *what, const char *name, const char *text)
     fprintf(stderr, "; gpujit %s of kernel %s\n%s\n", what, name, text);
 }
 
+/* m's text for the key, without where the kernel was defined: the module's
+** name and source file name, and the Lua lines of its conditional branches
+** (!gj.line, src/gj_cg.c), which only the cpu vectorizer's note reads (a
+** hit prints none) and which no code generator reads.  Both are put back.
+** Out of memory, a line stays in: the key is still sound. */
+static char *key_text(LLVMModuleRef m)
+{
+  unsigned kind = LLVMGetMDKindIDInContext(LLVMGetModuleContext(m),
+                                           "gj.line", 7);
+  struct { LLVMValueRef br, md; } *tag = NULL, *q;
+  size_t n = 0, cap = 0, i, len = 0;
+  const char *id = LLVMGetModuleIdentifier(m, &len);
+  char *saved = dup_text(id, len), *ir;
+  LLVMValueRef f;
+  LLVMBasicBlockRef bb;
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+      LLVMValueRef md = t ? LLVMGetMetadata(t, kind) : NULL;
+      if (!md) continue;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 64;
+        if (!(q = realloc(tag, cap * sizeof(*tag)))) goto print;
+        tag = q;
+      }
+      tag[n].br = t;
+      tag[n++].md = md;
+      LLVMSetMetadata(t, kind, NULL);
+    }
+print:
+  LLVMSetModuleIdentifier(m, "", 0);
+  LLVMSetSourceFileName(m, "", 0);
+  ir = LLVMPrintModuleToString(m);
+  if (saved) {
+    LLVMSetModuleIdentifier(m, saved, len);
+    LLVMSetSourceFileName(m, saved, len);
+    free(saved);
+  }
+  for (i = 0; i < n; i++) LLVMSetMetadata(tag[i].br, kind, tag[i].md);
+  free(tag);
+  return ir;
+}
+
 /* The content key: the build of gpujit (gj_cache_key_begin), LLVM, the
 ** backend, the job (every field GJ_JOBDEF marks KEY, in its order:
 ** gj_job_key), the compile options, the plugins and the module.
@@ -175,9 +218,11 @@ static void dump(const char *what, const char *name, const char *text)
 ** Left out, and why (as GPUCompiler.jl's cache hash says what it leaves
 ** out):
 ** - where the kernel was defined and its name (the module's identifier,
-**   the source file name, o->name, o->line): not what it computes; the
-**   same code defined elsewhere, or under another name, finds the same
-**   entry.  The check sites (file, line, argument names) are not in the
+**   the source file name, its branches' Lua lines: key_text; o->name,
+**   o->line): not what it computes; the same code defined elsewhere, at
+**   another line or under another name, finds the same entry.  (With
+**   plugins, the !gj.loc of array accesses, file and line, stays: plugins
+**   read it and may put it in the code.)  The check sites (file, line, argument names) are not in the
 **   module either, only their numbers: a hit takes this compile's.
 ** - the device number: what of the device decides the artifact is in the
 **   job (target_id, format, cpu).
@@ -209,20 +254,7 @@ static void content_key(const gj_backend *be, const gj_job *job,
   if (o->timeout > 0) gj_cache_key_str(&h, "cancel");
   for (j = 0; j < o->nparams; j++) gj_cache_key_str(&h, o->types[j]);
   gj_plugset_key(ps, &h);
-  /* the module, without its name (above) */
-  {
-    size_t n = 0;
-    const char *id = LLVMGetModuleIdentifier(m, &n);
-    char *saved = dup_text(id, n);
-    LLVMSetModuleIdentifier(m, "", 0);
-    LLVMSetSourceFileName(m, "", 0);
-    ir = LLVMPrintModuleToString(m);
-    if (saved) {
-      LLVMSetModuleIdentifier(m, saved, n);
-      LLVMSetSourceFileName(m, saved, n);
-      free(saved);
-    }
-  }
+  ir = key_text(m);
   gj_cache_key_str(&h, ir);
   LLVMDisposeMessage(ir);
   gj_cache_key_end(&h, key);
