@@ -84,7 +84,7 @@ for _, bk in ipairs(H.compilers) do
       assert.are.equal(1, s2.entries)
     end)
 
-    it("finds the entry of the same kernel defined at other lines (its branches' lines are not keyed)", function()
+    it("finds the entry of the same kernel defined at other lines (branch lines are not keyed)", function()
       H.need(bk)
       local dir = fresh_dir()
       assert.are.equal(1, child(bk, dir, SAXPY).compiles)
