@@ -1,6 +1,7 @@
 /*
-** Internal to the cuda backend: what cuda.c, cuda_run.c and its target,
-** targets/ptx_cuda.c, share.  The design is described at the top of cuda.c.
+** Internal to the cuda runtime: what cuda.c and cuda_run.c share (its
+** target, targets/ptx_cuda.c, sees only targets/ptx.h).  The design is
+** described at the top of cuda.c.
 */
 #ifndef GJ_CUDA_INT_H
 #define GJ_CUDA_INT_H
@@ -203,10 +204,9 @@ void cu_event_free(gj_bstate *st, gj_event *e);
 ** memory the driver may finish the copy before it returns). */
 int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
                    const void *src, size_t n, int dir, gj_err *err);
-/* The cubin of a loaded program (what the compile cache of issue 6 will
-** store); owned by the program. */
-/* The disk cache keeps a program's cubin: the next process skips both
-** LLVM and the driver's PTX compiler. */
+/* gj_backend.cache_save and cache_load: the disk cache keeps a loaded
+** program's cubin (owned by the program), so that the next process skips
+** both LLVM and the driver's PTX compiler. */
 int cu_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,
                   gj_err *err);
 int cu_cache_load(gj_bstate *st, int dev, const char *bin, size_t len,

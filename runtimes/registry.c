@@ -1,8 +1,10 @@
 /*
 ** Every backend compiled in, in the order gpu.devices() lists them.  The
 ** first one that opens in a context is not necessarily the default device:
-** lua/gpujit/init.lua picks CUDA, then an OpenCL GPU, then the cpu backend
-** (an OpenCL CPU device such as PoCL's is used only when asked for).
+** that is the device with the highest rank (gj_device_info.rank, GJ_RANK_*),
+** which each runtime gives its devices: CUDA, then an OpenCL GPU, then the
+** cpu backend (an OpenCL CPU device such as PoCL's, rank 0, is used only
+** when asked for).
 */
 #include "gj_backend.h"
 

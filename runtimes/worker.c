@@ -1,6 +1,7 @@
 /*
-** The ordered background worker (worker.h): a mutex, two condition
-** variables (work posted; all done) and a singly linked FIFO of jobs.
+** The ordered background worker (worker.h): a thread with its mutex and
+** condition variables (gj_qthread.h; the owner's: all done) and a singly
+** linked FIFO of jobs.
 **
 ** fork(): a worker made before it has no thread in the child.  Its first
 ** use there (fork_check) makes its mutex, condition variables and thread
@@ -10,10 +11,8 @@
 */
 #include "worker.h"
 
-#include "gj_fork.h"
+#include "gj_qthread.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,71 +25,49 @@ typedef struct wjob {
 } wjob;
 
 struct gj_worker {
-  pthread_t thread;
-  pthread_mutex_t mu;
-  pthread_cond_t work;     /* a job was posted, or stop */
-  pthread_cond_t idle;     /* the queue is empty and nothing runs */
+  gj_qthread t;            /* done: the queue is empty and nothing runs */
   wjob *head, *tail;
   int running;             /* a job is running now */
   int stop;
   int posted;              /* jobs posted since the last wait */
   int failed;              /* index of the first that failed, or -1 */
   gj_err err;              /* its error */
-  unsigned gen;            /* gj_fork_gen() of the thread */
 };
 
 static void *worker_main(void *arg)
 {
   gj_worker *w = arg;
-  pthread_mutex_lock(&w->mu);
+  pthread_mutex_lock(&w->t.mu);
   for (;;) {
     wjob *j;
     int skip, rc = 0;
     gj_err e;
-    while (!w->head && !w->stop) pthread_cond_wait(&w->work, &w->mu);
+    while (!w->head && !w->stop) pthread_cond_wait(&w->t.work, &w->t.mu);
     if (!w->head) break;                  /* stop, and nothing left */
     j = w->head;
     w->head = j->next;
     if (!w->head) w->tail = NULL;
     w->running = 1;
     skip = w->failed >= 0;
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&w->t.mu);
     if (!skip && j->run) rc = j->run(j->job, &e);
     if (j->done) j->done(j->job);
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&w->t.mu);
     if (rc && w->failed < 0) {
       w->failed = j->index;
       w->err = e;
     }
     free(j);
     w->running = 0;
-    if (!w->head) pthread_cond_broadcast(&w->idle);
+    if (!w->head) pthread_cond_broadcast(&w->t.done);
   }
-  pthread_mutex_unlock(&w->mu);
+  pthread_mutex_unlock(&w->t.mu);
   return NULL;
 }
 
-/* The mutex, condition variables and thread of w (blocking every signal);
-** 0, or the error code of pthread_create (then nothing is left made). */
 static int start(gj_worker *w)
 {
-  sigset_t all, old;
-  int rc;
-  pthread_mutex_init(&w->mu, NULL);
-  pthread_cond_init(&w->work, NULL);
-  pthread_cond_init(&w->idle, NULL);
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  rc = pthread_create(&w->thread, NULL, worker_main, w);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    pthread_cond_destroy(&w->idle);
-    pthread_cond_destroy(&w->work);
-    pthread_mutex_destroy(&w->mu);
-    return rc;
-  }
-  w->gen = gj_fork_gen();
-  return 0;
+  return gj_qthread_start(&w->t, worker_main, w);
 }
 
 gj_worker *gj_worker_new(gj_err *err)
@@ -117,7 +94,7 @@ gj_worker *gj_worker_new(gj_err *err)
 static int fork_check(gj_worker *w, gj_err *err)
 {
   int rc;
-  if (w->gen == gj_fork_gen()) return 0;
+  if (gj_qthread_here(&w->t)) return 0;
   if (w->running) {            /* the parent's job: lost here */
     if (w->failed < 0) {
       w->failed = 0;
@@ -145,13 +122,13 @@ static int post(gj_worker *w, gj_work_fn run, gj_work_done done, void *job,
   j->run = run;
   j->done = done;
   j->job = job;
-  pthread_mutex_lock(&w->mu);
+  pthread_mutex_lock(&w->t.mu);
   j->index = counted ? w->posted++ : -1;
   if (w->tail) w->tail->next = j;
   else w->head = j;
   w->tail = j;
-  pthread_cond_signal(&w->work);
-  pthread_mutex_unlock(&w->mu);
+  pthread_cond_signal(&w->t.work);
+  pthread_mutex_unlock(&w->t.mu);
   return 0;
 }
 
@@ -173,8 +150,8 @@ int gj_worker_wait(gj_worker *w, int *failed, gj_err *err)
     *failed = -1;
     return -1;
   }
-  pthread_mutex_lock(&w->mu);
-  while (w->head || w->running) pthread_cond_wait(&w->idle, &w->mu);
+  pthread_mutex_lock(&w->t.mu);
+  while (w->head || w->running) pthread_cond_wait(&w->t.done, &w->t.mu);
   if (w->failed >= 0) {
     *failed = w->failed;
     *err = w->err;
@@ -182,7 +159,7 @@ int gj_worker_wait(gj_worker *w, int *failed, gj_err *err)
   }
   w->failed = -1;
   w->posted = 0;
-  pthread_mutex_unlock(&w->mu);
+  pthread_mutex_unlock(&w->t.mu);
   return rc;
 }
 
@@ -191,9 +168,9 @@ int gj_worker_idle(gj_worker *w)
   int idle;
   gj_err e;
   if (fork_check(w, &e)) return 1;   /* nothing will run */
-  pthread_mutex_lock(&w->mu);
+  pthread_mutex_lock(&w->t.mu);
   idle = !w->head && !w->running;
-  pthread_mutex_unlock(&w->mu);
+  pthread_mutex_unlock(&w->t.mu);
   return idle;
 }
 
@@ -202,18 +179,11 @@ void gj_worker_free(gj_worker *w)
   int failed;
   gj_err e;
   if (!w) return;
-  if (w->gen != gj_fork_gen()) {   /* the parent's, never used here */
+  if (!gj_qthread_here(&w->t)) {   /* the parent's, never used here */
     free(w);                       /* its queued jobs are the parent's */
     return;
   }
   gj_worker_wait(w, &failed, &e);
-  pthread_mutex_lock(&w->mu);
-  w->stop = 1;
-  pthread_cond_signal(&w->work);
-  pthread_mutex_unlock(&w->mu);
-  pthread_join(w->thread, NULL);
-  pthread_cond_destroy(&w->idle);
-  pthread_cond_destroy(&w->work);
-  pthread_mutex_destroy(&w->mu);
+  gj_qthread_stop(&w->t, &w->stop);
   free(w);
 }

@@ -126,4 +126,37 @@ describe("architecture boundaries (docs/architecture.md)", function()
     -- the three runtimes and the targets (native, spir, ptx, spirv, ptx for cuda)
     assert.is_true(n >= 7, "found " .. n .. " tables")
   end)
+
+  it("job fields come from the one list: gj_job_lua.c and content_key name none by hand", function()
+    -- the fields, from GJ_JOBDEF (src/gj_job.h)
+    local def = table.concat(lines_of("src/gj_job.h"), "\n"):match("#define GJ_JOBDEF%(_%)(.-)\n\n")
+    assert.is_truthy(def, "no GJ_JOBDEF in src/gj_job.h")
+    local fields = {}
+    for name in def:gmatch("_%(%s*[%u]+%s*,%s*([%w_]+)%s*,") do fields[#fields + 1] = name end
+    assert.is_true(#fields >= 19, "found " .. #fields .. " fields")
+    -- code outside the list's macros (#define lines and their continuations)
+    local function plain_code(path)
+      local out, cont = {}, false
+      for _, l in ipairs(code_lines(path)) do
+        local is_macro = cont or l.s:match("^%s*#%s*define")
+        cont = is_macro and l.s:match("\\%s*$") ~= nil
+        if not is_macro then out[#out + 1] = l end
+      end
+      return out
+    end
+    local bad = {}
+    for _, l in ipairs(plain_code("src/gj_job_lua.c")) do
+      for _, name in ipairs(fields) do
+        if l.s:match("[%.>]" .. name .. "[^%w_]") then
+          bad[#bad + 1] = "src/gj_job_lua.c:" .. l.n .. ": " .. l.s
+        end
+      end
+    end
+    -- content_key hashes the job through gj_job_key only
+    local body = table.concat(lines_of("src/gj_pipeline.c"), "\n"):match("static void content_key%(.-\n}\n")
+    assert.is_truthy(body, "no content_key in src/gj_pipeline.c")
+    assert.is_truthy(body:find("gj_job_key(job", 1, true), "content_key does not call gj_job_key")
+    if body:match("job%->") then bad[#bad + 1] = "src/gj_pipeline.c: content_key reads a job field" end
+    assert.are.same({}, bad)
+  end)
 end)

@@ -84,6 +84,15 @@ for _, bk in ipairs(H.compilers) do
       assert.are.equal(1, s2.entries)
     end)
 
+    it("finds the entry of the same kernel defined at other lines (branch lines are not keyed)", function()
+      H.need(bk)
+      local dir = fresh_dir()
+      assert.are.equal(1, child(bk, dir, SAXPY).compiles)
+      -- SAXPY's `if` (a conditional branch that codegen tags with its Lua line) three lines down
+      local s = child(bk, dir, "\n\n\n" .. SAXPY)
+      assert.are.same({ 1, 0, 1 }, { s.hits, s.compiles, s.entries })
+    end)
+
     it("is off with GPUJIT_CACHE=0 and for a kernel with cache = false", function()
       H.need(bk)
       local dir = fresh_dir()

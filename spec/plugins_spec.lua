@@ -268,6 +268,13 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
       local k2 = H.kernel(bk, saxpy, { plugins = { "as" } })
       assert.error_matches(function() gpu.job(k2, { "float[]", "float[]", "double" }) end,
         "plugin as, stage job: .*address_spaces.global cannot be changed")
+      -- fields that change the entry point after the key is taken are read-only too
+      local k3 = H.kernel(bk, saxpy, { job = function(j) j.block_by_address = not j.block_by_address end })
+      assert.error_matches(function() gpu.job(k3, { "float[]", "float[]", "double" }) end,
+        "job.block_by_address cannot be changed")
+      local k4 = H.kernel(bk, saxpy, { job = { reloc = 99 } })
+      assert.error_matches(function() gpu.job(k4, { "float[]", "float[]", "double" }) end,
+        "job.reloc cannot be changed")
       assert.error_matches(function() gpu.load_plugin("no_such_plugin_here") end,
         "no plugin 'no_such_plugin_here'")
       assert.error_matches(function() gpu.load_plugin("/nonexistent/x.so") end, "cannot read plugin")
@@ -304,6 +311,8 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
           int vectorize, block_by_address;
         } spec_gj_job;
         size_t gj_job_size(void);
+        typedef struct { const char *name, *lua; size_t offset, size; int flags; } spec_gj_job_field;
+        const spec_gj_job_field *gj_job_fields(int *n);
         int gj_job_from_backend(void *ctx, const char *backend, int dev, spec_gj_job *job);
         const char *gj_errmsg(void *ctx);
       ]])
@@ -311,9 +320,34 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
       -- a declaration shorter than the C struct would let the call write past
       -- the LuaJIT allocation (a field added to gj_job corrupted the heap so)
       assert.equal(tonumber(lib.gj_job_size()), ffi.sizeof("spec_gj_job"))
+      -- member by member against the core's one list (gj_job.h: GJ_JOBDEF),
+      -- so that a field added there and not here fails, wherever it is
+      local n = ffi.new("int[1]")
+      local fields = lib.gj_job_fields(n)
+      assert.is_true(n[0] >= 20)
+      local dummy = ffi.new("spec_gj_job")
+      local lua_names = {}
+      for i = 0, n[0] - 1 do
+        local f = fields[i]
+        local name = ffi.string(f.name)
+        assert.equal(tonumber(f.offset), ffi.offsetof("spec_gj_job", name), name)
+        local v = dummy[name]   -- arrays and pointers are cdata; the mirror's numbers are 4 bytes
+        assert.equal(tonumber(f.size), type(v) == "cdata" and ffi.sizeof(v) or 4, name)
+        -- writable (2) only when keyed (1): what changes code is in the key
+        if bit.band(f.flags, 2) ~= 0 then assert.equal(1, bit.band(f.flags, 1), name) end
+        if f.lua ~= nil then lua_names[#lua_names + 1] = ffi.string(f.lua) end
+      end
       local job = ffi.new("spec_gj_job")
       assert.equal(0, lib.gj_job_from_backend(gpu.core.ctx, bk, 0, job))
       local j = gpu.job(H.kernel(bk, saxpy), { "float[]", "float[]", "double" })
+      -- every field the list names for Lua is in gpu.job's table
+      for _, ln in ipairs(lua_names) do
+        local v = j
+        for part in ln:gmatch("[^.]+") do v = v[part] end
+        assert.is_not_nil(v, ln)
+      end
+      assert.equal(j.block_by_address, job.block_by_address ~= 0)
+      assert.equal(j.join_barriers, job.join_barriers ~= 0)
       assert.equal(j.triple, ffi.string(job.triple))
       assert.equal(j.passes, ffi.string(job.passes))
       assert.equal(j.format, ffi.string(job.format))
@@ -401,11 +435,21 @@ static int ir(void *ud, const gpujit_kernel_desc *k, LLVMModuleRef m,
   return 0;
 }
 
+/* a kernel named "ro" gets a job whose read-only field changed */
+static int job(void *ud, const gpujit_kernel_desc *k, gj_job *j, char *err,
+               size_t errlen)
+{
+  (void)ud; (void)err; (void)errlen;
+  if (strcmp(k->name, "ro") == 0) j->block_by_address = !j->block_by_address;
+  return 0;
+}
+
 int gpujit_plugin_init(gpujit_plugin *p, char *err, size_t errlen)
 {
   (void)err; (void)errlen;
   p->name = "ctest";
   p->version = "1.0";
+  p->job = job;
   p->ir = ir;
   p->optimize = optimize;
   p->optimized = optimized;
@@ -446,6 +490,12 @@ describe("a C plugin built by the spec", function()
       assert.is_false(ok)
       assert.truthy(tostring(err):find("kernel refused: plugin ctest, stage ir: kernels named refused "
         .. "are refused", 1, true))
+      -- a read-only field (gj_job.h: GJ_JOBDEF) a C plugin changed is refused, as from Lua
+      local ro = H.kernel(bk, saxpy, { plugins = { "ctest" }, name = "ro" })
+      ok, err = pcall(ro.launch, ro, 2, y, x, 2)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("plugin ctest, stage job: job.block_by_address cannot be changed",
+        1, true), tostring(err))
     end)
   end
 end)

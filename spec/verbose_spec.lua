@@ -52,7 +52,7 @@ for _, bk in ipairs(H.compilers) do
       local l = lines[1]
       assert.is_truthy(l:find("gpujit: compiled vfill at ", 1, true), l)
       assert.is_truthy(l:match(":4 %(int32_t%[%], lua_pos20%) on " .. bk .. ":0 in [%d.]+ ms %["), l)
-      for _, st in ipairs({ "job", "frontend", "codegen", "cache", "link", "optimize", "emit",
+      for _, st in ipairs({ "job", "frontend", "codegen", "cache", "link", "finish", "optimize", "emit",
                             "load", "store" }) do
         assert.is_truthy(l:match("[%[ ]" .. st .. " [%d.]+[,%]]"), st .. " in: " .. l)
       end

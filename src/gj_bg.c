@@ -1,13 +1,13 @@
 /*
-** Compiles in the background (gj_bg.h): one worker thread per context, a
-** FIFO of back halves under the queue's mutex, a condition variable for
-** "work posted" and one for "a compile finished".
+** Compiles in the background (gj_bg.h): one worker thread per context
+** (gj_qthread.h), a FIFO of back halves under its mutex, its condition
+** variables for "work posted" and (done) "a compile finished".
 **
 ** Invariants:
 ** - b->state moves QUEUED -> RUNNING -> DONE (or QUEUED -> DONE when the
-**   context closes first), always under q->mu.  The worker writes b->rc,
+**   context closes first), always under q->t.mu.  The worker writes b->rc,
 **   b->err, b->out and b->stats while RUNNING and nobody else touches them
-**   then; the owning thread reads them only after seeing DONE under q->mu.
+**   then; the owning thread reads them only after seeing DONE under q->t.mu.
 ** - q->all (every compile of the context) and each compile's slot, taken
 **   and orphan flags are the owning thread's alone.
 ** - The worker never frees a compile and never touches Lua or the
@@ -18,12 +18,11 @@
 **   in the parent ends with an error (compile it again).  Nothing in the
 **   child joins the parent's thread.
 */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gj_bg.h"
-#include "gj_fork.h"
+#include "gj_qthread.h"
 
 enum { BG_QUEUED, BG_RUNNING, BG_DONE };
 
@@ -35,73 +34,51 @@ struct gj_bgc {
   gj_compile_out out;
   gj_err err;
   int rc;
-  int state;              /* BG_*: under q->mu */
+  int state;              /* BG_*: under q->t.mu */
   gj_cache_stats stats;   /* what the back half counted, not yet added */
   int taken;              /* gj_bg_wait gave the kernel away */
   int orphan;             /* the holder let go */
   gj_bgc **slot;          /* the holder's pointer to it, or NULL */
-  gj_bgc *qnext;          /* in the queue (q->mu) */
+  gj_bgc *qnext;          /* in the queue (q->t.mu) */
   gj_bgc *next;           /* in q->all */
 };
 
 struct gj_bgq {
-  pthread_mutex_t mu;
-  pthread_cond_t work;    /* a compile was queued, or stop */
-  pthread_cond_t fin;     /* a compile finished */
-  pthread_t thread;
-  gj_bgc *head, *tail;    /* queued, oldest first (mu) */
-  int running;            /* queued or running (mu) */
-  int stop;               /* mu */
+  gj_qthread t;           /* done: a compile finished */
+  gj_bgc *head, *tail;    /* queued, oldest first (t.mu) */
+  int running;            /* queued or running (t.mu) */
+  int stop;               /* t.mu */
   gj_bgc *all;            /* owning thread */
-  unsigned gen;           /* gj_fork_gen() of the thread */
 };
 
 static void *worker_main(void *arg)
 {
   struct gj_bgq *q = arg;
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&q->t.mu);
   for (;;) {
     gj_bgc *b;
-    while (!q->head && !q->stop) pthread_cond_wait(&q->work, &q->mu);
+    while (!q->head && !q->stop) pthread_cond_wait(&q->t.work, &q->t.mu);
     if (!q->head) break;                 /* stop (the queue was emptied) */
     b = q->head;
     q->head = b->qnext;
     if (!q->head) q->tail = NULL;
     b->state = BG_RUNNING;
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_unlock(&q->t.mu);
     b->rc = gj_pipeline_back(b->mid, &b->out, &b->err);   /* frees mid */
     b->mid = NULL;
-    pthread_mutex_lock(&q->mu);
+    pthread_mutex_lock(&q->t.mu);
     b->state = BG_DONE;
     q->running--;
-    pthread_cond_broadcast(&q->fin);
+    pthread_cond_broadcast(&q->t.done);
   }
-  pthread_mutex_unlock(&q->mu);
+  pthread_mutex_unlock(&q->t.mu);
   return NULL;
 }
 
-/* The mutex, condition variables and worker of q; 0, or -1 (nothing left
-** made). */
+/* q's thread; 0, or -1 (nothing left made). */
 static int start(struct gj_bgq *q)
 {
-  sigset_t all, old;
-  int rc;
-  pthread_mutex_init(&q->mu, NULL);
-  pthread_cond_init(&q->work, NULL);
-  pthread_cond_init(&q->fin, NULL);
-  /* signals (SIGINT for a launch's timeout) stay the owning thread's */
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  rc = pthread_create(&q->thread, NULL, worker_main, q);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    pthread_cond_destroy(&q->fin);
-    pthread_cond_destroy(&q->work);
-    pthread_mutex_destroy(&q->mu);
-    return -1;
-  }
-  q->gen = gj_fork_gen();
-  return 0;
+  return gj_qthread_start(&q->t, worker_main, q) ? -1 : 0;
 }
 
 /* End b (not queued any more) with the error msg. */
@@ -118,7 +95,7 @@ static void bg_fail(gj_bgc *b, const char *msg)
 static int fork_check(struct gj_bgq *q, gj_err *err)
 {
   gj_bgc *b;
-  if (!q || q->gen == gj_fork_gen()) return 0;
+  if (!q || gj_qthread_here(&q->t)) return 0;
   q->running = 0;
   for (b = q->all; b; b = b->next)
     if (b->state == BG_RUNNING) {   /* the parent's thread had it */
@@ -242,7 +219,7 @@ gj_bgc *gj_bg_start(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   q->all = b;
   b->o.want_kernel = 1;
   b->rc = gj_pipeline_front(ctx, src, &b->o, &b->out, &b->mid, &b->err);
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&q->t.mu);
   if (b->rc) {
     b->state = BG_DONE;
   } else {
@@ -252,9 +229,9 @@ gj_bgc *gj_bg_start(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
     else q->head = b;
     q->tail = b;
     q->running++;
-    pthread_cond_signal(&q->work);
+    pthread_cond_signal(&q->t.work);
   }
-  pthread_mutex_unlock(&q->mu);
+  pthread_mutex_unlock(&q->t.mu);
   return b;
 }
 
@@ -264,9 +241,9 @@ int gj_bg_done(gj_bgc *b)
   int done;
   gj_err e;
   fork_check(q, &e);
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&q->t.mu);
   done = b->state == BG_DONE;
-  pthread_mutex_unlock(&q->mu);
+  pthread_mutex_unlock(&q->t.mu);
   return done;
 }
 
@@ -275,9 +252,9 @@ int gj_bg_wait(gj_bgc *b, gj_compile_out *out, gj_err *err)
   struct gj_bgq *q = b->ctx->bg;
   gj_err e;
   fork_check(q, &e);   /* on failure, b is done with its error */
-  pthread_mutex_lock(&q->mu);
-  while (b->state != BG_DONE) pthread_cond_wait(&q->fin, &q->mu);
-  pthread_mutex_unlock(&q->mu);
+  pthread_mutex_lock(&q->t.mu);
+  while (b->state != BG_DONE) pthread_cond_wait(&q->t.done, &q->t.mu);
+  pthread_mutex_unlock(&q->t.mu);
   add_stats(b);
   if (b->rc) {
     *err = b->err;
@@ -317,9 +294,9 @@ int gj_bg_pending(gj_ctx *ctx)
   gj_err e;
   if (!q) return 0;
   fork_check(q, &e);
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&q->t.mu);
   n = q->running;
-  pthread_mutex_unlock(&q->mu);
+  pthread_mutex_unlock(&q->t.mu);
   return n;
 }
 
@@ -330,13 +307,13 @@ void gj_bg_close(gj_ctx *ctx)
   gj_err e;
   if (!q) return;
   fork_check(q, &e);
-  if (q->gen != gj_fork_gen()) {   /* no thread here: nothing runs or waits */
+  if (!gj_qthread_here(&q->t)) {   /* no thread here: nothing runs or waits */
     while (q->all) bg_free(q->all);
     free(q);
     ctx->bg = NULL;
     return;
   }
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&q->t.mu);
   dropped = q->head;               /* not started: they never will be */
   for (b = dropped; b; b = b->qnext) {
     b->state = BG_DONE;
@@ -346,14 +323,9 @@ void gj_bg_close(gj_ctx *ctx)
     q->running--;
   }
   q->head = q->tail = NULL;
-  q->stop = 1;
-  pthread_cond_signal(&q->work);
-  pthread_mutex_unlock(&q->mu);
-  pthread_join(q->thread, NULL);   /* after the compile that runs */
+  pthread_mutex_unlock(&q->t.mu);
+  gj_qthread_stop(&q->t, &q->stop);   /* after the compile that runs */
   while (q->all) bg_free(q->all);
-  pthread_cond_destroy(&q->fin);
-  pthread_cond_destroy(&q->work);
-  pthread_mutex_destroy(&q->mu);
   free(q);
   ctx->bg = NULL;
 }

@@ -122,11 +122,6 @@ GJ_API int gj_mem_host_release(gj_ctx *c, int bk, int dev, void *p, int quiet)
   return -1;
 }
 
-GJ_API size_t gj_job_size(void)
-{
-  return sizeof(gj_job);
-}
-
 GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,
                                gj_job *job)
 {

@@ -1,12 +1,15 @@
 /*
 ** The compile job as a Lua table and back, and the kernel description
-** Lua plugins get (gj_job_lua.h).
+** Lua plugins get (gj_job_lua.h).  Both directions are made from GJ_JOBDEF
+** (gj_job.h): a field's Lua name ("a.b": field b of the subtable a), and
+** its access.
 **
 ** Only what a kernel may change without breaking its backend's conventions
-** is writable: the CPU, its features, the pass pipeline, the code
-** generator's level and the bitcode libraries.  The triple, data layout,
-** address spaces and the rest describe what the backend's entry point and
-** intrinsics assume; a table that changes them is refused, never ignored.
+** is writable (RW): the CPU, its features, the pass pipeline, the code
+** generator's level, the bitcode libraries and vectorize.  The triple,
+** data layout, address spaces and the rest (RO) describe what the
+** backend's entry point and intrinsics assume; a table that changes them
+** is refused, never ignored.
 */
 #include <stdio.h>
 #include <string.h>
@@ -18,50 +21,93 @@
 static const char *const opt_names[] = { "none", "less", "default",
                                          "aggressive" };
 
+/* t[path] = the value on top (popped); t is below it.  "a.b" makes the
+** subtable a when it is not there. */
+static void set_path(lua_State *L, const char *path)
+{
+  const char *dot = strchr(path, '.');
+  if (!dot) {
+    lua_setfield(L, -2, path);
+    return;
+  }
+  lua_pushlstring(L, path, (size_t)(dot - path));
+  lua_rawget(L, -3);
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 3);
+    lua_pushlstring(L, path, (size_t)(dot - path));
+    lua_pushvalue(L, -2);
+    lua_rawset(L, -5);
+  }
+  lua_insert(L, -2);
+  lua_setfield(L, -2, dot + 1);
+  lua_pop(L, 1);
+}
+
+/* Push t[path] (nil when a subtable on the way is not a table). */
+static void get_path(lua_State *L, int idx, const char *path)
+{
+  const char *dot = strchr(path, '.');
+  if (!dot) {
+    lua_getfield(L, idx, path);
+    return;
+  }
+  lua_pushlstring(L, path, (size_t)(dot - path));
+  lua_gettable(L, idx);
+  if (lua_istable(L, -1))
+    lua_getfield(L, -1, dot + 1);
+  else
+    lua_pushnil(L);
+  lua_remove(L, -2);
+}
+
 static void set_str(lua_State *L, const char *k, const char *v)
 {
   lua_pushstring(L, v ? v : "");
-  lua_setfield(L, -2, k);
+  set_path(L, k);
 }
 
 static void set_int(lua_State *L, const char *k, lua_Integer v)
 {
   lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
+  set_path(L, k);
 }
+
+static void set_bool(lua_State *L, const char *k, int v)
+{
+  lua_pushboolean(L, v);
+  set_path(L, k);
+}
+
+static void set_libs(lua_State *L, const char *k, int n,
+                     const gj_job_lib *libs)
+{
+  int i;
+  lua_createtable(L, n, 0);
+  for (i = 0; i < n; i++) {
+    lua_createtable(L, 0, 2);
+    set_str(L, "path", libs[i].path);
+    set_str(L, "prefix", libs[i].prefix);
+    lua_rawseti(L, -2, i + 1);
+  }
+  set_path(L, k);
+}
+
+#define PUSH_STR(f, k)    set_str(L, k, job->f);
+#define PUSH_TEXT(f, k)   set_str(L, k, job->f);
+#define PUSH_UINT(f, k)   set_int(L, k, (lua_Integer)job->f);
+#define PUSH_INT(f, k)    set_int(L, k, (lua_Integer)job->f);
+#define PUSH_BOOL(f, k)   set_bool(L, k, job->f != 0);
+#define PUSH_OPT(f, k)    set_str(L, k, opt_names[job->f & 3]);
+#define PUSH_RELOC(f, k)  set_int(L, k, (lua_Integer)job->f);
+#define PUSH_CMODEL(f, k) set_int(L, k, (lua_Integer)job->f);
+#define PUSH_LIBS(f, k)   set_libs(L, k, job->n##f, job->f);
+#define PUSH(kind, f, dim, lua, key, access) PUSH_##kind(f, lua)
 
 void gj_job_push(lua_State *L, const gj_job *job)
 {
-  int i;
-  lua_createtable(L, 0, 16);
-  set_str(L, "triple", job->triple);
-  set_str(L, "datalayout", job->datalayout);
-  set_str(L, "cpu", job->cpu);
-  set_str(L, "features", job->features);
-  set_str(L, "target_id", job->target_id);
-  set_str(L, "format", job->format);
-  lua_createtable(L, 0, 3);
-  set_int(L, "global", job->as_global);
-  set_int(L, "shared", job->as_shared);
-  set_int(L, "local", job->as_local);
-  lua_setfield(L, -2, "address_spaces");
-  lua_pushboolean(L, job->serial_groups);
-  lua_setfield(L, -2, "serial_groups");
-  lua_pushboolean(L, job->vectorize);
-  lua_setfield(L, -2, "vectorize");
-  set_str(L, "intrinsics", job->intrinsics_ir);
-  lua_createtable(L, job->nlibs, 0);
-  for (i = 0; i < job->nlibs; i++) {
-    lua_createtable(L, 0, 2);
-    set_str(L, "path", job->libs[i].path);
-    set_str(L, "prefix", job->libs[i].prefix);
-    lua_rawseti(L, -2, i + 1);
-  }
-  lua_setfield(L, -2, "libraries");
-  set_str(L, "passes", job->passes);
-  set_str(L, "opt_level", opt_names[job->codegen_opt & 3]);
-  set_int(L, "reloc", job->reloc);
-  set_int(L, "code_model", job->code_model);
+  lua_createtable(L, 0, 20);
+  GJ_JOBDEF(PUSH)
 }
 
 /* A string field into buf; 1 when present. */
@@ -70,7 +116,7 @@ static int get_str(lua_State *L, int idx, const char *k, char *buf, size_t n,
 {
   size_t len;
   const char *s;
-  lua_getfield(L, idx, k);
+  get_path(L, idx, k);
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     return 0;
@@ -88,70 +134,75 @@ static int get_str(lua_State *L, int idx, const char *k, char *buf, size_t n,
   return !*bad;
 }
 
-/* A read-only string field: absent, or equal to have. */
-static int same_str(lua_State *L, int idx, const char *k, const char *have,
+static int put_str(lua_State *L, int idx, const char *k, char *buf, size_t n,
+                   const char *who, gj_err *err)
+{
+  int bad = 0;
+  get_str(L, idx, k, buf, n, who, err, &bad);
+  return bad;
+}
+
+static int put_bool(lua_State *L, int idx, const char *k, int *v,
                     const char *who, gj_err *err)
 {
   int r = 0;
-  lua_getfield(L, idx, k);
-  if (!lua_isnil(L, -1) &&
-      (lua_type(L, -1) != LUA_TSTRING ||
-       strcmp(lua_tostring(L, -1), have ? have : "") != 0))
-    r = gj_err_set(err, "%s: job.%s cannot be changed (it is what the "
-                   "backend's entry point and intrinsics assume)", who, k);
+  get_path(L, idx, k);
+  if (lua_isboolean(L, -1))
+    *v = lua_toboolean(L, -1);
+  else if (!lua_isnil(L, -1))
+    r = gj_err_set(err, "%s: job.%s must be a boolean", who, k);
   lua_pop(L, 1);
   return r;
 }
 
-static int get_opt(lua_State *L, int idx, gj_job *job, const char *who,
-                   gj_err *err)
+static int put_opt(lua_State *L, int idx, const char *k,
+                   LLVMCodeGenOptLevel *v, const char *who, gj_err *err)
 {
   int r = 0;
-  lua_getfield(L, idx, "opt_level");
+  get_path(L, idx, k);
   if (lua_type(L, -1) == LUA_TNUMBER) {
-    lua_Integer v = lua_tointeger(L, -1);
-    if (v < 0 || v > 3 || (lua_Number)v != lua_tonumber(L, -1))
-      r = gj_err_set(err, "%s: job.opt_level must be 0..3", who);
+    lua_Integer n = lua_tointeger(L, -1);
+    if (n < 0 || n > 3 || (lua_Number)n != lua_tonumber(L, -1))
+      r = gj_err_set(err, "%s: job.%s must be 0..3", who, k);
     else
-      job->codegen_opt = (LLVMCodeGenOptLevel)v;
+      *v = (LLVMCodeGenOptLevel)n;
   } else if (lua_type(L, -1) == LUA_TSTRING) {
     int i;
     for (i = 0; i < 4 && strcmp(lua_tostring(L, -1), opt_names[i]); i++) {}
     if (i == 4)
-      r = gj_err_set(err, "%s: job.opt_level must be none, less, default or "
-                     "aggressive (or 0..3)", who);
+      r = gj_err_set(err, "%s: job.%s must be none, less, default or "
+                     "aggressive (or 0..3)", who, k);
     else
-      job->codegen_opt = (LLVMCodeGenOptLevel)i;
+      *v = (LLVMCodeGenOptLevel)i;
   } else if (!lua_isnil(L, -1)) {
-    r = gj_err_set(err, "%s: job.opt_level must be a string or a number", who);
+    r = gj_err_set(err, "%s: job.%s must be a string or a number", who, k);
   }
   lua_pop(L, 1);
   return r;
 }
 
-static int get_libs(lua_State *L, int idx, gj_job *job, const char *who,
-                    gj_err *err)
+static int put_libs(lua_State *L, int idx, const char *k, int *nlibs,
+                    gj_job_lib *libs, const char *who, gj_err *err)
 {
   int i, n, bad = 0;
-  gj_job out = *job;
-  lua_getfield(L, idx, "libraries");
+  gj_job_lib out[GJ_JOB_MAXLIBS];
+  get_path(L, idx, k);
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     return 0;
   }
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
-    return gj_err_set(err, "%s: job.libraries must be a list", who);
+    return gj_err_set(err, "%s: job.%s must be a list", who, k);
   }
   n = (int)lua_objlen(L, -1);
   if (n > GJ_JOB_MAXLIBS) {
     lua_pop(L, 1);
-    return gj_err_set(err, "%s: job.libraries holds at most %d libraries",
-                      who, GJ_JOB_MAXLIBS);
+    return gj_err_set(err, "%s: job.%s holds at most %d libraries", who, k,
+                      GJ_JOB_MAXLIBS);
   }
-  out.nlibs = n;
   for (i = 0; i < n && !bad; i++) {
-    gj_job_lib *lib = &out.libs[i];
+    gj_job_lib *lib = &out[i];
     int t = lua_gettop(L) + 1;
     memset(lib, 0, sizeof(*lib));
     lua_rawgeti(L, -1, i + 1);
@@ -162,11 +213,11 @@ static int get_libs(lua_State *L, int idx, gj_job *job, const char *who,
       lua_replace(L, t);
     }
     if (!lua_istable(L, t)) {
-      bad = gj_err_set(err, "%s: job.libraries[%d] must be a path or "
-                       "{ path = , prefix = }", who, i + 1);
+      bad = gj_err_set(err, "%s: job.%s[%d] must be a path or "
+                       "{ path = , prefix = }", who, k, i + 1);
     } else if (!get_str(L, t, "path", lib->path, sizeof(lib->path), who, err,
                         &bad) && !bad) {
-      bad = gj_err_set(err, "%s: job.libraries[%d] has no path", who, i + 1);
+      bad = gj_err_set(err, "%s: job.%s[%d] has no path", who, k, i + 1);
     } else if (!bad) {
       get_str(L, t, "prefix", lib->prefix, sizeof(lib->prefix), who, err,
               &bad);
@@ -174,65 +225,67 @@ static int get_libs(lua_State *L, int idx, gj_job *job, const char *who,
     lua_settop(L, t - 1);
   }
   lua_pop(L, 1);
-  if (!bad) *job = out;
+  if (!bad) {
+    *nlibs = n;
+    memcpy(libs, out, (size_t)n * sizeof(out[0]));
+  }
   return bad;
 }
 
-/* The read-only address spaces and serial_groups: absent or unchanged. */
-static int same_layout(lua_State *L, int idx, const gj_job *job,
-                       const char *who, gj_err *err)
+/* A read-only field: absent, or equal to job's value, which is a string
+** s (type LUA_TSTRING), a number n (LUA_TNUMBER) or a boolean n
+** (LUA_TBOOLEAN, where any Lua value counts as its truth). */
+static int same(lua_State *L, int idx, const char *k, int type,
+                const char *s, lua_Number n, const char *who, gj_err *err)
 {
-  static const char *const as[] = { "global", "shared", "local" };
-  unsigned have[3];
-  int i, r = 0;
-  have[0] = job->as_global;
-  have[1] = job->as_shared;
-  have[2] = job->as_local;
-  lua_getfield(L, idx, "address_spaces");
-  for (i = 0; i < 3 && lua_istable(L, -1) && !r; i++) {
-    lua_getfield(L, -1, as[i]);
-    if (!lua_isnil(L, -1) && (lua_type(L, -1) != LUA_TNUMBER ||
-                              lua_tonumber(L, -1) != (lua_Number)have[i]))
-      r = gj_err_set(err, "%s: job.address_spaces.%s cannot be changed", who,
-                     as[i]);
-    lua_pop(L, 1);
+  int r = 0, eq;
+  get_path(L, idx, k);
+  if (!lua_isnil(L, -1)) {
+    if (type == LUA_TBOOLEAN)
+      eq = lua_toboolean(L, -1) == (n != 0);
+    else if (lua_type(L, -1) != type)
+      eq = 0;
+    else if (type == LUA_TSTRING)
+      eq = strcmp(lua_tostring(L, -1), s ? s : "") == 0;
+    else
+      eq = lua_tonumber(L, -1) == n;
+    if (!eq)
+      r = gj_err_set(err, "%s: job.%s cannot be changed (it is what the "
+                     "backend's entry point and intrinsics assume)", who, k);
   }
-  lua_getfield(L, idx, "serial_groups");
-  if (!r && !lua_isnil(L, -1) &&
-      lua_toboolean(L, -1) != (job->serial_groups != 0))
-    r = gj_err_set(err, "%s: job.serial_groups cannot be changed", who);
-  lua_pop(L, 2);
+  lua_pop(L, 1);
   return r;
 }
+
+/* RW fields are read into j; RO fields are compared with job's.  A kind
+** without a macro for an access does not compile until it gets one. */
+#define PUT_STR(f, k)    put_str(L, idx, k, j.f, sizeof(j.f), who, err)
+#define PUT_BOOL(f, k)   put_bool(L, idx, k, &j.f, who, err)
+#define PUT_OPT(f, k)    put_opt(L, idx, k, &j.f, who, err)
+#define PUT_LIBS(f, k)   put_libs(L, idx, k, &j.n##f, j.f, who, err)
+#define SAME_S(v, k) same(L, idx, k, LUA_TSTRING, v, 0, who, err)
+#define SAME_N(v, k) same(L, idx, k, LUA_TNUMBER, NULL, (lua_Number)(v), who, err)
+#define SAME_STR(f, k)    SAME_S(job->f, k)
+#define SAME_TEXT(f, k)   SAME_S(job->f, k)
+#define SAME_UINT(f, k)   SAME_N(job->f, k)
+#define SAME_INT(f, k)    SAME_N(job->f, k)
+#define SAME_RELOC(f, k)  SAME_N(job->f, k)
+#define SAME_CMODEL(f, k) SAME_N(job->f, k)
+#define SAME_BOOL(f, k)   same(L, idx, k, LUA_TBOOLEAN, NULL, job->f != 0, who, \
+                               err)
+#define ACCESS_RW(kind, f, k) PUT_##kind(f, k)
+#define ACCESS_RO(kind, f, k) SAME_##kind(f, k)
+#define APPLY(kind, f, dim, lua, key, access) \
+  if (ACCESS_##access(kind, f, lua)) return -1;
 
 int gj_job_apply(lua_State *L, int idx, gj_job *job, const char *who,
                  gj_err *err)
 {
   gj_job j = *job;
-  int bad = 0;
   if (idx < 0) idx = lua_gettop(L) + idx + 1;
   if (!lua_istable(L, idx))
     return gj_err_set(err, "%s: the job must be a table", who);
-  get_str(L, idx, "cpu", j.cpu, sizeof(j.cpu), who, err, &bad);
-  if (!bad) get_str(L, idx, "features", j.features, sizeof(j.features), who,
-                    err, &bad);
-  if (!bad) get_str(L, idx, "passes", j.passes, sizeof(j.passes), who, err,
-                    &bad);
-  lua_getfield(L, idx, "vectorize");
-  if (lua_isboolean(L, -1))
-    j.vectorize = lua_toboolean(L, -1);
-  else if (!bad && !lua_isnil(L, -1))
-    bad = gj_err_set(err, "%s: job.vectorize must be a boolean", who);
-  lua_pop(L, 1);
-  if (bad || get_opt(L, idx, &j, who, err) || get_libs(L, idx, &j, who, err))
-    return -1;
-  if (same_str(L, idx, "triple", job->triple, who, err) ||
-      same_str(L, idx, "datalayout", job->datalayout, who, err) ||
-      same_str(L, idx, "target_id", job->target_id, who, err) ||
-      same_str(L, idx, "format", job->format, who, err) ||
-      same_str(L, idx, "intrinsics", job->intrinsics_ir, who, err) ||
-      same_layout(L, idx, job, who, err))
-    return -1;
+  GJ_JOBDEF(APPLY)
   *job = j;
   return 0;
 }

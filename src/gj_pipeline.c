@@ -29,6 +29,7 @@
 
 #include "gj_ad.h"
 #include "gj_cg.h"
+#include "gj_job_int.h"
 #include "gj_kv.h"
 #include "gj_pipeline.h"
 #include "gj_plugin.h"
@@ -117,22 +118,6 @@ static int primal_opts(const gj_compile_opts *o, gj_compile_opts *po,
   return 0;
 }
 
-/* Does m call a declared function whose name starts with prefix? */
-static int calls_prefix(LLVMModuleRef m, const char *prefix)
-{
-  LLVMValueRef f;
-  size_t n = strlen(prefix);
-  if (!n) return 1;
-  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-    size_t len;
-    const char *name = LLVMGetValueName2(f, &len);
-    if (LLVMIsDeclaration(f) && len >= n && strncmp(name, prefix, n) == 0 &&
-        LLVMGetFirstUse(f))
-      return 1;
-  }
-  return 0;
-}
-
 /* Link the job's bitcode (or IR text) libraries that m needs.  Before the
 ** entry point exists nothing in m is external, so whatever is external
 ** afterwards came from a library: it is made internal, and what the kernel
@@ -144,7 +129,7 @@ static int link_libraries(LLVMModuleRef m, const gj_job *job, gj_err *err)
     const gj_job_lib *lib = &job->libs[i];
     LLVMMemoryBufferRef buf;
     char *msg = NULL, what[sizeof(lib->path) + 16];
-    if (!calls_prefix(m, lib->prefix)) continue;
+    if (!gj_job_lib_used(lib, m)) continue;
     if (LLVMCreateMemoryBufferWithContentsOfFile(lib->path, &buf, &msg)) {
       gj_err_set(err, "cannot read library %s: %s", lib->path, msg ? msg : "?");
       LLVMDisposeMessage(msg);
@@ -167,21 +152,6 @@ static int link_libraries(LLVMModuleRef m, const gj_job *job, gj_err *err)
   return 0;
 }
 
-/* The libraries the module calls, path and contents, for the key: a
-** rebuilt library is another key; one the kernel does not call changes
-** nothing and costs no read. */
-static void key_libraries(const gj_job *job, LLVMModuleRef m,
-                          gj_cache_hasher *h)
-{
-  int i;
-  for (i = 0; i < job->nlibs; i++) {
-    if (!calls_prefix(m, job->libs[i].prefix)) continue;
-    gj_cache_key_str(h, job->libs[i].path);
-    gj_cache_key_str(h, job->libs[i].prefix);
-    gj_cache_key_file(h, job->libs[i].path);   /* unreadable: linking fails */
-  }
-}
-
 static char *dup_text(const char *s, size_t n)
 {
   char *d = malloc(n + 1);
@@ -193,8 +163,8 @@ static char *dup_text(const char *s, size_t n)
 }
 
 const char *const gj_stage_names[GJ_ST__MAX] = {
-  "job", "frontend", "codegen", "cache", "link", "optimize", "emit", "load",
-  "store",
+  "job", "frontend", "codegen", "cache", "link", "finish", "optimize", "emit",
+  "load", "store",
 };
 
 static double now_ms(void)
@@ -219,37 +189,86 @@ static void dump(const char *what, const char *name, const char *text)
     fprintf(stderr, "; gpujit %s of kernel %s\n%s\n", what, name, text);
 }
 
-/* The content key (DESIGN.md): the build of gpujit (gj_cache_key_begin),
-** LLVM, the target, the options and the module. */
+/* m's text for the key, without where the kernel was defined: the module's
+** name and source file name, and the Lua lines of its conditional branches
+** (!gj.line, src/gj_cg.c), which only the cpu vectorizer's note reads (a
+** hit prints none) and which no code generator reads.  Both are put back.
+** Out of memory, a line stays in: the key is still sound. */
+static char *key_text(LLVMModuleRef m)
+{
+  unsigned kind = LLVMGetMDKindIDInContext(LLVMGetModuleContext(m),
+                                           "gj.line", 7);
+  struct { LLVMValueRef br, md; } *tag = NULL, *q;
+  size_t n = 0, cap = 0, i, len = 0;
+  const char *id = LLVMGetModuleIdentifier(m, &len);
+  char *saved = dup_text(id, len), *ir;
+  LLVMValueRef f;
+  LLVMBasicBlockRef bb;
+  for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+      LLVMValueRef md = t ? LLVMGetMetadata(t, kind) : NULL;
+      if (!md) continue;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 64;
+        if (!(q = realloc(tag, cap * sizeof(*tag)))) goto print;
+        tag = q;
+      }
+      tag[n].br = t;
+      tag[n++].md = md;
+      LLVMSetMetadata(t, kind, NULL);
+    }
+print:
+  LLVMSetModuleIdentifier(m, "", 0);
+  LLVMSetSourceFileName(m, "", 0);
+  ir = LLVMPrintModuleToString(m);
+  if (saved) {
+    LLVMSetModuleIdentifier(m, saved, len);
+    LLVMSetSourceFileName(m, saved, len);
+    free(saved);
+  }
+  for (i = 0; i < n; i++) LLVMSetMetadata(tag[i].br, kind, tag[i].md);
+  free(tag);
+  return ir;
+}
+
+/* The content key: the build of gpujit (gj_cache_key_begin), LLVM, the
+** backend, the job (every field GJ_JOBDEF marks KEY, in its order:
+** gj_job_key), the compile options, the plugins and the module.
+**
+** Left out, and why (as GPUCompiler.jl's cache hash says what it leaves
+** out):
+** - where the kernel was defined and its name (the module's identifier,
+**   the source file name, its branches' Lua lines: key_text; o->name,
+**   o->line): not what it computes; the same code defined elsewhere, at
+**   another line or under another name, finds the same entry.  (With
+**   plugins, the !gj.loc of array accesses, file and line, stays: plugins
+**   read it and may put it in the code.)  The check sites (file, line, argument names) are not in the
+**   module either, only their numbers: a hit takes this compile's.
+** - the device number: what of the device decides the artifact is in the
+**   job (target_id, format, cpu).
+** - options the module already shows: boundscheck and one-based arrays
+**   (the checks are in it), vectorize (the job's, keyed there).
+** - the print buffer's size (print_cap) and the timeout's seconds: the
+**   loaded kernel's, taken from this compile's signature on a hit.
+** - what a plugin does at the ir stage (it is in the module) and the
+**   plugins' code (each one's identity and key callback: gj_plugset_key).
+** - text dumps (GPUJIT_DUMP, want_llvm, want_asm): they skip the cache. */
 static void content_key(const gj_backend *be, const gj_job *job,
                         const gj_compile_opts *o, const gj_plugset *ps,
                         LLVMModuleRef m, gj_cache_key *key)
 {
   gj_cache_hasher h;
-  int32_t v[10];
+  int32_t v[2];
   int j;
   char *ir;
   gj_cache_key_begin(&h);
   gj_cache_key_str(&h, LLVM_VERSION_STRING);
   gj_cache_key_str(&h, be->name);
-  gj_cache_key_str(&h, job->triple);
-  gj_cache_key_str(&h, job->datalayout);
-  gj_cache_key_str(&h, job->cpu);
-  gj_cache_key_str(&h, job->features);
-  gj_cache_key_str(&h, job->target_id);
-  gj_cache_key_str(&h, job->format);
-  gj_cache_key_str(&h, job->passes);
-  gj_cache_key_str(&h, job->intrinsics_ir);
-  v[0] = (int32_t)job->as_global;
-  v[1] = (int32_t)job->as_shared;
-  v[2] = (int32_t)job->as_local;
-  v[3] = job->serial_groups;
-  v[4] = (int32_t)job->codegen_opt;
-  v[5] = (int32_t)job->reloc;
-  v[6] = (int32_t)job->code_model;
-  v[7] = o->single;
-  v[8] = o->fastmath;
-  v[9] = job->vectorize;
+  gj_job_key(job, m, &h);
+  /* the compile options (gj_compile_opts): written out here, one by one */
+  v[0] = o->single;
+  v[1] = o->fastmath;
   gj_cache_key_add(&h, v, sizeof(v));
   /* timeout: the checks are in the module already; said here too, and only
   ** then, so that the keys of kernels without one stay as they were */
@@ -259,24 +278,8 @@ static void content_key(const gj_backend *be, const gj_job *job,
     gj_cache_key_str(&h, o->shadow);
   }
   for (j = 0; j < o->nparams; j++) gj_cache_key_str(&h, o->types[j]);
-  key_libraries(job, m, &h);
   gj_plugset_key(ps, &h);
-  /* The module's name is where the kernel was defined (a file name): not
-  ** part of what it computes, and left out so that the same code defined
-  ** elsewhere, or under another name, finds the same entry. */
-  {
-    size_t n = 0;
-    const char *id = LLVMGetModuleIdentifier(m, &n);
-    char *saved = dup_text(id, n);
-    LLVMSetModuleIdentifier(m, "", 0);
-    LLVMSetSourceFileName(m, "", 0);
-    ir = LLVMPrintModuleToString(m);
-    if (saved) {
-      LLVMSetModuleIdentifier(m, saved, n);
-      LLVMSetSourceFileName(m, saved, n);
-      free(saved);
-    }
-  }
+  ir = key_text(m);
   gj_cache_key_str(&h, ir);
   LLVMDisposeMessage(ir);
   gj_cache_key_end(&h, key);
@@ -707,6 +710,7 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
                msg ? msg : "?");
     goto done;
   }
+  lap(out, GJ_ST_LINK, &t0);
   /* 7b. the target's finish_module, verified again */
   if (cg->finish_module) {
     if (cg->finish_module(ts, job, mid->m, out->note,
@@ -729,7 +733,7 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
       LLVMDisposeMessage(ir);
     }
   }
-  lap(out, GJ_ST_LINK, &t0);
+  lap(out, GJ_ST_FINISH, &t0);
   if (gj_target_machine(job, &tm, err)) goto done;
   if (optimize(mid->m, job, ps, kd, tm, err)) goto done;
   if (gj_plugset_module(ps, GJ_STAGE_OPTIMIZED, kd, &mid->m, err)) goto done;

@@ -1,6 +1,6 @@
 /*
 ** The compile pipeline: the list of stages from a Lua function to a
-** launchable kernel (DESIGN.md, "One launch, end to end").
+** launchable kernel (docs/architecture.md, "One compile, stage by stage").
 **
 ** It takes what a frontend prepared (gj_pipeline_lua.c for a Lua
 ** function): the function as a known-values source (gj_kv.h), where it was
@@ -55,10 +55,14 @@ typedef struct gj_compile_opts {
 } gj_compile_opts;
 
 /* The stages of a compile that are timed (GPUJIT_VERBOSE, gpu.on_compile):
-** gj_stage_names[i] names stage i. */
+** gj_stage_names[i] names stage i.  link: intrinsics, libraries, the
+** target's entry point and the first verify; finish: the target's
+** finish_module and the verify after it (cpu: the split of the x loop, the
+** work-item vectorizer, the AoS rewrite), 0 for a target without one. */
 enum {
   GJ_ST_JOB, GJ_ST_FRONTEND, GJ_ST_CODEGEN, GJ_ST_CACHE, GJ_ST_LINK,
-  GJ_ST_OPTIMIZE, GJ_ST_EMIT, GJ_ST_LOAD, GJ_ST_STORE, GJ_ST__MAX
+  GJ_ST_FINISH, GJ_ST_OPTIMIZE, GJ_ST_EMIT, GJ_ST_LOAD, GJ_ST_STORE,
+  GJ_ST__MAX
 };
 extern const char *const gj_stage_names[GJ_ST__MAX];
 

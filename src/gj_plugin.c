@@ -15,6 +15,7 @@
 
 #include <llvm-c/IRReader.h>
 
+#include "gj_job_int.h"
 #include "gj_plugin.h"
 
 static const char *const stage_names[] = { "job", "frontend", "ir",
@@ -185,9 +186,17 @@ int gj_plugset_job(gj_plugset *ps, gpujit_kernel_desc *kd, gj_job *job,
     set_buffer_param(ps, i, kd);
     kd->job = job;
     if (r->c) {
+      gj_job before = *job;
+      const char *f;
       msg[0] = '\0';
       if (r->c->p.job && r->c->p.job(r->c->p.ud, kd, job, msg, sizeof(msg)))
         return hook_error(kd, r, GJ_STAGE_JOB, msg, err);
+      /* what GJ_JOBDEF marks RO is the backend's: refused, as from Lua */
+      if ((f = gj_job_ro_changed(&before, job))) {
+        snprintf(msg, sizeof(msg), "job.%s cannot be changed (it is what the "
+                 "backend's entry point and intrinsics assume)", f);
+        return hook_error(kd, r, GJ_STAGE_JOB, msg, err);
+      }
     } else if (r->ops->job(r->ud, r->slot, kd, job, err)) {
       return hook_error(kd, r, GJ_STAGE_JOB, err->msg, err);
     }

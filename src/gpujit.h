@@ -33,6 +33,7 @@ typedef struct gj_ctx gj_ctx;        /* one per lua_State */
 typedef struct gj_kernel gj_kernel;  /* one compiled overload, launchable */
 typedef struct gj_job gj_job;        /* the compile job: gj_job.h, which
                                      ** needs LLVM's C headers */
+typedef struct gj_job_field gj_job_field;   /* one member of gj_job */
 
 /* The Lua module `gpujit.core` (the compiler and the device layer). */
 GJ_API int luaopen_gpujit_core(lua_State *L);
@@ -107,6 +108,9 @@ GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms);
 ** the FFI) checks its declaration against that first, since gj_job gains
 ** fields at its end. */
 GJ_API size_t gj_job_size(void);
+/* gj_job's members, in order, *n of them (gj_job.h: GJ_JOBDEF): what such
+** a declaration is checked against, member by member. */
+GJ_API const gj_job_field *gj_job_fields(int *n);
 GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,
                                gj_job *job);
 

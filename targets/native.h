@@ -76,6 +76,17 @@ typedef struct cpu_split_site {
 ** when m has none (a kernel with barriers, a huge body: one x loop). */
 int cpu_split_find(LLVMModuleRef m, cpu_split_site *s);
 
+/* The fast loop's blocks: those reachable from s->head without passing
+** s->done, head first, breadth first, in a malloc'ed *bbs (the caller frees
+** it), *n of them; the split, the vectorizer and the AoS rewrite walk them
+** (native_split.c).  0, or -1 when out of memory (*bbs NULL). */
+int cpu_loop_blocks(const cpu_split_site *s, LLVMBasicBlockRef **bbs,
+                    size_t *n);
+
+/* Is bb one of bbs[0..n)? */
+int cpu_block_in(LLVMBasicBlockRef const *bbs, size_t n,
+                 LLVMBasicBlockRef bb);
+
 /* Inline the body (and the intrinsics) into gj_entry and turn the
 ** work-item state into SSA values (native_split.c). */
 int cpu_inline_body(LLVMModuleRef m, gj_err *err);

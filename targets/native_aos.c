@@ -65,46 +65,14 @@ typedef struct aos_ctx {
   LLVMTargetDataRef td;
   LLVMBuilderRef b;
   LLVMBasicBlockRef *bbs;        /* the fast loop's blocks */
-  size_t nbbs, capbbs;
+  size_t nbbs;
   unsigned readnone;             /* the attribute kind */
   int sunk, filled;
 } aos_ctx;
 
 static int in_list(const aos_ctx *x, LLVMBasicBlockRef bb)
 {
-  size_t i;
-  for (i = 0; i < x->nbbs; i++)
-    if (x->bbs[i] == bb) return 1;
-  return 0;
-}
-
-static int push_bb(aos_ctx *x, LLVMBasicBlockRef bb)
-{
-  if (x->nbbs == x->capbbs) {
-    size_t c = x->capbbs ? 2 * x->capbbs : 16;
-    LLVMBasicBlockRef *q = realloc(x->bbs, c * sizeof(*q));
-    if (!q) return -1;
-    x->bbs = q;
-    x->capbbs = c;
-  }
-  x->bbs[x->nbbs++] = bb;
-  return 0;
-}
-
-/* The fast loop's blocks: those reachable from its header before its exit. */
-static int collect_loop(aos_ctx *x, const cpu_split_site *s)
-{
-  size_t i;
-  if (push_bb(x, s->head)) return -1;
-  for (i = 0; i < x->nbbs; i++) {
-    LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]);
-    unsigned j, n = t ? LLVMGetNumSuccessors(t) : 0;
-    for (j = 0; j < n; j++) {
-      LLVMBasicBlockRef to = LLVMGetSuccessor(t, j);
-      if (to != s->done && !in_list(x, to) && push_bb(x, to)) return -1;
-    }
-  }
-  return 0;
+  return cpu_block_in(x->bbs, x->nbbs, bb);
 }
 
 /* A plain (not volatile, not atomic) load or store. */
@@ -441,7 +409,7 @@ int cpu_aos(LLVMModuleRef m, const cpu_split_site *s, char *note,
   memset(&x, 0, sizeof(x));
   x.m = m;
   x.readnone = LLVMGetEnumAttributeKindForName("readnone", 8);
-  if (collect_loop(&x, s)) {
+  if (cpu_loop_blocks(s, &x.bbs, &x.nbbs)) {
     free(x.bbs);
     return 0;                   /* out of memory: the loop stays as it is */
   }

@@ -53,19 +53,11 @@ typedef struct split_ctx {
   LLVMValueRef gid;             /* the fast loop's global x id */
   LLVMBasicBlockRef latch;
   LLVMBasicBlockRef *bbs;       /* the fast loop's blocks */
-  size_t nbbs, capbbs;
+  size_t nbbs;
   split_test *tests;            /* the tests made constant */
   size_t ntests, captests;
   LLVMValueRef lo, hi, ok;
 } split_ctx;
-
-static int in_loop(const split_ctx *x, LLVMBasicBlockRef bb)
-{
-  size_t i;
-  for (i = 0; i < x->nbbs; i++)
-    if (x->bbs[i] == bb) return 1;
-  return 0;
-}
 
 /* p, or p grown to room for element n (the array has *cap elements of esz
 ** bytes); NULL when out of memory, p then unchanged. */
@@ -80,28 +72,41 @@ static void *grow(void *p, size_t *cap, size_t n, size_t esz)
   return q;
 }
 
-static int push_bb(split_ctx *x, LLVMBasicBlockRef bb)
+int cpu_block_in(LLVMBasicBlockRef const *bbs, size_t n,
+                 LLVMBasicBlockRef bb)
 {
-  LLVMBasicBlockRef *q = grow(x->bbs, &x->capbbs, x->nbbs, sizeof(*q));
-  if (!q) return -1;
-  x->bbs = q;
-  x->bbs[x->nbbs++] = bb;
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (bbs[i] == bb) return 1;
   return 0;
 }
 
-/* The fast loop's blocks: those reachable from its header before its exit. */
-static int collect_loop(split_ctx *x)
+int cpu_loop_blocks(const cpu_split_site *s, LLVMBasicBlockRef **bbs,
+                    size_t *n)
 {
-  size_t i;
-  if (push_bb(x, x->s->head)) return -1;
-  for (i = 0; i < x->nbbs; i++) {
-    LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]);
-    unsigned j, n = t ? LLVMGetNumSuccessors(t) : 0;
-    for (j = 0; j < n; j++) {
-      LLVMBasicBlockRef to = LLVMGetSuccessor(t, j);
-      if (to != x->s->done && !in_loop(x, to) && push_bb(x, to)) return -1;
+  size_t i, cap = 0;
+  LLVMBasicBlockRef *v = grow(NULL, &cap, 0, sizeof(*v));
+  *bbs = NULL;
+  *n = 0;
+  if (!v) return -1;
+  v[0] = s->head;
+  *n = 1;
+  for (i = 0; i < *n; i++) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(v[i]);
+    unsigned j, ns = t ? LLVMGetNumSuccessors(t) : 0;
+    for (j = 0; j < ns; j++) {
+      LLVMBasicBlockRef to = LLVMGetSuccessor(t, j), *q;
+      if (to == s->done || cpu_block_in(v, *n, to)) continue;
+      if (!(q = grow(v, &cap, *n, sizeof(*q)))) {
+        free(v);
+        *n = 0;
+        return -1;
+      }
+      v = q;
+      v[(*n)++] = to;
     }
   }
+  *bbs = v;
   return 0;
 }
 
@@ -143,7 +148,7 @@ static LLVMValueRef hoist(split_ctx *x, LLVMValueRef v, int depth)
 {
   LLVMValueRef c, ops[3];
   int i, n;
-  if (!LLVMIsAInstruction(v) || !in_loop(x, LLVMGetInstructionParent(v)))
+  if (!LLVMIsAInstruction(v) || !cpu_block_in(x->bbs, x->nbbs, LLVMGetInstructionParent(v)))
     return v;
   n = LLVMGetNumOperands(v);
   if (depth >= SPLIT_DEPTH || n > 3 || !pure_op(LLVMGetInstructionOpcode(v)))
@@ -385,7 +390,8 @@ static int split_run(split_ctx *x, gj_err *err)
   size_t i;
   x->gid = LLVMGetOperand(s->mark, 0);
   x->latch = LLVMGetInstructionParent(s->next);
-  if (collect_loop(x)) return gj_err_set(err, "cpu: out of memory");
+  if (cpu_loop_blocks(s, &x->bbs, &x->nbbs))
+    return gj_err_set(err, "cpu: out of memory");
   LLVMPositionBuilderBefore(x->b, s->lo);
   x->lo = c64(x, 0);
   x->hi = s->end;

@@ -233,15 +233,10 @@ static int rpo(vctx *x)
 static int collect(vctx *x)
 {
   size_t i;
-  if (push_bb(x, x->s->head)) return -1;
-  for (i = 0; i < x->nbbs; i++) {
-    LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]);
-    unsigned j, n = t ? LLVMGetNumSuccessors(t) : 0;
-    for (j = 0; j < n; j++) {
-      LLVMBasicBlockRef to = LLVMGetSuccessor(t, j);
-      if (to != x->s->done && !vx_in_loop(x, to) && push_bb(x, to)) return -1;
-    }
-  }
+  if (cpu_loop_blocks(x->s, &x->bbs, &x->nbbs)) return -1;
+  x->capbbs = x->nbbs;
+  for (i = 0; i < x->nbbs; i++)
+    if (!vx_put(x, LLVMBasicBlockAsValue(x->bbs[i]))) return -1;
   return rpo(x) || add_insns(x) ? -1 : 0;
 }
 

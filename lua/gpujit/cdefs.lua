@@ -1,5 +1,6 @@
--- The C declarations of the compiled core's FFI entry points (src/gj_lua.c,
--- "FFI entry points") and of the structs they share with Lua, in one place.
+-- The C declarations of the compiled core's FFI entry points (the GJ_API
+-- functions of src/gpujit.h that the launch path calls, defined in
+-- src/gj_ctx.c) and of the structs they share with Lua, in one place.
 -- Each is declared on its own, so that a declaration this LuaJIT state has
 -- already seen (a second copy of the module) does not stop the others.
 local ffi = require("ffi")
