@@ -10,11 +10,11 @@ local T0_CLOCK
 do
   local ffi = require("ffi")
   pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } gj_peers_ts;"
-    .. "int clock_gettime(int clk, gj_peers_ts *ts);")
+    .. "int gj_peers_clock_gettime(int clk, gj_peers_ts *ts) asm(\"clock_gettime\");")
   local ts = ffi.new("gj_peers_ts")
   -- clk 1: CLOCK_MONOTONIC (wall); 2: CLOCK_PROCESS_CPUTIME_ID (every thread)
   T0_CLOCK = function(clk)
-    ffi.C.clock_gettime(clk, ts)
+    ffi.C.gj_peers_clock_gettime(clk, ts)
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
   end
 end

@@ -15,10 +15,10 @@ if has_util then
   T.now, T.median = util.now, util.median
 else
   pcall(ffi.cdef, "typedef struct { long tv_sec; long tv_nsec; } gj_bench_ts;"
-    .. "int clock_gettime(int clk, gj_bench_ts *ts);")
+    .. "int gj_bench_clock_gettime(int clk, gj_bench_ts *ts) asm(\"clock_gettime\");")
   local ts = ffi.new("gj_bench_ts")
   function T.now()
-    ffi.C.clock_gettime(1, ts)
+    ffi.C.gj_bench_clock_gettime(1, ts)
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
   end
   function T.median(t)
