@@ -92,7 +92,7 @@ for _, bk in ipairs(backends) do
     it("wrong argument counts and types name the argument", function()
       expect(bk, { "bad argument #2 'x'", "k_store", "no value" }, k.launch, k, 8, a)
       expect(bk, { "bad argument #3", "k_store", "takes 2 arguments" }, k.launch, k, 8, a, 1, 2)
-      expect(bk, { "bad argument #1 'a'", "no value" }, k.launch, k, 8, nil, 1)
+      expect(bk, { "bad argument #1 'a'", "got nil" }, k.launch, k, 8, nil, 1)
       expect(bk, { "bad argument #1 'a'", "'string'" }, k.launch, k, 8, "abc", 1)
       expect(bk, { "bad argument #1 'a'", "'function'" }, k.launch, k, 8, print, 1)
       expect(bk, { "bad argument #1 'a'", "'userdata'" }, k.launch, k, 8, io.stdout, 1)

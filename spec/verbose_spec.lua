@@ -182,6 +182,7 @@ end)
 -- The cpu vectorizer's note gives the line of what stopped it.
 if H.testing("cpu") then
   describe("the cpu vectorizer's note", function()
+    -- vectorize = true: the option wins over GPUJIT_VECTORIZE=0 (the PTX run's)
     it("names the line of a branch, loop or if that varies with the work item", function()
       local notes = H.notes_of(function()
         H.kernel("cpu", function(o)
@@ -191,13 +192,13 @@ if H.testing("cpu") then
             if o[s] > 3 then s = s + 2 else s = s + 1 end
           end
           o[i] = s
-        end, { name = "vary" }):launch(16, ffi.new("double[16]"))
+        end, { name = "vary", vectorize = true }):launch(16, ffi.new("double[16]"))
         H.kernel("cpu", function(o)
           local i = gpu.global_id(0)
           for j = 0, i % 4 do --@forvary
             o[i * 4 + j] = j
           end
-        end, { name = "forvary" }):launch(16, ffi.new("double[64]"))
+        end, { name = "forvary", vectorize = true }):launch(16, ffi.new("double[64]"))
         H.kernel("cpu", function(o)
           local i = gpu.global_id(0)
           local v = o[i]
@@ -205,7 +206,7 @@ if H.testing("cpu") then
             v = (i * 7) % (i + 1)
           end
           o[i] = v
-        end, { name = "divif" }):launch(16, ffi.new("double[16]"))
+        end, { name = "divif", vectorize = true }):launch(16, ffi.new("double[16]"))
       end)
       assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
         .. " at line " .. H.line_of("--@varying"), notes.vary)
