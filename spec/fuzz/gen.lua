@@ -684,6 +684,10 @@ function Gen:stmt(depth)
     return { t = "ret", c = self:gen_cond(1) }
   elseif r == 16 and R.chance(0.25) then
     return self:print_stmt()
+  elseif r == 18 and self.infn == nil and self.structs and not self.single then
+    -- (not in gen_groups' kernels, whose control flow stays uniform; not
+    -- with precision = "single", where s is a float)
+    return self:guard_stmt(depth, nest)
   elseif r <= 17 then
     local fs = {}
     for idx, f in ipairs(self.fns) do
@@ -700,6 +704,55 @@ function Gen:stmt(depth)
     end
   end
   return self:store_or_local()
+end
+
+-- Guards (docs/typing.md, "Guards"): an integer variable compared with the
+-- Lua-number argument s -- whole (a bound: gpujit narrows the variable's
+-- range where the comparison holds), or fractional, -0, NaN, +-inf, past
+-- 2^31 (no bound: nothing may narrow) -- and, where it holds, arithmetic
+-- on the variable whose exactness in integers depends on that range.
+-- Forms: 1 `if x OP s then <use> ... end`, 2 the use in the else branch,
+-- 3 `if x OP s then return end` before the use, 4 a while loop counting
+-- from x while below s (and a few turns), the use after it.
+function Gen:guard_stmt(depth, nest)
+  local R = self.R
+  local xs = { "g" }
+  for _, v in ipairs(self:vars_of("i")) do xs[#xs + 1] = v.name end
+  local form = R.int(nest and 1 or 3, 4)
+  local st = { t = "guard", form = form, x = R.pick(xs), op = R.pick({ "<", "<=", ">", ">=" }),
+    swap = R.chance(0.3), K = R.pick({ 1, 4, -3, 1024, 2 ^ 20 }),   -- (x * K + x) stays below 2^52
+    idx = self:own_index(1), cnt = self:fresh("q"), turns = R.int(1, 5) }
+  if form <= 2 then st.body = self:block(depth + 1, R.int(1, 2)) end
+  return st
+end
+
+local SWAPPED = { ["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<=" }
+
+G.renderers = {}
+G.renderers.guard = function(out, st, ind)
+  local p = string.rep("  ", ind)
+  local x = st.form == 4 and st.cnt or st.x
+  local test = st.swap and ("s " .. SWAPPED[st.op] .. " " .. x) or (x .. " " .. st.op .. " s")
+  local use = p .. "  od[" .. G.expr(st.idx) .. "] = (" .. x .. " * " .. fmtnum(st.K) .. " + " ..
+    x .. ") * s + " .. x .. " * s"
+  if st.form == 1 or st.form == 2 then
+    out[#out + 1] = p .. "if " .. test .. " then"
+    if st.form == 1 then out[#out + 1] = use end
+    G.render_block(out, st.body, ind + 1)
+    if st.form == 2 then
+      out[#out + 1] = p .. "else"
+      out[#out + 1] = use
+    end
+    out[#out + 1] = p .. "end"
+  elseif st.form == 3 then
+    out[#out + 1] = p .. "if " .. test .. " then return end"
+    out[#out + 1] = use:sub(3)
+  else
+    out[#out + 1] = p .. "local " .. st.cnt .. " = " .. st.x
+    out[#out + 1] = p .. "while " .. st.cnt .. " < s and " .. st.cnt .. " < " .. st.x .. " + " ..
+      st.turns .. " do " .. st.cnt .. " = " .. st.cnt .. " + 1 end"
+    out[#out + 1] = use:sub(3)
+  end
 end
 
 -- print(...) of integers, doubles (not with precision = "single", where
@@ -751,8 +804,8 @@ end
 local E = G.expr
 
 -- Renderers of statement types that other generators add
--- (spec/fuzz/gen_groups.lua): type -> function(out, st, ind).
-G.renderers = {}
+-- (spec/fuzz/gen_groups.lua), and the guards above: type -> function(out,
+-- st, ind).
 
 local function render_block(out, stmts, ind)
   for _, st in ipairs(stmts) do G.render_stmt(out, st, ind) end
