@@ -147,6 +147,14 @@ D.set_dims = set_dims
 ---------------------------------------------------------------------------
 -- Argument classification (cold: on a miss only): gpujit.classify.
 
+local lattice = require("gpujit.lattice")
+-- The launch's own types (classes for Lua numbers), for messages.
+local function launch_types(kinds)
+  local t = {}
+  for i = 1, #kinds do t[i] = kinds[i].type end
+  return t
+end
+
 local classify_mod = require("gpujit.classify")(raise, argerr)
 local tag_of, classify = classify_mod.tag_of, classify_mod.classify
 local match_sigs, sig_text = classify_mod.match_sigs, classify_mod.sig_text
@@ -279,9 +287,10 @@ local function core_types(tl)
 end
 D.core_types = core_types
 
-local function core_compile(K, tgt, tl, opts)
+local function core_compile(K, tgt, tl, opts, widened)
   if not (env.verbose or listeners[1]) then return pcall(env.core.compile, K.fn, core_types(tl), opts) end
   local ev = event_of(K, tgt, tl)
+  ev.widened = widened
   notify(ev)
   local t0 = now_ms()
   local ok, info = pcall(env.core.compile, K.fn, core_types(tl), opts)
@@ -307,7 +316,9 @@ local function install(K, tl, key, info, plugins)
 end
 
 local bg   -- gpujit.bgcompile, below
-local function overload(K, tgt, tl, kinds)
+-- widened: the launch's own types when tl is their join with compiled
+-- ones (gpujit.lattice), for the compile event.
+local function overload(K, tgt, tl, kinds, widened)
   local key = types.sig_key(tl)
   local one_based = one_based_of(K, kinds)
   if one_based then key = key .. "|" .. one_based end
@@ -326,7 +337,7 @@ local function overload(K, tgt, tl, kinds)
     if not env.core then no_core() end
     local opts = compile_opts(K, tgt, one_based)
     local ok, info
-    ok, info, ev = core_compile(K, tgt, tl, opts)
+    ok, info, ev = core_compile(K, tgt, tl, opts, widened)
     if not ok then
       if ev then notify(ev) end
       error(info, 0)
@@ -371,12 +382,20 @@ local function build(K, tgt, huge, async, ...)
     if not k then argerr(K, i, why) end
     kinds[i] = k
   end
-  local tl
+  local tl, widened
   if K.sigs then
     tl = match_sigs(K, kinds, args)
   else
     tl = {}
     for i = 1, n do tl[i] = kinds[i].type end
+    -- Lua-number classes as a lattice: a compiled overload that covers
+    -- them, else their join with the compiled ones (gpujit.lattice); a
+    -- compile of these very types in the background is waited for instead
+    local ob, bgk = one_based_of(K, kinds), rawget(K, "_bg")
+    if not (bgk and bgk[tgt] and bgk[tgt][types.sig_key(tl)]) then
+      tl, widened = lattice.pick(K._ov[tgt], tl, ob and "|" .. ob or "")
+      widened = widened == "join" and launch_types(kinds) or nil
+    end
   end
   for i = 1, n do
     -- before the compile, which would type t[i][j] as indexing a number
@@ -388,7 +407,7 @@ local function build(K, tgt, huge, async, ...)
         .. tgt.label .. " does not); pass an FFI array, a table or a gpu.array")
     end
   end
-  local ov = overload(K, tgt, tl, kinds)
+  local ov = overload(K, tgt, tl, kinds, widened)
   for i = 1, n do
     local p = ov.info and ov.info.params and ov.info.params[i]
     if kinds[i].kind == "fptr" and p and p.len_used then
