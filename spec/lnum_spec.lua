@@ -214,6 +214,11 @@ for _, bk in ipairs(H.backends) do
       end
       local err = H.error_of(function() k:launch(1, o, 0.5) end)
       assert.truthy(err:find("expected lua_int", 1, true), err)
+      k:launch(1, o, 0)
+      -- -0 is not whole in this sense: the launcher of the 0 just before
+      -- must not pass it on as the integer 0
+      err = H.error_of(function() k:launch(1, o, -0.0) end)
+      assert.truthy(err:find("expected lua_int", 1, true), err)
       assert.are.same({ "double[],lua_int" }, sigs_of(k))
     end)
   end)
