@@ -122,3 +122,52 @@ for _, bk in ipairs(H.backends) do
     end)
   end)
 end
+
+for _, bk in ipairs(H.backends) do
+  describe("signatures from example values [" .. bk .. "]", function()
+    local function kern(name, opts, sig)
+      local o = { name = name }
+      for k, v in pairs(opts or {}) do o[k] = v end
+      return H.kernel(bk, function(x, w, s)
+        local i = gpu.global_id(0)
+        if i < w then x[i] = x[i] * s + i end
+      end, o, sig)
+    end
+
+    it("k:signature_for gives the types the launch runs, and launches nothing", function()
+      local k = kern("sf")
+      local x = ffi.new("float[8]")
+      assert.are.same({ "float[]", "lua_pos20", "double" }, k:signature_for(8, x, 8, 0.5))
+      assert.are.same({ "float[]", "lua_zero", "lua_neg20" }, k:signature_for(8, x, 0, -2))
+      -- a launch of 2^31 work items: every number a double
+      assert.are.same({ "float[]", "double", "double" }, k:signature_for({ global = { 2 ^ 31, 1 } }, x, 8, 2))
+      assert.are.same({}, k:signatures())
+      for i = 0, 7 do assert.are.equal(0, x[i]) end
+      -- after a compile, a covered launch runs it: signature_for says so
+      k:launch(8, x, 8, 0.5)
+      assert.are.same({ "float[]", "lua_pos20", "double" }, k:signature_for(8, x, 4, 3))
+      assert.are.same({ "float[]", "lua_int", "double" }, k:signature_for(8, x, 0, 3))
+      local err = H.error_of(function() k:signature_for(8, x, "w", 1) end)
+      assert.truthy(err:find("bad argument #2 'w'", 1, true), err)
+      err = H.error_of(function() k:signature_for(8, x, 1, 2, 3) end)
+      assert.truthy(err:find("bad argument #4", 1, true), err)
+    end)
+
+    it("k:compile_for compiles that signature, so the launch compiles nothing", function()
+      local k = kern("cf")
+      local x = ffi.new("float[8]", 1, 1, 1, 1, 1, 1, 1, 1)
+      local h = k:compile_for(8, x, 8, 0.5)
+      assert.are.equal("ready", h:status())
+      assert.are.same({ { "float[]", "lua_pos20", "double" } }, k:signatures())
+      local n0 = k.ncompiles
+      k:launch(8, x, 8, 0.5)
+      k:launch(8, x, 5, 2)    -- covered: (lua_pos20, double)
+      assert.are.equal(n0, k.ncompiles)
+      assert.are.same({ { "float[]", "lua_pos20", "double" } }, k:signatures())
+      H.check("float", x, function(i) return i < 5 and (0.5 + i) * 2 + i or 0.5 + i end, 8)
+      -- an eager kernel: the signature that fits
+      local ke = kern("cfe", nil, { "float[]", "lua_int", "float" })
+      assert.are.same({ "float[]", "lua_int", "float" }, ke:signature_for(8, x, 8, 0.5))
+    end)
+  end)
+end

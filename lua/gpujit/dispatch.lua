@@ -373,9 +373,10 @@ end
 -- async: the launcher for launches on a stream (gpujit.launcher), kept
 -- beside the other one in the tree (node[true]); the inline cache is only
 -- for launches without a stream.
-local function build(K, tgt, huge, async, ...)
+-- The types a launch with args runs on tgt, the arguments' kinds, and
+-- (for the compile event) the launch's own types when those are a join.
+local function types_for(K, tgt, huge, args)
   local n = K.nparams
-  local args = { ... }
   local kinds = {}
   for i = 1, n do
     local k, why = classify(K, args[i], huge)
@@ -397,6 +398,13 @@ local function build(K, tgt, huge, async, ...)
       widened = widened == "join" and launch_types(kinds) or nil
     end
   end
+  return tl, kinds, widened
+end
+
+local function build(K, tgt, huge, async, ...)
+  local n = K.nparams
+  local args = { ... }
+  local tl, kinds, widened = types_for(K, tgt, huge, args)
   for i = 1, n do
     -- before the compile, which would type t[i][j] as indexing a number
     if kinds[i].kind == "table" and type(args[i][1]) == "table" then
@@ -674,6 +682,24 @@ function methods.precompile(K, tl, device)
   if tgt == nil then no_target() end
   overload(K, tgt, tl)
   return K
+end
+
+-- k:signature_for(cfg, ...): the types k:launch(cfg, ...) would run on the
+-- kernel's (or the current) device now -- the arguments' classes, an
+-- overload that covers them or their join (gpujit.lattice), an eager
+-- signature that fits -- for k:compile; k:compile_for(cfg, ...) compiles
+-- them (k:compile's result).  Neither launches.
+local function signature_for(K, cfg, ...)
+  local tgt = K.pin or env.state.cur
+  if tgt == nil then no_target() end
+  if select("#", ...) > K.nparams then extra(K, select(K.nparams + 1, ...)) end
+  local _, _, huge = set_dims(K, gj_dims(), cfg)
+  return copy_list((types_for(K, tgt, huge, { ... })))
+end
+methods.signature_for = signature_for
+
+function methods.compile_for(K, cfg, ...)
+  return methods.compile(K, signature_for(K, cfg, ...))
 end
 
 -- k:compile(types [, opts]) and its handles (gpujit.bgcompile).
