@@ -58,8 +58,10 @@ void gj_cs_free(gj_cs *cs)
     if (fn->kv < 0 && fn->proto) proto_free(cs, fn->proto);  /* the kernel's */
     fn_free(fn);
   }
-  for (i = 0; i < cs->nkv; i++)
+  for (i = 0; i < cs->nkv; i++) {
     if (cs->kv[i].proto) proto_free(cs, cs->kv[i].proto);
+    free(cs->kv[i].cdata);
+  }
   if (cs->src) cs->src->ops->close(cs->src);   /* and the kvs' handles */
   free(cs->kv);
   free(cs->fns);

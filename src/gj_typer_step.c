@@ -713,6 +713,8 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && c.hasc &&
         c.k == GJ_T_WINT)
       return resolve_field(cs, fn, i, b.aux, NULL, (int)c.u.c, &S(in->a));
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
+      return gj_typer_const_table(cs, fn, i, b.aux, c, &S(in->a));
     if (index_check(cs, fn, i, b, c)) return -1;
     fn->rmask |= b.u.origin;
     S(in->a) = gj_ty_elem(b);
