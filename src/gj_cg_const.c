@@ -37,16 +37,17 @@ static LLVMValueRef table_global(gj_cg *g, const gj_kv *k, int kv, LLVMTypeRef e
   return gv;
 }
 
-LLVMValueRef gj_cg_const_table(gj_cg *g, int kv, LLVMValueRef idx, gj_ty ti,
-                               gj_ty out)
+int gj_cg_const_table(gj_cg *g, int kv, int c, gj_ty ti, int a, gj_ty out)
 {
   const gj_kv *k = &g->cs->kv[kv];
   LLVMTypeRef et = k->cwhole ? g->lt[LT_I32] : g->lt[LT_F64];
-  LLVMValueRef gv = table_global(g, k, kv, et), in, p, v;
+  LLVMValueRef gv, idx, in, p, v;
   gj_ty elem = gj_ty_num(k->cwhole ? GJ_I32 : GJ_F64);
-  if (!gv) return NULL;
+  if (ti.k == GJ_T_WINT && ti.hasc) return 0;   /* a field: the typer's constant */
+  gv = table_global(g, k, kv, et);
+  if (!gv) return gj_err_set(g->cs->err, "out of memory");
   /* a float index truncated as an array's; outside 1..n: element 0 */
-  idx = LLVMBuildFreeze(g->B, gj_cg_to_scalar(g, idx, ti, GJ_I64), "");
+  idx = LLVMBuildFreeze(g->B, gj_cg_to_scalar(g, gj_cg_load(g, c, ti), ti, GJ_I64), "");
   in = LLVMBuildICmp(g->B, LLVMIntULE, idx,
                      LLVMConstInt(g->lt[LT_I64], (unsigned long long)k->cn, 0), "");
   idx = LLVMBuildSelect(g->B, in, idx, LLVMConstInt(g->lt[LT_I64], 0, 0), "");
@@ -57,5 +58,6 @@ LLVMValueRef gj_cg_const_table(gj_cg *g, int kv, LLVMValueRef idx, gj_ty ti,
     elem.lo = k->clo;
     elem.hi = k->chi;
   }
-  return gj_cg_convert(g, v, elem, out);
+  gj_cg_store(g, a, out, gj_cg_convert(g, v, elem, out));
+  return 0;
 }

@@ -238,6 +238,7 @@ function Gen:leaf_i(maxb)
   if #cs > 0 then
     opts[#opts + 1] = function() local c = R.pick(cs); return node(c.name, "i", math.abs(c.v)) end
   end
+  if self:has_const_table("ti") then opts[#opts + 1] = function() return self:const_table_read("ti") end end
   if self:rng_call() then   -- Philox4x32-10's first word (docs/api.md, "Random numbers")
     return self:within(node("(gpu.philox4x32(%1, %2, 0, 7, %3, 0))", "i", 4294967296,
       { self:gen_i(0, B31), self:gen_i(0, B31), self:gen_i(0, B31) }, true), maxb)
@@ -397,6 +398,7 @@ function Gen:leaf_d()
   for _, c in ipairs(self.consts) do
     if c.k == "d" then opts[#opts + 1] = function() return node(c.name, "d") end end
   end
+  if self:has_const_table("td") then opts[#opts + 1] = function() return self:const_table_read("td") end end
   if R.chance(0.05) then return node(R.chance(0.5) and "math.huge" or "math.pi", "d") end
   if not self.single and self:rng_call() then   -- counter-based uniforms and normals
     return node(R.chance(0.7) and "gpu.uniform(%1, %2)" or "gpu.normal(%1, %2)", "d", nil,
@@ -877,12 +879,20 @@ function G.render_stmt(out, st, ind)
   end
 end
 
+-- A constant's value as Lua source: a number, or a table of them.
+function G.const_text(c)
+  if not c.tab then return fmtnum(c.v) end
+  local t = {}
+  for j, v in ipairs(c.tab) do t[j] = fmtnum(v) end
+  return "{ " .. table.concat(t, ", ") .. " }"
+end
+
 -- The lines of a case's constants, device functions and kernel, the kernel
 -- being `head .. "function(...)"` (head: "return " or "k3 = ").
 local function render_case(out, case, head, ind)
   local p = string.rep("  ", ind)
   for _, c in ipairs(case.consts) do
-    out[#out + 1] = p .. "local " .. c.name .. " = " .. fmtnum(c.v)
+    out[#out + 1] = p .. "local " .. c.name .. " = " .. G.const_text(c)
   end
   for _, f in ipairs(case.fns) do
     out[#out + 1] = p .. "local function " .. f.name .. "(" .. table.concat(f.pnames, ", ") .. ")"
@@ -975,6 +985,7 @@ function G.generate(seed, o)
     local v = isf and (R.int(-100, 100) + 0.375) or R.int(-50, 50)
     gen.consts[j] = { name = "K" .. j, v = v, k = isf and "d" or "i" }
   end
+  G.const_tables(gen, R)
   for j = 1, R.int(0, 3) do gen.fns[j] = gen:device_fn(j) end
   gen.budget = o.budget or R.int(6, 28)
   local body = {}
@@ -983,6 +994,42 @@ function G.generate(seed, o)
     N = R.int(1, 48), consts = gen.consts, fns = gen.fns, body = body }
   case.data = G.data(R, case)
   return case
+end
+
+-- Constant tables (docs/typing.md, "Constant tables"; precision = "double"
+-- only, where a table's element is LuaJIT's number): upvalues KT<j> = {
+-- ... } read as KT<j>[e % len + 1], whole ("ti": integers, an lnum in the
+-- kernel, or doubles when a value passes int32_t) or not ("td").
+function G.const_tables(gen, R)
+  if gen.single then return end
+  for j = 1, R.chance(0.4) and R.int(1, 2) or 0 do
+    local whole, t, b = R.chance(0.6), {}, 0
+    for m = 1, R.int(1, 9) do
+      local v
+      if whole then
+        v = R.chance(0.1) and R.pick({ 2 ^ 31 - 1, -(2 ^ 31), 2 ^ 31 }) or R.int(-1000, 1000)
+      else
+        v = R.chance(0.15) and R.pick({ -0.0, 1e300, 0.1, -2.5 }) or (R.int(-4000, 4000) + 0.5) / 8
+      end
+      t[m] = v
+      b = math.max(b, math.abs(v))
+    end
+    gen.consts[#gen.consts + 1] = { name = "KT" .. j, tab = t, k = whole and "ti" or "td", b = b }
+  end
+end
+
+function Gen:has_const_table(k)
+  for _, c in ipairs(self.consts) do if c.k == k then return true end end
+  return false
+end
+
+-- A read of a constant table of kind k ("ti" or "td"; there is one).
+function Gen:const_table_read(k)
+  local ts = {}
+  for _, c in ipairs(self.consts) do if c.k == k then ts[#ts + 1] = c end end
+  local c = self.R.pick(ts)
+  return node(c.name .. "[%1 % " .. #c.tab .. " + 1]", k == "ti" and "i" or "d", k == "ti" and c.b or nil,
+    { self:gen_i(0, BMAX) }, true)
 end
 
 -- Input data: read-only arrays of M elements, output arrays of 4*N
