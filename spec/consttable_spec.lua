@@ -51,6 +51,18 @@ for _, bk in ipairs(H.backends) do
       end, 18)
     end)
 
+    it("FFI arrays of numbers: 0-based, with any index, constant or not", function()
+      local FW = ffi.new("float[5]", 1, 4, 6, 4, 1)
+      local FD = ffi.new("double[?]", 3, { 0.5, -1.25, 1e300 })
+      local FI = ffi.new("int16_t[4]", -3, 7, 9, 1000)
+      local FU = ffi.new("uint8_t[3]", 255, 0, 17)
+      run(bk, "ct_ffi", function(o, src, i)
+        local s = 0
+        for t = 0, 4 do s = s + FW[t] * src[i + t] end
+        o[i] = s + FD[i % 3] + FI[i % 4] * (2 ^ 40) + FU[i % 3] + FW[2] + FD[1]
+      end, 16)
+    end)
+
     it("a table reached through a device function and a global-like upvalue", function()
       local P = { tab = { 2, 3, 5, 7, 11, 13 } }
       local function prime(k) return P.tab[k] end
@@ -105,6 +117,32 @@ for _, bk in ipairs(H.compilers) do
       end, { "double[]", "lua_pos20" })
       H.check_compile_error(err, "consttable_spec.lua", H.line_of("--@ct_empty"), "bad",
         { "table 'EMPTY' has no number at [1]" })
+    end)
+
+    it("an FFI array of int64_t (cdata elements) is refused, naming it", function()
+      local L64 = ffi.new("int64_t[3]", 1, 2, 3)
+      local err = H.compile_error(bk, function(o, n)
+        o[0] = L64[n] --@ct_l64
+      end, { "double[]", "lua_pos20" })
+      H.check_compile_error(err, "consttable_spec.lua", H.line_of("--@ct_l64"), "bad",
+        { "'L64' is a cdata" })
+    end)
+
+    it("an FFI array's contents are in the disk cache key too", function()
+      local dir = H.tmpdir()
+      local A = ffi.new("int32_t[2]", 5, 6)
+      local function f(o, n)
+        local i = gpu.global_id(0)
+        if i < n then o[i] = A[i] end
+      end
+      local o = ffi.new("double[2]")
+      H.with_cache_dir(dir, function()
+        gpu.kernel(f, { backend = bk, name = "ct_fkey" }):launch(2, o, 2)
+        H.check("double", o, { 5, 6 }, 2)
+        A[1] = 60
+        gpu.kernel(f, { backend = bk, name = "ct_fkey" }):launch(2, o, 2)
+        H.check("double", o, { 5, 60 }, 2)
+      end)
     end)
 
     it("the contents are in the disk cache key: a changed table compiles anew", function()

@@ -48,6 +48,8 @@ int gj_cg_const_table(gj_cg *g, int kv, int c, gj_ty ti, int a, gj_ty out)
   if (!gv) return gj_err_set(g->cs->err, "out of memory");
   /* a float index truncated as an array's; outside 1..n: element 0 */
   idx = LLVMBuildFreeze(g->B, gj_cg_to_scalar(g, gj_cg_load(g, c, ti), ti, GJ_I64), "");
+  if (k->base0)   /* an FFI array's: 0-based, its element 0 at 1 */
+    idx = LLVMBuildAdd(g->B, idx, LLVMConstInt(g->lt[LT_I64], 1, 0), "");
   in = LLVMBuildICmp(g->B, LLVMIntULE, idx,
                      LLVMConstInt(g->lt[LT_I64], (unsigned long long)k->cn, 0), "");
   idx = LLVMBuildSelect(g->B, in, idx, LLVMConstInt(g->lt[LT_I64], 0, 0), "");

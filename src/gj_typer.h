@@ -105,6 +105,8 @@ typedef struct gj_kv {
   double *cdata;
   int cn, cwhole;
   double clo, chi;
+  int base0;        /* a copy of an FFI array (gj_kvinfo.base0): the
+                    ** kernel's index k reads t[k + 1] */
 } gj_kv;
 
 #define GJ_MAXRET 8
