@@ -1,5 +1,6 @@
 -- Sizes as plain Lua numbers against sizes as int32_t cdata, on one backend:
--- the 3x3 convolution and the naive matrix multiply of bench/kernels.lua,
+-- the 3x3 convolution and the naive matrix multiply of bench/kernels.lua, an
+-- RGBA invert and a 5-tap separable blur of a 1920x1080 uint8_t image,
 -- launched the two ways side by side in this process, interleaved, medians
 -- (docs/typing.md, "Whole numbers": the numbers are typed as integers, so
 -- the two launches should run the same code).
@@ -73,6 +74,73 @@ do
     function() k:launch(cfg, C1, A, B, N) end,
     function() k:launch(cfg, C2, A, B, Ni) end,
     function() same(C1, C2, N * N, "matmul") end)
+end
+
+-- A 1920x1080 RGBA image (uint8_t) written the way a new user writes it:
+-- the natural guard and index form (issue 34); the guard bounds the ids,
+-- so the index math is integer (docs/typing.md, "Guards").
+local IW, IH = 1920, 1080
+
+local function rgba_invert(src, dst, w, h)
+  local x, y = gpu.global_id(0), gpu.global_id(1)
+  if x < w and y < h then
+    for c = 0, 2 do dst[(y * w + x) * 4 + c] = 255 - src[(y * w + x) * 4 + c] end
+    dst[(y * w + x) * 4 + 3] = src[(y * w + x) * 4 + 3]
+  end
+end
+
+-- 5-tap binomial blur (1 4 6 4 1) / 16 of each channel, clamped at the
+-- borders: a horizontal and a vertical pass.
+local function blur_h(src, dst, w, h)
+  local x, y = gpu.global_id(0), gpu.global_id(1)
+  if x < w and y < h then
+    local x0, x1 = math.max(x - 2, 0), math.max(x - 1, 0)
+    local x3, x4 = math.min(x + 1, w - 1), math.min(x + 2, w - 1)
+    for c = 0, 3 do
+      local s = src[(y * w + x0) * 4 + c] + 4 * src[(y * w + x1) * 4 + c] + 6 * src[(y * w + x) * 4 + c]
+        + 4 * src[(y * w + x3) * 4 + c] + src[(y * w + x4) * 4 + c]
+      dst[(y * w + x) * 4 + c] = math.floor(s / 16)
+    end
+  end
+end
+
+local function blur_v(src, dst, w, h)
+  local x, y = gpu.global_id(0), gpu.global_id(1)
+  if x < w and y < h then
+    local y0, y1 = math.max(y - 2, 0), math.max(y - 1, 0)
+    local y3, y4 = math.min(y + 1, h - 1), math.min(y + 2, h - 1)
+    for c = 0, 3 do
+      local s = src[(y0 * w + x) * 4 + c] + 4 * src[(y1 * w + x) * 4 + c] + 6 * src[(y * w + x) * 4 + c]
+        + 4 * src[(y3 * w + x) * 4 + c] + src[(y4 * w + x) * 4 + c]
+      dst[(y * w + x) * 4 + c] = math.floor(s / 16)
+    end
+  end
+end
+
+do
+  local n = IW * IH * 4
+  local src = data("uint8_t", n, function(i) return (i * 37) % 256 end)
+  local d1, d2 = data("uint8_t", n), data("uint8_t", n)
+  local k = gpu.kernel(rgba_invert, { name = "rgba_invert" })
+  local Wi, Hi = ffi.new("int32_t", IW), ffi.new("int32_t", IH)
+  local cfg = { global = { IW, IH } }
+  case("RGBA invert 1920x1080",
+    function() k:launch(cfg, src, d1, IW, IH) end,
+    function() k:launch(cfg, src, d2, Wi, Hi) end,
+    function() same(d1, d2, n, "rgba_invert") end)
+end
+
+do
+  local n = IW * IH * 4
+  local src = data("uint8_t", n, function(i) return (i * 37) % 256 end)
+  local t1, t2, d1, d2 = data("uint8_t", n), data("uint8_t", n), data("uint8_t", n), data("uint8_t", n)
+  local kh, kv = gpu.kernel(blur_h, { name = "blur_h" }), gpu.kernel(blur_v, { name = "blur_v" })
+  local Wi, Hi = ffi.new("int32_t", IW), ffi.new("int32_t", IH)
+  local cfg = { global = { IW, IH } }
+  case("5-tap blur 1920x1080",
+    function() kh:launch(cfg, src, t1, IW, IH); kv:launch(cfg, t1, d1, IW, IH) end,
+    function() kh:launch(cfg, src, t2, Wi, Hi); kv:launch(cfg, t2, d2, Wi, Hi) end,
+    function() same(d1, d2, n, "blur") end)
 end
 
 print(("backend %s (%s), median of %d interleaved runs"):format(BK, gpu.backend(), RUNS))

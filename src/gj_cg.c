@@ -570,6 +570,8 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     return 0;   /* constants and known values: nothing at run time */
   case GJ_BC_TGETB: case GJ_BC_TGETV: case GJ_BC_TGETR: {
     gj_ty ta = PRE(in->b), ti;
+    if (ta.k == GJ_T_KV && in->op != GJ_BC_TGETB)   /* a field, or constant data */
+      return gj_cg_const_table(g, ta.aux, in->c, PRE(in->c), in->a, POST(in->a));
     if (ta.k != GJ_T_ARR) return 0;   /* a field of a known table */
     if (in->op == GJ_BC_TGETB) {
       ti = gj_ty_const(in->c);

@@ -70,6 +70,9 @@ typedef struct gj_kvinfo {
   const char *layout;  /* CTYPE of a struct the kernels can hold: its
                        ** layout text (gj_type.h, "Struct types"), as the
                        ** Lua face writes it; else NULL */
+  int base0;         /* TABLE: a copy of an FFI array of numbers the kernel
+                     ** reached (its element 0 at [1]), read as constant
+                     ** data (gj_typer_const.c) */
 } gj_kvinfo;
 
 typedef struct gj_kvsrc gj_kvsrc;

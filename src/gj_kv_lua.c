@@ -284,6 +284,60 @@ static int builtin(lua_State *L)
   return lua_getinfo(L, ">S", &ar) && ar.linedefined < 0;
 }
 
+/* FFI arrays of numbers become Lua tables of their elements (the Lua
+** face's types.const_data) in place of the cdata, marked in a registry set
+** of such copies (weak keys), so that a later classify still knows them. */
+#define GJ_KV_BASE0 "gpujit.kv.base0"
+
+static int is_base0(lua_State *L)
+{
+  int r;
+  lua_getfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_pushvalue(L, -2);
+  lua_rawget(L, -2);
+  r = lua_toboolean(L, -1);
+  lua_pop(L, 2);
+  return r;
+}
+
+/* The cdata on the top, of handle h: when it is an FFI array of numbers,
+** replace it (on the stack and as T[h]) by its copy and return 1. */
+static int array_copy(kvlua *k, int h)
+{
+  lua_State *L = k->L;
+  if (!push_types_fn(L, "const_data")) return 0;
+  lua_pushvalue(L, -2);
+  if (lua_pcall(L, 1, 1, 0) != 0 || !lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_pushstring(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
+  }
+  lua_pushvalue(L, -2);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);
+  lua_pushvalue(L, -2);
+  lua_rawseti(L, -2, h);
+  lua_pop(L, 1);
+  lua_replace(L, -2);   /* the copy in place of the cdata */
+  return 1;
+}
+
 static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
 {
   kvlua *k = of(src);
@@ -304,7 +358,10 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
     info->cls = GJ_KVC_STRING;
     info->str = keep(k, -1);
     break;
-  case LUA_TTABLE: info->cls = GJ_KVC_TABLE; break;
+  case LUA_TTABLE:
+    info->cls = GJ_KVC_TABLE;
+    info->base0 = is_base0(L);
+    break;
   case LUA_TFUNCTION:
     info->cls = GJ_KVC_FUNCTION;
     info->intr = intr_name(k);
@@ -313,6 +370,12 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
     break;
   default:
     if (strcmp(luaL_typename(L, -1), "cdata") == 0) classify_cdata(k, info);
+    if (info->cls != GJ_KVC_CTYPE && strcmp(luaL_typename(L, -1), "cdata") == 0 &&
+        array_copy(k, h)) {
+      info->cls = GJ_KVC_TABLE;
+      info->base0 = 1;
+      break;
+    }
     if (info->cls != GJ_KVC_CTYPE) {
       info->cls = GJ_KVC_OTHER;
       info->str = luaL_typename(L, -1);   /* a static string */

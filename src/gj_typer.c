@@ -58,8 +58,10 @@ void gj_cs_free(gj_cs *cs)
     if (fn->kv < 0 && fn->proto) proto_free(cs, fn->proto);  /* the kernel's */
     fn_free(fn);
   }
-  for (i = 0; i < cs->nkv; i++)
+  for (i = 0; i < cs->nkv; i++) {
     if (cs->kv[i].proto) proto_free(cs, cs->kv[i].proto);
+    free(cs->kv[i].cdata);
+  }
   if (cs->src) cs->src->ops->close(cs->src);   /* and the kvs' handles */
   free(cs->kv);
   free(cs->fns);
@@ -228,10 +230,12 @@ static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st, int back)
   int wide = back && fn->reached[b];
   fn->reached[b] = 1;
   for (i = 0; i < n; i++) {
-    gj_ty j = gj_ty_join(cs, e[i], st[i]);
+    gj_ty j = gj_ty_join(cs, e[i], st[i]), eb = e[i];
+    /* the bounds the header had: a range, or a weak int constant's value */
+    int had = (eb.k == GJ_T_NUM && eb.rng) ||
+              (eb.k == GJ_T_WINT && gj_ty_bounds(eb, &eb.lo, &eb.hi));
     if (wide && j.k == GJ_T_NUM && j.rng &&
-        !(e[i].k == GJ_T_NUM && e[i].rng && e[i].lo == j.lo && e[i].hi == j.hi) &&
-        !(e[i].k == GJ_T_NUM && e[i].rng && widen(&j, &e[i]))) {
+        !(had && eb.lo == j.lo && eb.hi == j.hi) && !(had && widen(&j, &eb))) {
       if (j.lnum) j = gj_ty_num(gj_ty_deffloat(cs));
       else j.rng = 0;
     }
@@ -259,6 +263,24 @@ int gj_typer_block(gj_cs *cs, gj_fn *fn, int b, gj_tstate *st, gj_edges *ed)
     if (gj_typer_step(cs, fn, i, st, ed)) return -1;
   }
   return 0;
+}
+
+/* The state on edge s of block blk when its last instruction compares two
+** numbers: st with the operands' ranges cut by the comparison's outcome
+** (gj_typer_refine), in out.  0: the edge takes st as it is.  Codegen reads
+** the result only through the successors' entry states, and a range does
+** not change how a value is held, so the edge needs no conversion. */
+static int guard(gj_fn *fn, const gj_block *blk, int s, const gj_ty *st,
+                 gj_ty *out)
+{
+  const gj_ins *in = &fn->proto->ins[blk->end - 1];
+  size_t n = (size_t)fn->proto->framesize;
+  if ((in->op != GJ_BC_ISLT && in->op != GJ_BC_ISGE && in->op != GJ_BC_ISLE &&
+       in->op != GJ_BC_ISGT) || in->a >= n || in->d >= n)
+    return 0;
+  memcpy(out, st, sizeof(gj_ty) * n);
+  gj_typer_refine(in->op, s == 1, &out[in->a], &out[in->d]);
+  return 1;
 }
 
 static int fixpoint(gj_cs *cs, gj_fn *fn)
@@ -295,6 +317,8 @@ static int fixpoint(gj_cs *cs, gj_fn *fn)
       if (s == 1 && ed.copy_a >= 0) {
         memcpy(taken, slots, sizeof(gj_ty) * (size_t)fs);
         taken[ed.copy_a] = taken[ed.copy_d];
+        out = taken;
+      } else if (blk->nsucc == 2 && guard(fn, blk, s, slots, taken)) {
         out = taken;
       }
       if (merge(cs, fn, blk->succ[s], out, blk->succ[s] <= b) &&

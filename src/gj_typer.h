@@ -98,6 +98,15 @@ typedef struct gj_kv {
   int intr;         /* GJ_KV_INTR: gj_intr */
   char name[96];    /* how the kernel reached it, for messages */
   struct gj_proto *proto;   /* GJ_KV_FUNC: read on first call */
+  /* GJ_KV_TABLE indexed with a variable (gj_typer_const.c): its numbers
+  ** t[1..cn], read once on first need (cdata NULL until then); cwhole:
+  ** all whole, not -0, within int32_t (the elements are then an lnum on
+  ** [clo, chi], which holds 0: what an index outside 1..cn reads) */
+  double *cdata;
+  int cn, cwhole;
+  double clo, chi;
+  int base0;        /* a copy of an FFI array (gj_kvinfo.base0): the
+                    ** kernel's index k reads t[k + 1] */
 } gj_kv;
 
 #define GJ_MAXRET 8

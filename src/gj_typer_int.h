@@ -55,6 +55,17 @@ int gj_typer_carith(gj_ty a, gj_ty b, gj_scalar *s);
 /* Result type of arithmetic op (GJ_BC_ADDVV .. GJ_BC_POW, as VV). */
 gj_ty gj_typer_arith(const gj_cs *cs, int op, gj_ty a, gj_ty b);
 
+/* The edge of comparison op (GJ_BC_ISLT .. ISGT) on operands a and d
+** where the test holds (holds 1, the JMP) or fails: narrows their ranges
+** (docs/typing.md, "Guards"). */
+void gj_typer_refine(int op, int holds, gj_ty *a, gj_ty *d);
+
+/* t[idx] at instruction i, t the known table kv and idx not a constant:
+** the table's numbers as constant data (gj_typer_const.c); *out the
+** element's type.  0, or -1 with an error naming the table. */
+int gj_typer_const_table(gj_cs *cs, gj_fn *fn, int i, int kv, gj_ty idx,
+                         gj_ty *out);
+
 /* Result type of unary minus on numeric b. */
 gj_ty gj_typer_unm(const gj_cs *cs, gj_ty b);
 

@@ -232,3 +232,51 @@ gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step)
   t.hasc = 0;
   return t;
 }
+
+/* Ranges refined by conditions (docs/typing.md, "Guards"): on the edge
+** where `a < d` (or <=, >, >=) is known to hold, an integer operand's range
+** is cut by the other's bounds.  Only when both operands are integers of
+** known bounds, compared as signed 64-bit or narrower integers: there the
+** comparison in the kernel is the exact comparison of the two values that
+** LuaJIT's doubles compare (no NaN, no rounding), so the cut range holds
+** every value that can take the edge.  A float, a weak float, an integer
+** without bounds (a uint64_t, an int64_t element) cuts nothing. */
+static int cuttable(gj_ty t)
+{
+  return t.k == GJ_T_NUM && gj_scalar_isint((gj_scalar)t.s) && t.s != GJ_U64;
+}
+
+static void cut(gj_ty *t, double lo, double hi)
+{
+  double olo, ohi;
+  if (!cuttable(*t) || !gj_ty_bounds(*t, &olo, &ohi)) return;
+  lo = fmax(lo, olo);
+  hi = fmin(hi, ohi);
+  if (lo > hi || (lo == olo && hi == ohi)) return;   /* no value, or no news */
+  t->rng = 1;
+  t->lo = lo;
+  t->hi = hi;
+}
+
+void gj_typer_refine(int op, int holds, gj_ty *a, gj_ty *d)
+{
+  double alo, ahi, dlo, dhi;
+  int lt, strict;   /* the edge's relation: a < d (lt) or a > d, or equal */
+  if (!gj_ty_bounds(*a, &alo, &ahi) || !gj_ty_bounds(*d, &dlo, &dhi)) return;
+  if ((a->k == GJ_T_NUM && a->s == GJ_U64) || (d->k == GJ_T_NUM && d->s == GJ_U64))
+    return;
+  switch (op) {   /* ISGE and ISGT are the negations of ISLT and ISLE */
+  case GJ_BC_ISLT: lt = holds; strict = holds; break;
+  case GJ_BC_ISGE: lt = !holds; strict = !holds; break;
+  case GJ_BC_ISLE: lt = holds; strict = !holds; break;
+  case GJ_BC_ISGT: lt = !holds; strict = holds; break;
+  default: return;
+  }
+  if (lt) {            /* a < d or a <= d */
+    cut(a, alo, dhi - strict);
+    cut(d, alo + strict, dhi);
+  } else {             /* a > d or a >= d */
+    cut(a, dlo + strict, ahi);
+    cut(d, dlo, ahi - strict);
+  }
+}

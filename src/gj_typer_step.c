@@ -139,6 +139,7 @@ int gj_typer_resolve_kv(gj_cs *cs, const char *name, int h,
              : kv->intr >= 0            ? GJ_KV_INTR
                                         : GJ_KV_FUNC;
     kv->h = h;
+    kv->base0 = info->base0;
   }
   *out = gj_ty_kind(GJ_T_KV);
   out->aux = cs->nkv++;
@@ -736,7 +737,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_TGETB:
     if (rd(cs, fn, i, st, in->b, &b)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
-      return resolve_field(cs, fn, i, b.aux, NULL, in->c, &S(in->a));
+      return resolve_field(cs, fn, i, b.aux, NULL, in->c + cs->kv[b.aux].base0, &S(in->a));
     if (index_check(cs, fn, i, b, gj_ty_const(in->c))) return -1;
     fn->rmask |= b.u.origin;
     S(in->a) = gj_ty_elem(b);
@@ -745,7 +746,10 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && c.hasc &&
         c.k == GJ_T_WINT)
-      return resolve_field(cs, fn, i, b.aux, NULL, (int)c.u.c, &S(in->a));
+      return resolve_field(cs, fn, i, b.aux, NULL, (int)c.u.c + cs->kv[b.aux].base0,
+                           &S(in->a));
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
+      return gj_typer_const_table(cs, fn, i, b.aux, c, &S(in->a));
     if (index_check(cs, fn, i, b, c)) return -1;
     fn->rmask |= b.u.origin;
     S(in->a) = gj_ty_elem(b);

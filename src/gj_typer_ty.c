@@ -288,7 +288,12 @@ static gj_ty num_join_(const gj_cs *cs, gj_ty a, gj_ty b)
       return hull(gj_ty_num(promote((gj_scalar)n.s) == GJ_U64 ? GJ_I64 : promote((gj_scalar)n.s)), a, b);
     return hull(gj_ty_num((gj_scalar)n.s), a, b);
   }
-  /* both weak */
+  /* both weak.  Two different integer constants (a counter's start and
+  ** its next value at a loop header, `c = 0 ... c = 1`): an integer on the
+  ** hull, as a weak int materializes (int64_t), so that a guard or a loop
+  ** can bound it (docs/typing.md, "Guards"). */
+  if (a.k == GJ_T_WINT && b.k == GJ_T_WINT && a.hasc && b.hasc && a.u.c != b.u.c)
+    return hull(gj_ty_num(GJ_I64), a, b);
   t.k = (a.k == GJ_T_WINT && b.k == GJ_T_WINT) ? GJ_T_WINT : GJ_T_WFLT;
   if (a.hasc && b.hasc && a.u.c == b.u.c) {
     t.hasc = 1;

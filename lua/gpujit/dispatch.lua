@@ -155,6 +155,14 @@ D.set_dims = set_dims
 ---------------------------------------------------------------------------
 -- Argument classification (cold: on a miss only): gpujit.classify.
 
+local lattice = require("gpujit.lattice")
+-- The launch's own types (classes for Lua numbers), for messages.
+local function launch_types(kinds)
+  local t = {}
+  for i = 1, #kinds do t[i] = kinds[i].type end
+  return t
+end
+
 local classify_mod = require("gpujit.classify")(raise, argerr)
 local tag_of, classify = classify_mod.tag_of, classify_mod.classify
 local match_sigs, sig_text = classify_mod.match_sigs, classify_mod.sig_text
@@ -302,9 +310,10 @@ local function core_types(tl)
 end
 D.core_types = core_types
 
-local function core_compile(K, tgt, tl, opts)
+local function core_compile(K, tgt, tl, opts, widened)
   if not (env.verbose or listeners[1]) then return pcall(env.core.compile, K.fn, core_types(tl), opts) end
   local ev = event_of(K, tgt, tl)
+  ev.widened = widened
   notify(ev)
   local t0 = now_ms()
   local ok, info = pcall(env.core.compile, K.fn, core_types(tl), opts)
@@ -330,7 +339,9 @@ local function install(K, tl, key, info, plugins)
 end
 
 local bg   -- gpujit.bgcompile, below
-local function overload(K, tgt, tl, kinds)
+-- widened: the launch's own types when tl is their join with compiled
+-- ones (gpujit.lattice), for the compile event.
+local function overload(K, tgt, tl, kinds, widened)
   local key = types.sig_key(tl)
   local one_based = one_based_of(K, kinds)
   if one_based then key = key .. "|" .. one_based end
@@ -352,7 +363,7 @@ local function overload(K, tgt, tl, kinds)
     if not env.core then no_core() end
     local opts = compile_opts(K, tgt, one_based)
     local ok, info
-    ok, info, ev = core_compile(K, tgt, tl, opts)
+    ok, info, ev = core_compile(K, tgt, tl, opts, widened)
     if not ok then
       if ev then notify(ev) end
       error(info, 0)
@@ -388,22 +399,38 @@ end
 -- async: the launcher for launches on a stream (gpujit.launcher), kept
 -- beside the other one in the tree (node[true]); the inline cache is only
 -- for launches without a stream.
-local function build(K, tgt, huge, async, ...)
+-- The types a launch with args runs on tgt, the arguments' kinds, and
+-- (for the compile event) the launch's own types when those are a join.
+local function types_for(K, tgt, huge, args)
   local n = K.nparams
-  local args = { ... }
   local kinds = {}
   for i = 1, n do
     local k, why = classify(K, args[i], huge, table.maxn(args) > i)
     if not k then argerr(K, i, why) end
     kinds[i] = k
   end
-  local tl
+  local tl, widened
   if K.sigs then
     tl = match_sigs(K, kinds, args)
   else
     tl = {}
     for i = 1, n do tl[i] = kinds[i].type end
+    -- Lua-number classes as a lattice: a compiled overload that covers
+    -- them, else their join with the compiled ones (gpujit.lattice); a
+    -- compile of these very types in the background is waited for instead
+    local ob, bgk = one_based_of(K, kinds), rawget(K, "_bg")
+    if not (bgk and bgk[tgt] and bgk[tgt][types.sig_key(tl)]) then
+      tl, widened = lattice.pick(K._ov[tgt], tl, ob and "|" .. ob or "")
+      widened = widened == "join" and launch_types(kinds) or nil
+    end
   end
+  return tl, kinds, widened
+end
+
+local function build(K, tgt, huge, async, ...)
+  local n = K.nparams
+  local args = { ... }
+  local tl, kinds, widened = types_for(K, tgt, huge, args)
   for i = 1, n do
     -- before the compile, which would type t[i][j] as indexing a number
     if kinds[i].kind == "table" and type(args[i][1]) == "table" then
@@ -414,7 +441,7 @@ local function build(K, tgt, huge, async, ...)
         .. tgt.label .. " does not); pass an FFI array, a table or a gpu.array")
     end
   end
-  local ov = overload(K, tgt, tl, kinds)
+  local ov = overload(K, tgt, tl, kinds, widened)
   for i = 1, n do
     local p = ov.info and ov.info.params and ov.info.params[i]
     if kinds[i].kind == "fptr" and p and p.len_used then
@@ -714,6 +741,24 @@ function methods.precompile(K, tl, device)
   if tgt == nil then no_target() end
   overload(K, tgt, tl)
   return K
+end
+
+-- k:signature_for(cfg, ...): the types k:launch(cfg, ...) would run on the
+-- kernel's (or the current) device now -- the arguments' classes, an
+-- overload that covers them or their join (gpujit.lattice), an eager
+-- signature that fits -- for k:compile; k:compile_for(cfg, ...) compiles
+-- them (k:compile's result).  Neither launches.
+local function signature_for(K, cfg, ...)
+  local tgt = K.pin or env.state.cur
+  if tgt == nil then no_target() end
+  if select("#", ...) > K.nparams then extra(K, select(K.nparams + 1, ...)) end
+  local _, _, huge = set_dims(K, gj_dims(), cfg)
+  return copy_list((types_for(K, tgt, huge, { ... })))
+end
+methods.signature_for = signature_for
+
+function methods.compile_for(K, cfg, ...)
+  return methods.compile(K, signature_for(K, cfg, ...))
 end
 
 -- k:compile(types [, opts]) and its handles (gpujit.bgcompile).

@@ -47,9 +47,10 @@ function M.line(ev)
     return ("gpujit: compile of %s (%s) on %s:%d failed after %.1f ms: %s\n"):format(
       who(ev), concat(ev.types, ", "), ev.backend, ev.device, ev.total_ms, ev.error)
   end
-  return ("gpujit: compiled %s (%s) on %s:%d in %.1f ms [%s]; cache %s%s\n"):format(
+  return ("gpujit: compiled %s (%s) on %s:%d in %.1f ms [%s]; cache %s%s%s\n"):format(
     who(ev), concat(ev.types, ", "), ev.backend, ev.device,
-    ev.total_ms, concat(parts, ", "), ev.cache, ev.note and "; " .. ev.note or "")
+    ev.total_ms, concat(parts, ", "), ev.cache, ev.note and "; " .. ev.note or "",
+    ev.widened and "; widened for a launch of (" .. concat(ev.widened, ", ") .. ")" or "")
 end
 
 return M

@@ -258,11 +258,12 @@ return function(h)
       local p = params[i]
       local written = p.written ~= false
       if kk == "num" then
-        -- A whole-number class (types.numtag): the value must stay in it;
-        -- such overloads never run a huge launch.  A lazily typed double
-        -- (float with precision = "single") leaves whole numbers to their
-        -- classes.  (An eager signature's
-        -- double takes any number.)
+        -- A whole-number class (types.numtag): the value must stay in it
+        -- (lua_int, which holds 0: not -0); such overloads never run a
+        -- huge launch.  A lazily typed float (precision = "single") leaves
+        -- whole numbers to their classes; a double runs every number
+        -- exactly and takes them all (gpujit.lattice), as an eager
+        -- signature's double does.
         local c = types.lnum[ov.types[i]]
         local int = types.lnum.lua_int
         if c and c.lo == 0 and c.hi == 0 then
@@ -272,8 +273,9 @@ return function(h)
           -- tobit(a) == a: a whole number in int32's range (which holds every
           -- class), one addition where a % 1 takes a floor
           g(guard, "if huge or type(a%d) ~= 'number' or not (a%d >= %.17g and a%d <= %.17g and"
-            .. " tobit(a%d) == a%d) then return false end", i, i, c.lo, i, c.hi, i, i)
-        elseif not K.sigs and (k.type == "double" or k.type == "float") and int then
+            .. " tobit(a%d) == a%d%s) then return false end", i, i, c.lo, i, c.hi, i, i,
+            c.lo < 0 and c.hi > 0 and (" and (a%d ~= 0 or 1 / a%d > 0)"):format(i, i) or "")
+        elseif not K.sigs and k.type == "float" and int then
           g(guard, "if type(a%d) ~= 'number' or (not huge and tobit(a%d) == a%d and"
             .. " (a%d ~= 0 or 1 / a%d > 0)) then return false end", i, i, i, i, i)
         else

@@ -517,6 +517,21 @@ function M.ctype_info(ct)
   return info, why
 end
 
+-- An FFI array of numbers a kernel reaches by name (an upvalue, a global),
+-- for the compiler's constant data (docs/typing.md, "Constant tables"): its
+-- elements copied into a Lua table, element 0 at [1]; nil when v is no such
+-- array (elements of structs, int64_t/uint64_t, which are cdata, or bool).
+function M.const_data(v)
+  local info = M.ctype_info(v)
+  if not (info and info.kind == "farray" and not info.struct and
+          (M.is_int[info.elem] or M.is_float[info.elem]) and not M.is_int64[info.elem]) then
+    return nil
+  end
+  local t = {}
+  for i = 0, ffi.sizeof(v) / info.esize - 1 do t[i + 1] = tonumber(v[i]) end
+  return t
+end
+
 -- What a Lua value is as a kernel argument, for messages and cold paths:
 -- returns a canonical type name or nil and a reason.
 function M.of_value(v, precision)

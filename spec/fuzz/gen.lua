@@ -238,6 +238,7 @@ function Gen:leaf_i(maxb)
   if #cs > 0 then
     opts[#opts + 1] = function() local c = R.pick(cs); return node(c.name, "i", math.abs(c.v)) end
   end
+  if self:has_const_table("ti") then opts[#opts + 1] = function() return self:const_table_read("ti") end end
   if self:rng_call() then   -- Philox4x32-10's first word (docs/api.md, "Random numbers")
     return self:within(node("(gpu.philox4x32(%1, %2, 0, 7, %3, 0))", "i", 4294967296,
       { self:gen_i(0, B31), self:gen_i(0, B31), self:gen_i(0, B31) }, true), maxb)
@@ -397,6 +398,7 @@ function Gen:leaf_d()
   for _, c in ipairs(self.consts) do
     if c.k == "d" then opts[#opts + 1] = function() return node(c.name, "d") end end
   end
+  if self:has_const_table("td") then opts[#opts + 1] = function() return self:const_table_read("td") end end
   if R.chance(0.05) then return node(R.chance(0.5) and "math.huge" or "math.pi", "d") end
   if not self.single and self:rng_call() then   -- counter-based uniforms and normals
     return node(R.chance(0.7) and "gpu.uniform(%1, %2)" or "gpu.normal(%1, %2)", "d", nil,
@@ -684,6 +686,10 @@ function Gen:stmt(depth)
     return { t = "ret", c = self:gen_cond(1) }
   elseif r == 16 and R.chance(0.25) then
     return self:print_stmt()
+  elseif r == 18 and self.infn == nil and self.structs and not self.single then
+    -- (not in gen_groups' kernels, whose control flow stays uniform; not
+    -- with precision = "single", where s is a float)
+    return self:guard_stmt(depth, nest)
   elseif r <= 17 then
     local fs = {}
     for idx, f in ipairs(self.fns) do
@@ -700,6 +706,55 @@ function Gen:stmt(depth)
     end
   end
   return self:store_or_local()
+end
+
+-- Guards (docs/typing.md, "Guards"): an integer variable compared with the
+-- Lua-number argument s -- whole (a bound: gpujit narrows the variable's
+-- range where the comparison holds), or fractional, -0, NaN, +-inf, past
+-- 2^31 (no bound: nothing may narrow) -- and, where it holds, arithmetic
+-- on the variable whose exactness in integers depends on that range.
+-- Forms: 1 `if x OP s then <use> ... end`, 2 the use in the else branch,
+-- 3 `if x OP s then return end` before the use, 4 a while loop counting
+-- from x while below s (and a few turns), the use after it.
+function Gen:guard_stmt(depth, nest)
+  local R = self.R
+  local xs = { "g" }
+  for _, v in ipairs(self:vars_of("i")) do xs[#xs + 1] = v.name end
+  local form = R.int(nest and 1 or 3, 4)
+  local st = { t = "guard", form = form, x = R.pick(xs), op = R.pick({ "<", "<=", ">", ">=" }),
+    swap = R.chance(0.3), K = R.pick({ 1, 4, -3, 1024, 2 ^ 20 }),   -- (x * K + x) stays below 2^52
+    idx = self:own_index(1), cnt = self:fresh("q"), turns = R.int(1, 5) }
+  if form <= 2 then st.body = self:block(depth + 1, R.int(1, 2)) end
+  return st
+end
+
+local SWAPPED = { ["<"] = ">", ["<="] = ">=", [">"] = "<", [">="] = "<=" }
+
+G.renderers = {}
+G.renderers.guard = function(out, st, ind)
+  local p = string.rep("  ", ind)
+  local x = st.form == 4 and st.cnt or st.x
+  local test = st.swap and ("s " .. SWAPPED[st.op] .. " " .. x) or (x .. " " .. st.op .. " s")
+  local use = p .. "  od[" .. G.expr(st.idx) .. "] = (" .. x .. " * " .. fmtnum(st.K) .. " + " ..
+    x .. ") * s + " .. x .. " * s"
+  if st.form == 1 or st.form == 2 then
+    out[#out + 1] = p .. "if " .. test .. " then"
+    if st.form == 1 then out[#out + 1] = use end
+    G.render_block(out, st.body, ind + 1)
+    if st.form == 2 then
+      out[#out + 1] = p .. "else"
+      out[#out + 1] = use
+    end
+    out[#out + 1] = p .. "end"
+  elseif st.form == 3 then
+    out[#out + 1] = p .. "if " .. test .. " then return end"
+    out[#out + 1] = use:sub(3)
+  else
+    out[#out + 1] = p .. "local " .. st.cnt .. " = " .. st.x
+    out[#out + 1] = p .. "while " .. st.cnt .. " < s and " .. st.cnt .. " < " .. st.x .. " + " ..
+      st.turns .. " do " .. st.cnt .. " = " .. st.cnt .. " + 1 end"
+    out[#out + 1] = use:sub(3)
+  end
 end
 
 -- print(...) of integers, doubles (not with precision = "single", where
@@ -751,8 +806,8 @@ end
 local E = G.expr
 
 -- Renderers of statement types that other generators add
--- (spec/fuzz/gen_groups.lua): type -> function(out, st, ind).
-G.renderers = {}
+-- (spec/fuzz/gen_groups.lua), and the guards above: type -> function(out,
+-- st, ind).
 
 local function render_block(out, stmts, ind)
   for _, st in ipairs(stmts) do G.render_stmt(out, st, ind) end
@@ -824,12 +879,20 @@ function G.render_stmt(out, st, ind)
   end
 end
 
+-- A constant's value as Lua source: a number, or a table of them.
+function G.const_text(c)
+  if not c.tab then return fmtnum(c.v) end
+  local t = {}
+  for j, v in ipairs(c.tab) do t[j] = fmtnum(v) end
+  return "{ " .. table.concat(t, ", ") .. " }"
+end
+
 -- The lines of a case's constants, device functions and kernel, the kernel
 -- being `head .. "function(...)"` (head: "return " or "k3 = ").
 local function render_case(out, case, head, ind)
   local p = string.rep("  ", ind)
   for _, c in ipairs(case.consts) do
-    out[#out + 1] = p .. "local " .. c.name .. " = " .. fmtnum(c.v)
+    out[#out + 1] = p .. "local " .. c.name .. " = " .. G.const_text(c)
   end
   for _, f in ipairs(case.fns) do
     out[#out + 1] = p .. "local function " .. f.name .. "(" .. table.concat(f.pnames, ", ") .. ")"
@@ -922,6 +985,7 @@ function G.generate(seed, o)
     local v = isf and (R.int(-100, 100) + 0.375) or R.int(-50, 50)
     gen.consts[j] = { name = "K" .. j, v = v, k = isf and "d" or "i" }
   end
+  G.const_tables(gen, R)
   for j = 1, R.int(0, 3) do gen.fns[j] = gen:device_fn(j) end
   gen.budget = o.budget or R.int(6, 28)
   local body = {}
@@ -930,6 +994,42 @@ function G.generate(seed, o)
     N = R.int(1, 48), consts = gen.consts, fns = gen.fns, body = body }
   case.data = G.data(R, case)
   return case
+end
+
+-- Constant tables (docs/typing.md, "Constant tables"; precision = "double"
+-- only, where a table's element is LuaJIT's number): upvalues KT<j> = {
+-- ... } read as KT<j>[e % len + 1], whole ("ti": integers, an lnum in the
+-- kernel, or doubles when a value passes int32_t) or not ("td").
+function G.const_tables(gen, R)
+  if gen.single then return end
+  for j = 1, R.chance(0.4) and R.int(1, 2) or 0 do
+    local whole, t, b = R.chance(0.6), {}, 0
+    for m = 1, R.int(1, 9) do
+      local v
+      if whole then
+        v = R.chance(0.1) and R.pick({ 2 ^ 31 - 1, -(2 ^ 31), 2 ^ 31 }) or R.int(-1000, 1000)
+      else
+        v = R.chance(0.15) and R.pick({ -0.0, 1e300, 0.1, -2.5 }) or (R.int(-4000, 4000) + 0.5) / 8
+      end
+      t[m] = v
+      b = math.max(b, math.abs(v))
+    end
+    gen.consts[#gen.consts + 1] = { name = "KT" .. j, tab = t, k = whole and "ti" or "td", b = b }
+  end
+end
+
+function Gen:has_const_table(k)
+  for _, c in ipairs(self.consts) do if c.k == k then return true end end
+  return false
+end
+
+-- A read of a constant table of kind k ("ti" or "td"; there is one).
+function Gen:const_table_read(k)
+  local ts = {}
+  for _, c in ipairs(self.consts) do if c.k == k then ts[#ts + 1] = c end end
+  local c = self.R.pick(ts)
+  return node(c.name .. "[%1 % " .. #c.tab .. " + 1]", k == "ti" and "i" or "d", k == "ti" and c.b or nil,
+    { self:gen_i(0, BMAX) }, true)
 end
 
 -- Input data: read-only arrays of M elements, output arrays of 4*N

@@ -40,7 +40,7 @@ local G = require("spec.fuzz.gen")
 
 local GG = {}
 
-local node, fmtnum = G.node, G.fmtnum
+local node = G.node
 local B31, BMAX = G.B31, G.BMAX
 
 -- One seed in EVERY makes a case of this module (seed % EVERY == 0).
@@ -616,7 +616,7 @@ local function render_case(out, case, head, ind)
   local p = string.rep("  ", ind)
   if case.launch.group then out[#out + 1] = p .. "local GV = " .. GG.volume(case) end
   for _, c in ipairs(case.consts) do
-    out[#out + 1] = p .. "local " .. c.name .. " = " .. fmtnum(c.v)
+    out[#out + 1] = p .. "local " .. c.name .. " = " .. G.const_text(c)
   end
   for _, f in ipairs(case.fns) do
     out[#out + 1] = p .. "local function " .. f.name .. "(" .. table.concat(f.pnames, ", ") .. ")"
