@@ -230,7 +230,8 @@ static int merge(gj_cs *cs, gj_fn *fn, int b, const gj_ty *st, int back)
   int wide = back && fn->reached[b];
   fn->reached[b] = 1;
   for (i = 0; i < n; i++) {
-    gj_ty j = gj_ty_join(cs, e[i], st[i]), eb = e[i];
+    gj_ty j = back ? gj_ty_join_loop(cs, e[i], st[i]) : gj_ty_join(cs, e[i], st[i]);
+    gj_ty eb = e[i];
     /* the bounds the header had: a range, or a weak int constant's value */
     int had = (eb.k == GJ_T_NUM && eb.rng) ||
               (eb.k == GJ_T_WINT && gj_ty_bounds(eb, &eb.lo, &eb.hi));

@@ -217,6 +217,7 @@ gj_scalar gj_ty_scalar(const gj_cs *cs, gj_ty t);
 int gj_ty_isnumeric(gj_ty t);
 /* Join for merges and for operands of arithmetic (docs/typing.md). */
 gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b);
+gj_ty gj_ty_join_loop(const gj_cs *cs, gj_ty a, gj_ty b);   /* at a back edge */
 /* Arithmetic operand join: join, then narrow integers promoted to 32 bits. */
 gj_ty gj_ty_arith(const gj_cs *cs, gj_ty a, gj_ty b);
 int gj_ty_eq(gj_ty a, gj_ty b);

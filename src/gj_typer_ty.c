@@ -288,18 +288,28 @@ static gj_ty num_join_(const gj_cs *cs, gj_ty a, gj_ty b)
       return hull(gj_ty_num(promote((gj_scalar)n.s) == GJ_U64 ? GJ_I64 : promote((gj_scalar)n.s)), a, b);
     return hull(gj_ty_num((gj_scalar)n.s), a, b);
   }
-  /* both weak.  Two different integer constants (a counter's start and
-  ** its next value at a loop header, `c = 0 ... c = 1`): an integer on the
-  ** hull, as a weak int materializes (int64_t), so that a guard or a loop
-  ** can bound it (docs/typing.md, "Guards"). */
-  if (a.k == GJ_T_WINT && b.k == GJ_T_WINT && a.hasc && b.hasc && a.u.c != b.u.c)
-    return hull(gj_ty_num(GJ_I64), a, b);
+  /* both weak (two different integer constants at a loop header: see
+  ** gj_ty_join_loop) */
   t.k = (a.k == GJ_T_WINT && b.k == GJ_T_WINT) ? GJ_T_WINT : GJ_T_WFLT;
   if (a.hasc && b.hasc && a.u.c == b.u.c) {
     t.hasc = 1;
     t.u.c = a.u.c;
   }
   return t;
+}
+
+/* gj_ty_join at a loop header (a back edge's state meeting the entry's).
+** Two different integer constants there are a counter's start and its next
+** value (`c = 0 ... c = c + 1`): an integer on the hull, as a weak int
+** materializes (int64_t), so that a guard or a loop can bound it
+** (docs/typing.md, "Guards").  Only there: elsewhere two constants meeting
+** stay a weak int, which keeps what folds from constants (a gpu.shared
+** count of a kernel whose barriers make joins) folding. */
+gj_ty gj_ty_join_loop(const gj_cs *cs, gj_ty a, gj_ty b)
+{
+  if (a.k == GJ_T_WINT && b.k == GJ_T_WINT && a.hasc && b.hasc && a.u.c != b.u.c)
+    return hull(gj_ty_num(GJ_I64), a, b);
+  return gj_ty_join(cs, a, b);
 }
 
 gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
