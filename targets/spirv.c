@@ -249,6 +249,50 @@ done:
 }
 
 /* Rewrite what the translator refuses (the top of this file). */
+/* A switch on an integer narrower than 32 bits and not 8 or 16 wide (i1,
+** i2, i3: instcombine shrinks a switch's condition to the bits its cases
+** need, the reverse pass of a derivative switches on a predecessor's
+** number) as the same switch on the value zero-extended to i32: SPIR-V's
+** OpSwitch takes an integer scalar of a width a device has (an i1 is a
+** boolean there, and llvm-spirv-15 refuses i2: "InvalidBitWidth"). */
+static void widen_switch(LLVMBuilderRef b, LLVMValueRef sw)
+{
+  LLVMValueRef cond = LLVMGetOperand(sw, 0), nsw, wide;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(LLVMTypeOf(cond)));
+  unsigned w = LLVMGetIntTypeWidth(LLVMTypeOf(cond));
+  unsigned k, nops = (unsigned)LLVMGetNumOperands(sw);
+  if (w >= 32 || w == 8 || w == 16) return;
+  wide = NULL;
+  /* a phi of constants that only this switch uses (the reverse pass's
+  ** predecessor number): the same phi in i32, so that no value of the odd
+  ** width is left */
+  if (LLVMIsAPHINode(cond) && LLVMGetFirstUse(cond) &&
+      !LLVMGetNextUse(LLVMGetFirstUse(cond))) {
+    unsigned j, n = LLVMCountIncoming(cond);
+    for (j = 0; j < n && LLVMIsAConstantInt(LLVMGetIncomingValue(cond, j)); j++) {}
+    if (j == n) {
+      LLVMPositionBuilderBefore(b, cond);
+      wide = LLVMBuildPhi(b, i32, "");
+      for (j = 0; j < n; j++) {
+        LLVMValueRef v = LLVMConstInt(i32, LLVMConstIntGetZExtValue(
+                                        LLVMGetIncomingValue(cond, j)), 0);
+        LLVMBasicBlockRef from = LLVMGetIncomingBlock(cond, j);
+        LLVMAddIncoming(wide, &v, &from, 1);
+      }
+    }
+  }
+  LLVMPositionBuilderBefore(b, sw);
+  if (!wide) wide = LLVMBuildZExt(b, cond, i32, "");
+  nsw = LLVMBuildSwitch(b, wide,
+                        LLVMValueAsBasicBlock(LLVMGetOperand(sw, 1)),
+                        (nops - 2) / 2);
+  for (k = 2; k + 1 < nops; k += 2)     /* operands: cond, default, (value, dest)... */
+    LLVMAddCase(nsw, LLVMConstInt(i32, LLVMConstIntGetZExtValue(LLVMGetOperand(sw, k)), 0),
+                LLVMValueAsBasicBlock(LLVMGetOperand(sw, k + 1)));
+  LLVMInstructionEraseFromParent(sw);
+  if (LLVMIsAPHINode(cond) && !LLVMGetFirstUse(cond)) LLVMInstructionEraseFromParent(cond);
+}
+
 static int prepare(LLVMModuleRef m, gj_err *err)
 {
   LLVMContextRef c = LLVMGetModuleContext(m);
@@ -301,6 +345,16 @@ static int prepare(LLVMModuleRef m, gj_err *err)
       rc = gj_err_set(err, "internal error: opencl: SPIR-V: %s", msg);
       LLVMDisposeErrorMessage(msg);
     }
+  }
+  /* after instcombine, which would shrink them again */
+  for (f = LLVMGetFirstFunction(m); f && rc == 0; f = LLVMGetNextFunction(f)) {
+    LLVMBasicBlockRef bb;
+    LLVMBuilderRef wb = LLVMCreateBuilderInContext(c);
+    for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+      if (t && LLVMGetInstructionOpcode(t) == LLVMSwitch) widen_switch(wb, t);
+    }
+    LLVMDisposeBuilder(wb);
   }
   for (f = LLVMGetFirstFunction(m); f && rc == 0; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) && order_blocks(f) != 0)
