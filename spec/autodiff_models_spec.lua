@@ -176,7 +176,6 @@ end
 
 for _, bk in ipairs(H.backends) do
   describe("autodiff of model shapes (" .. bk .. ")", function()
-    if bk == "sim" then return end   -- derivatives on sim: a clear error (autodiff_spec)
 
     it("3x3 convolution: gradients of input and weights against finite differences and by hand", function()
       local W, Hh = 7, 6
