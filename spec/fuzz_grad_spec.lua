@@ -1,9 +1,10 @@
 -- The differential fuzzer's gradient mode with a fixed seed (docs/fuzzing.md,
 -- spec/fuzz/grad.lua): random kernels of the differentiable subset, their
 -- gpu.grad gradients against central finite differences and against
--- forward mode (<v, J u> both ways), on every compiling backend of
--- GPUJIT_SPEC_BACKENDS.  24 kernels on cpu and 8 on the others (a kernel's
--- derivatives are two more compiles; PoCL's builds are slow here);
+-- forward mode (<v, J u> both ways), on every backend of
+-- GPUJIT_SPEC_BACKENDS (sim: by dual numbers, gpujit.adsim).  24 kernels on
+-- cpu, 96 on sim and 8 on the others (a kernel's derivatives are two more
+-- compiles; PoCL's builds are slow here);
 -- GPUJIT_FUZZ_SPEC_N sets one count for all.  `luajit spec/fuzz/main.lua
 -- --grad N SEED` runs more.
 
@@ -12,7 +13,7 @@ local GR = require("spec.fuzz.grad")
 
 local SEED = 20261207
 local COUNT = tonumber(os.getenv("GPUJIT_FUZZ_SPEC_N"))
-local PER_BACKEND = { cpu = COUNT or 24 }
+local PER_BACKEND = { cpu = COUNT or 24, sim = COUNT or 96 }
 local OTHERS = COUNT or 8
 
 local function cases(n)
@@ -36,7 +37,7 @@ describe("fuzz --grad: generated kernels from seed " .. SEED, function()
     end
   end)
 
-  for _, bk in ipairs(H.compilers) do
+  for _, bk in ipairs(H.backends) do
     local n = PER_BACKEND[bk] or OTHERS
     local all = cases(n)
     for b = 1, n, GR.BATCH do

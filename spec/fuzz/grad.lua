@@ -27,7 +27,9 @@
 --    1e-10 of the sum of the terms' magnitudes (the same algebra);
 -- 3. every element of J^T v (x, y, z and a) against central differences
 --    of L = <v, (y, z) after> (step 1e-6): a relative error <= 1e-6
---    passes.  Above it, the element is checked at steps 1e-7 and 1e-5: when
+--    passes (relative to max(|gradient|, |difference|, 1e-3), the floor of
+--    gpu.gradcheck: a rounding residue of 1e-12 where the derivative is 0
+--    is no mismatch).  Above it, the element is checked at steps 1e-7 and 1e-5: when
 --    those differ from the first by more than the tolerance, L is not smooth
 --    there (a kink of abs/min/max/floor, a branch or a loop's trip count
 --    changing within the step) and the element is counted as unsmooth, not
@@ -229,7 +231,7 @@ local function copy(t, n) return darr(n, function(e) return t[e] end) end
 local function relerr(p, q)
   local d = math.abs(p - q)
   local s = math.max(math.abs(p), math.abs(q))
-  if s < 1e-6 then return d / 1e-6 end
+  if s < 1e-3 then return d / 1e-3 end   -- near 0: absolute (gpu.gradcheck's floor)
   return d / s
 end
 

@@ -6,7 +6,8 @@
 --   luajit spec/fuzz/main.lua --repro FILE   run one reproducer
 --   luajit spec/fuzz/main.lua --grad [N [SEED]]   gradient mode (spec/fuzz/grad.lua):
 --                                            N kernels' gradients against finite
---                                            differences and forward mode
+--                                            differences and forward mode, on
+--                                            every backend listed (sim too)
 --
 -- Kernels run C.BATCH at a time, compiled together (check.lua, run_batch);
 -- a failing one is run again alone, shrunk, and written as a reproducer under $GPUJIT_FUZZ_OUT
@@ -32,6 +33,7 @@ end
 if arg[1] == "--grad" then
   local GR = require("spec.fuzz.grad")
   local n, seed0 = tonumber(arg[2]) or 1000, tonumber(arg[3]) or os.time()
+  backends = H.backends   -- sim too: its derivatives run on dual numbers (gpujit.adsim)
   print(string.format("fuzz --grad: %d kernels from seed %d on %s, %d per compile", n, seed0,
     table.concat(backends, ","), GR.BATCH))
   local t0, bad = os.time(), 0
