@@ -35,7 +35,6 @@ end
 
 for _, bk in ipairs(H.backends) do
   describe("gpu.gradcheck and gpu.tape (" .. bk .. ")", function()
-    if bk == "sim" then return end   -- derivatives on sim: a clear error (autodiff_spec)
 
     it("gradcheck passes for a right gradient (arrays and a scalar)", function()
       local k = H.kernel(bk, saxpy)

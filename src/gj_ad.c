@@ -252,9 +252,67 @@ fail:
 
 /* --- preparation ---------------------------------------------------------- */
 
+/* The element an extractvalue with one index reads, found through a chain
+** of one-index insertvalues down to the inserted value or to a constant
+** aggregate's element; NULL where the chain ends elsewhere.  (instsimplify
+** folds extractvalue(insertvalue) only where the indices are equal: the two
+** results of a device function whose first is a constant stay an aggregate
+** { 3.375, undef } with the second inserted.) */
+static LLVMValueRef extracted(LLVMValueRef I)
+{
+  unsigned idx = LLVMGetIndices(I)[0];
+  LLVMValueRef agg = LLVMGetOperand(I, 0);
+  for (;;) {
+    if (LLVMIsAInsertValueInst(agg) && LLVMGetNumIndices(agg) == 1) {
+      if (LLVMGetIndices(agg)[0] == idx) return LLVMGetOperand(agg, 1);
+      agg = LLVMGetOperand(agg, 0);
+    } else if (LLVMIsAConstant(agg) && !LLVMIsAConstantExpr(agg)) {
+      return LLVMGetAggregateElement(agg, idx);
+    } else {
+      return NULL;
+    }
+  }
+}
+
+/* Each float extractvalue that extracted() resolves is replaced by what it
+** reads (forwarding only: no new operation), and the insertvalues left
+** without a use are removed. */
+static void forward_extracts(LLVMValueRef body)
+{
+  LLVMBasicBlockRef bb;
+  int changed = 1;
+  for (bb = LLVMGetFirstBasicBlock(body); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef I = LLVMGetFirstInstruction(bb), next;
+    for (; I; I = next) {
+      LLVMValueRef v;
+      next = LLVMGetNextInstruction(I);
+      if (LLVMGetInstructionOpcode(I) != LLVMExtractValue || LLVMGetNumIndices(I) != 1 ||
+          !gj_ad_isfloat(LLVMTypeOf(I)))
+        continue;
+      v = extracted(I);
+      if (v == NULL || LLVMTypeOf(v) != LLVMTypeOf(I)) continue;
+      LLVMReplaceAllUsesWith(I, v);
+      LLVMInstructionEraseFromParent(I);
+    }
+  }
+  while (changed) {   /* a chain goes from its last insertvalue back */
+    changed = 0;
+    for (bb = LLVMGetFirstBasicBlock(body); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef I = LLVMGetFirstInstruction(bb), next;
+      for (; I; I = next) {
+        next = LLVMGetNextInstruction(I);
+        if (LLVMGetInstructionOpcode(I) == LLVMInsertValue && !LLVMGetFirstUse(I)) {
+          LLVMInstructionEraseFromParent(I);
+          changed = 1;
+        }
+      }
+    }
+  }
+}
+
 /* Device functions inlined into @gj_body (all of them: a derivative sees
-** one function), slots in SSA.  No new float operations appear: SROA and
-** instsimplify only forward and fold. */
+** one function), slots in SSA, extractvalues forwarded.  No new float
+** operations appear: SROA and instsimplify only forward and fold. */
 static int prepare(gj_ad *a, LLVMValueRef body)
 {
   LLVMValueRef f;
@@ -283,6 +341,7 @@ static int prepare(gj_ad *a, LLVMValueRef body)
     LLVMDisposeErrorMessage(msg);
     return -1;
   }
+  forward_extracts(body);
   return 0;
 }
 

@@ -1,6 +1,8 @@
 -- gpujit.autodiff: derivatives of kernels (docs/autodiff.md, docs/api.md).
 --
---   local AD = require("gpujit.autodiff")(dispatch, raise)
+--   local AD = require("gpujit.autodiff")(dispatch, raise, on_sim)
+--   (on_sim(K): does kernel K launch on the sim backend? there the
+--   derivatives run on dual numbers, gpujit.adsim)
 --   AD.jvp(k [, scalars]) -> a derivative object d; d:launch(cfg, ...)
 --   AD.grad(k [, scalars]) -> likewise, reverse mode
 --
@@ -19,8 +21,9 @@ local ffi = require("ffi")
 local types = require("gpujit.types")
 local concat, unpack = table.concat, unpack
 
-return function(dispatch, raise)
+return function(dispatch, raise, on_sim)
   local AD = {}
+  local ADS = require("gpujit.adsim")(raise, dispatch.set_dims)
   local methods = {}
   local Dmt = { __index = methods }
 
@@ -155,6 +158,9 @@ return function(dispatch, raise)
         .. "': it takes " .. (pos - 1) .. " arguments with these shadows")
     end
     no_alias(K, out, concat(pattern))
+    if on_sim and on_sim(K) then   -- dual numbers (gpujit.adsim)
+      return ADS.launch(self, cfg, out, concat(pattern))
+    end
     if self.mode == "reverse" then   -- the tape (src/gj_ad.h), last
       out[#out + 1] = self:tape_buffer()
       pattern[#pattern + 1] = "2"

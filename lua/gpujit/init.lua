@@ -429,7 +429,10 @@ for _, m in ipairs({ "prims_map", "prims_sort", "prims_select", "prims_segment",
 end
 
 do   -- derivatives of kernels (docs/autodiff.md)
-  local AD = require("gpujit.autodiff")(dispatch, raise)
+  local AD = require("gpujit.autodiff")(dispatch, raise, function(K)   -- does K run on sim?
+    local t = K.pin or S.cur
+    return t ~= nil and t.sim == true
+  end)
   gpu.jvp, gpu.grad = AD.jvp, AD.grad
   local T = require("gpujit.adtape")(AD, raise)
   gpu.gradcheck, gpu.tape = T.gradcheck, T.tape

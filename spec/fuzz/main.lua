@@ -4,6 +4,10 @@
 --   luajit spec/fuzz/main.lua [N [SEED]]     N kernels from seed SEED on
 --                                            the backends of GPUJIT_SPEC_BACKENDS
 --   luajit spec/fuzz/main.lua --repro FILE   run one reproducer
+--   luajit spec/fuzz/main.lua --grad [N [SEED]]   gradient mode (spec/fuzz/grad.lua):
+--                                            N kernels' gradients against finite
+--                                            differences and forward mode, on
+--                                            every backend listed (sim too)
 --
 -- Kernels run C.BATCH at a time, compiled together (check.lua, run_batch);
 -- a failing one is run again alone, shrunk, and written as a reproducer under $GPUJIT_FUZZ_OUT
@@ -24,6 +28,41 @@ if arg[1] == "--repro" then
   for _, f in ipairs(fails) do print(f.bk .. ": " .. f.class .. ": " .. f.msg) end
   print(#fails == 0 and "agrees with the oracle" or "fails")
   os.exit(#fails == 0 and 0 or 1)
+end
+
+if arg[1] == "--grad" then
+  local GR = require("spec.fuzz.grad")
+  local n, seed0 = tonumber(arg[2]) or 1000, tonumber(arg[3]) or os.time()
+  backends = H.backends   -- sim too: its derivatives run on dual numbers (gpujit.adsim)
+  print(string.format("fuzz --grad: %d kernels from seed %d on %s, %d per compile", n, seed0,
+    table.concat(backends, ","), GR.BATCH))
+  local t0, bad = os.time(), 0
+  for _, bk in ipairs(backends) do
+    local st = { fails = 0, refused = 0, skipped = 0, unsmooth = 0 }
+    for b = seed0, seed0 + n - 1, GR.BATCH do
+      local batch = {}
+      for s = b, math.min(seed0 + n - 1, b + GR.BATCH - 1) do batch[#batch + 1] = GR.generate(s) end
+      for j, r in ipairs(GR.run_batch(batch, bk)) do
+        local c = batch[j]
+        if #r.fails > 0 then
+          st.fails = st.fails + 1
+          print(string.format("seed %d FAILS on %s:\n  %s\n%s", c.seed, bk, table.concat(r.fails, "\n  "),
+            GR.source({ c })))
+        end
+        if r.refused then
+          st.refused = st.refused + 1
+          print(string.format("seed %d refused on %s: %s", c.seed, bk, r.refused:sub(1, 300)))
+        end
+        if r.skipped then st.skipped = st.skipped + 1 end
+        st.unsmooth = st.unsmooth + r.unsmooth
+      end
+    end
+    print(string.format("fuzz --grad on %s: %d kernels, %d mismatches, %d refused, %d skipped (out of "
+      .. "range), %d elements not compared (not smooth there), %d s", bk, n, st.fails, st.refused,
+      st.skipped, st.unsmooth, os.time() - t0))
+    bad = bad + st.fails
+  end
+  os.exit(bad == 0 and 0 or 1)
 end
 
 local n = tonumber(arg[1]) or 1000
