@@ -442,6 +442,7 @@ static int launch_chunks(gj_bstate *st, gj_program *p, ocl_entry *e,
   long sigints = 0;
   cl_event ev = NULL;
   cl_int rc = CL_SUCCESS;
+  const char *what = "clEnqueueNDRangeKernel (chunk)";
   for (i = 0; i < o; i++) row *= gl[i];   /* items in one row of groups */
   step = (size_t)OCL_CHUNK_ITEMS / row;   /* rows of groups per chunk */
   step = (step < 1 ? 1 : step) * lo[o];
@@ -452,7 +453,10 @@ static int launch_chunks(gj_bstate *st, gj_program *p, ocl_entry *e,
     if (off[o] > 0) {          /* the chunk before has run */
       if (ev) wait_cancellable(st, d, ev, fault, p->shared_rec);
       ev = NULL;
-      if ((rc = st->cl.Finish(d->queue)) != CL_SUCCESS) break;
+      if ((rc = st->cl.Finish(d->queue)) != CL_SUCCESS) {
+        what = "clFinish (chunk)";
+        break;
+      }
       if (fault && __atomic_load_n(&fault->cancel, __ATOMIC_RELAXED)) break;
       if (sig == 1 && gj_sigint_count() != sigints) {
         stopped = 1;
@@ -472,7 +476,7 @@ static int launch_chunks(gj_bstate *st, gj_program *p, ocl_entry *e,
   if (rc != CL_SUCCESS || stopped) {
     if (ev) wait_cancellable(st, d, ev, fault, p->shared_rec);
     st->cl.Finish(d->queue);
-    if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueNDRangeKernel (chunk)", rc);
+    if (rc != CL_SUCCESS) return ocl_fail(err, what, rc);
     return gj_err_set(err, "launch interrupted (Ctrl-C): no work group started "
                       "after the SIGINT");
   }
