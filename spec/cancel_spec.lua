@@ -1,6 +1,7 @@
 -- Cancellation that bounds any launch (docs/reliability.md, "Runaway kernels"):
 -- on cpu a launch is cut into chunks of whole groups (about 4096 work items),
--- and no chunk starts after a timeout or a SIGINT.  So a launch of 2^40 work
+-- on opencl into NDRanges of whole groups with a global offset (about 2^20),
+-- and no chunk starts after a timeout or a SIGINT.  So a huge launch of work
 -- items without a loop (which no back-edge check can stop) ends with the
 -- timeout's error, and Ctrl-C stops a long launch of a kernel compiled
 -- without `timeout` ("launch interrupted (Ctrl-C)"), after which the kernel
