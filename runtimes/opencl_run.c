@@ -401,6 +401,92 @@ static void wait_cancellable(gj_bstate *st, ocl_device *d, cl_event ev,
   st->cl.ReleaseEvent(ev);
 }
 
+/* Cancellation between chunks (docs/reliability.md, "Runaway kernels"): a
+** launch on the default stream of more than OCL_CHUNK_ITEMS work items is
+** enqueued as NDRanges of whole groups, cut along its outermost dimension
+** (global_work_offset: the kernel still sees the whole launch's ids,
+** targets/spir.c IR_GROUPS), about OCL_CHUNK_ITEMS each, one after the
+** other; between two the launch looks whether it was cancelled (the
+** record's cancel word, set by a timeout's watchdog, or a SIGINT) and
+** starts no further chunk.  A chunk of 2^20 work items runs for a
+** millisecond or more on PoCL, against ~20 us for an enqueue and a wait;
+** smaller launches keep their single enqueue.  PTX programs (NVIDIA's
+** OpenCL) ignore a global offset, and are not cut. */
+#define OCL_CHUNK_ITEMS (INT64_C(1) << 20)
+/* A chunked launch that has run this long installs the SIGINT handler
+** (gj_watch.h) until it returns, as runtimes/cpu.c does (CPU_SIGINT_AFTER):
+** shorter launches never pay the two sigaction calls. */
+#define OCL_SIGINT_AFTER 0.02
+
+static double ocl_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Run entry e (its arguments set, the record written) over global gl in
+** chunks on the default queue (the top of this section).  The last chunk
+** enqueued is left pending for ocl_wait (its record read back then), also
+** when a timeout stopped the launch (the core reports the timeout); a
+** SIGINT without one is this launch's error, after the device is idle. */
+static int launch_chunks(gj_bstate *st, gj_program *p, ocl_entry *e,
+                         cl_uint nd, const size_t *gl, const size_t *lo,
+                         gj_fault *fault, gj_err *err)
+{
+  ocl_device *d = &st->devs[p->dev];
+  cl_uint o = nd - 1, i;
+  size_t off[3] = { 0, 0, 0 }, cg[3], row = lo[o], step;
+  double t0 = ocl_now();
+  int sig = 0, cancellable = fault && p->shared_rec, stopped = 0;
+  long sigints = 0;
+  cl_event ev = NULL;
+  cl_int rc = CL_SUCCESS;
+  const char *what = "clEnqueueNDRangeKernel (chunk)";
+  for (i = 0; i < o; i++) row *= gl[i];   /* items in one row of groups */
+  step = (size_t)OCL_CHUNK_ITEMS / row;   /* rows of groups per chunk */
+  step = (step < 1 ? 1 : step) * lo[o];
+  for (i = 0; i < nd; i++) cg[i] = gl[i];
+  /* a timed kernel: its clock starts when the first chunk runs */
+  if (cancellable) gj_watch_defer();
+  for (off[o] = 0; off[o] < gl[o]; off[o] += step) {
+    if (off[o] > 0) {          /* the chunk before has run */
+      if (ev) wait_cancellable(st, d, ev, fault, p->shared_rec);
+      ev = NULL;
+      if ((rc = st->cl.Finish(d->queue)) != CL_SUCCESS) {
+        what = "clFinish (chunk)";
+        break;
+      }
+      if (fault && __atomic_load_n(&fault->cancel, __ATOMIC_RELAXED)) break;
+      if (sig == 1 && gj_sigint_count() != sigints) {
+        stopped = 1;
+        break;
+      }
+      if (sig == 0 && ocl_now() - t0 >= OCL_SIGINT_AFTER) {
+        sig = gj_sigint_begin() == 0 ? 1 : -1;
+        sigints = gj_sigint_count();
+      }
+    }
+    cg[o] = gl[o] - off[o] < step ? gl[o] - off[o] : step;
+    rc = st->cl.EnqueueNDRangeKernel(d->queue, e->kernel, nd, off, cg, lo, 0,
+                                     NULL, cancellable ? &ev : NULL);
+    if (rc != CL_SUCCESS) break;
+  }
+  if (sig == 1) gj_sigint_end();
+  if (rc != CL_SUCCESS || stopped) {
+    if (ev) wait_cancellable(st, d, ev, fault, p->shared_rec);
+    st->cl.Finish(d->queue);
+    if (rc != CL_SUCCESS) return ocl_fail(err, what, rc);
+    return gj_err_set(err, "launch interrupted (Ctrl-C): no work group started "
+                      "after the SIGINT");
+  }
+  /* finished, and the record read back, by ocl_wait */
+  d->pending.p = p;
+  d->pending.fault = fault;
+  d->pending.ev = ev;
+  return 0;
+}
+
 /* After a launch of a kernel that prints: the records in the print area
 ** (the head is already in the host's copy). */
 static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
@@ -805,6 +891,8 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
                                    fault, 0, NULL, NULL);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clEnqueueWriteBuffer (fault record)", rc);
   }
+  if (items > OCL_CHUNK_ITEMS && d->format != OCL_PTX)
+    return launch_chunks(st, p, e, (cl_uint)nd, gl, lo, fault, err);
   /* a timed kernel: its clock starts when the event runs (wait_cancellable) */
   if (fault && p->shared_rec) gj_watch_defer();
   rc = st->cl.EnqueueNDRangeKernel(d->queue, e->kernel, (cl_uint)nd, NULL,

@@ -19,7 +19,8 @@
 ** size up to a multiple of the work group, and the entry returns at once
 ** in the work items beyond the real one.  %wi, the work-item state the
 ** core passes around, is an alloca of those three numbers (gj.global_size
-** reads them; every other id is the OpenCL builtin) and the fault record's
+** and gj.num_groups read them, gj.group_id adds a chunk's global offset:
+** IR_GROUPS; every other id is the OpenCL builtin) and the fault record's
 ** address.  The libm table (host_libm devices only) is described below.
 **
 ** Math.  The specs compare doubles bit for bit with LuaJIT, which calls
@@ -81,6 +82,31 @@ _Static_assert((int)OCL_WI_FAULT == (int)GJ_PTX_WI_FAULT,
   "  %r = select i1 %ok, i64 %v, i64 1\n"                                \
   "  ret i64 %r\n}\n"
 
+/* gj.group_id and gj.num_groups count the whole launch, which the runtime
+** may enqueue as several NDRanges of whole groups with a global offset
+** (runtimes/opencl_run.c, launch_chunks): OpenCL's get_global_id counts
+** the offset, its get_group_id and get_num_groups do not.  So the group is
+** get_group_id + get_global_offset / get_local_size, and the count comes
+** from the real global size in %wi: ceil(global / local).  Both are uniform
+** in a group (PoCL computes them once per group, not per work item). */
+#define IR_GROUPS                                                        \
+  "declare spir_func i64 @_Z12get_group_idj(i32) #3\n"                   \
+  "declare spir_func i64 @_Z17get_global_offsetj(i32) #3\n"              \
+  "define linkonce_odr i64 @gj.group_id(ptr %wi, i32 %d) #0 {\n"         \
+  "  %g = call spir_func i64 @_Z12get_group_idj(i32 %d), !range !100\n"  \
+  "  %o = call spir_func i64 @_Z17get_global_offsetj(i32 %d), !range !100\n" \
+  "  %l = call spir_func i64 @_Z14get_local_sizej(i32 %d), !range !102\n" \
+  "  %q = udiv i64 %o, %l\n"                                             \
+  "  %r = add nuw nsw i64 %g, %q\n"                                      \
+  "  ret i64 %r\n}\n"                                                    \
+  "define linkonce_odr i64 @gj.num_groups(ptr %wi, i32 %d) #0 {\n"       \
+  "  %n = call i64 @gj.global_size(ptr %wi, i32 %d)\n"                   \
+  "  %l = call spir_func i64 @_Z14get_local_sizej(i32 %d), !range !102\n" \
+  "  %a = add nuw nsw i64 %n, %l\n"                                      \
+  "  %b = sub nuw nsw i64 %a, 1\n"                                       \
+  "  %r = udiv i64 %b, %l\n"                                             \
+  "  ret i64 %r\n}\n"
+
 /* gj.fault_record: the address the entry keeps in %wi[OCL_WI_FAULT]. */
 #define IR_FAULT_RECORD                                                  \
   "define linkonce_odr ptr addrspace(1) @gj.fault_record(ptr %wi) #0 {\n" \
@@ -132,10 +158,8 @@ _Static_assert((int)OCL_WI_FAULT == (int)GJ_PTX_WI_FAULT,
 #define IR_SPIR_COMMON                                                   \
   IR_CLID("global_id", "_Z13get_global_idj", "!100")                     \
   IR_CLID("local_id", "_Z12get_local_idj", "!101")                       \
-  IR_CLID("group_id", "_Z12get_group_idj", "!100")                       \
   IR_CLID("group_size", "_Z14get_local_sizej", "!102")                   \
-  IR_CLID("num_groups", "_Z14get_num_groupsj", "!102")                   \
-  IR_GSIZE IR_FAULT_RECORD                                               \
+  IR_GROUPS IR_GSIZE IR_FAULT_RECORD                                     \
   "declare spir_func void @" OCL_SPIR_BARRIER "(i32) #4\n"               \
   "define linkonce_odr void @gj.barrier(ptr %wi) #5 {\n"                 \
   "  call spir_func void @" OCL_SPIR_BARRIER "(i32 3)\n  ret void\n}\n"  \
