@@ -31,6 +31,26 @@ local ffi = require("ffi")
 local types = require("gpujit.types")
 local sim = require("gpujit.sim")
 
+-- ffi.metatype takes a ctype once per LuaJIT state, and a second copy of
+-- the module (package.loaded cleared, as specs and hosts do) must work: the
+-- ctype is made once, kept in the registry, with metamethods that call the
+-- newest copy's (registry[KEY][name .. "_mt"]).
+local KEY = "gpujit.adsim"
+local function metatype_once(name, ctname, mt)
+  local reg = debug.getregistry()
+  local r = reg[KEY]
+  if r == nil then r = {}; reg[KEY] = r end
+  r[name .. "_mt"] = mt
+  if r[name] == nil then
+    local fwd = {}
+    for k in pairs(mt) do
+      fwd[k] = function(...) return r[name .. "_mt"][k](...) end
+    end
+    r[name] = ffi.metatype(ctname, fwd)
+  end
+  return r[name]
+end
+
 return function(raise, set_dims)
   local M = {}
 
@@ -99,13 +119,13 @@ return function(raise, set_dims)
     end,
     __tostring = function(a) return tostring(a.v) end,
   }
-  dual = ffi.metatype("gj_dual", mt)
+  dual = metatype_once("dual", "gj_dual", mt)
   local pmt = {}
   for _, k in ipairs({ "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__unm", "__lt", "__le",
     "__eq", "__concat", "__len", "__call" }) do
     pmt[k] = function() refuse_poison(2) end
   end
-  poison = ffi.metatype("gj_dual_poison", pmt)
+  poison = metatype_once("poison", "gj_dual_poison", pmt)
 
   -- The math functions on duals: f(x) with derivative df(x).
   local orig = {}
