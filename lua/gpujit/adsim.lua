@@ -292,9 +292,10 @@ return function(raise, set_dims)
 
   local function forward(K, cfg, out, pattern)
     local argv = argv_of(K, out, pattern)
-    local run = set_dims(K, K._dims, cfg)
+    -- a gj_dims of its own (the dispatcher's entries take and give back theirs)
+    local d = ffi.new("gj_dims")
+    local run = set_dims(K, d, cfg)
     if not run then return end
-    local d = K._dims
     local ndim = d.ndim
     local global = { [0] = tonumber(d.global[0]), tonumber(d.global[1]), tonumber(d.global[2]) }
     local group = { [0] = tonumber(d.group[0]), tonumber(d.group[1]), tonumber(d.group[2]) }
