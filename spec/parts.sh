@@ -58,11 +58,11 @@ run_part() {
   env GJ_SPEC_RUNS="$GJ_RUNS_" "${env[@]}" luajit "$GJ_BUSTED_" --ignore-lua -o utfTerminal \
     $GJ_PARTS_BUSTED_OPTS "$file" > "$log" 2>&1
   t1=$(date +%s)
-  line=$(grep -E '^[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -n 1)
+  line=$(grep -E '^[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -n 1)
   if [ -z "$line" ]; then
     echo "0 1 0 $((t1 - t0)) nosummary" > "$GJ_PARTS_DIR_/res/$run-$name"
   else
-    set -- $(echo "$line" | sed -E 's#^([0-9]+) successes? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \2 \3 \4#')
+    set -- $(echo "$line" | sed -E 's#^([0-9]+) success(es)? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \3 \4 \5#')
     echo "$1 $(($2 + $3)) $4 $((t1 - t0)) ok" > "$GJ_PARTS_DIR_/res/$run-$name"
   fi
   read -r p f s sec st < "$GJ_PARTS_DIR_/res/$run-$name"

@@ -6,14 +6,14 @@
 # --ignore-lua: this already is LuaJIT; .busted's `lua` would start a second one.
 out=$(mktemp)
 luajit "${BUSTED:-/usr/bin/busted}" --ignore-lua "$@" 2>&1 | tee "$out"
-line=$(grep -E '^[0-9]+ successes? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$out" | tail -n 1)
+line=$(grep -E '^[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$out" | tail -n 1)
 rm -f "$out"
 if [ -z "$line" ]; then
   echo "busted ended without a summary"
   echo "0 passed, 1 failed"
   exit 1
 fi
-set -- $(echo "$line" | sed -E 's#^([0-9]+) successes? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \2 \3 \4#')
+set -- $(echo "$line" | sed -E 's#^([0-9]+) success(es)? / ([0-9]+) failures? / ([0-9]+) errors? / ([0-9]+) pending.*#\1 \3 \4 \5#')
 failed=$(($2 + $3))
 echo "$1 passed, $failed failed, $4 skipped"
 [ "$failed" -eq 0 ]
