@@ -89,6 +89,15 @@ end
 -- directory as N.ptx (N-bc.ptx for a bounds-checked kernel), or N.err with
 -- the message when it does not compile.
 local ptx_dir = os.getenv("GPUJIT_SPEC_PTX_DIR")
+-- H.no_ptx(fn): runs fn with that harvest off (a kernel beyond every
+-- GPU's limits, which the cpu runs: limits_spec's 4 MiB of gpu.shared).
+local ptx_off = false
+function H.no_ptx(fn)
+  ptx_off = true
+  local ok, err = pcall(fn)
+  ptx_off = false
+  if not ok then error(err, 0) end
+end
 if ptx_dir and loaded and H.gpu.core then
   local core = H.gpu.core
   local compile, inspect, seen, count, cuda_bk = core.compile, core.inspect, {}, 0, nil
@@ -97,7 +106,7 @@ if ptx_dir and loaded and H.gpu.core then
   end
   core.compile = function(fn, tl, opts)
     local res = compile(fn, tl, opts)
-    if cuda_bk and opts.bk ~= cuda_bk then
+    if cuda_bk and opts.bk ~= cuda_bk and not ptx_off then
       local o = {}
       for k, v in pairs(opts) do o[k] = v end
       o.bk, o.device = cuda_bk, 0

@@ -293,6 +293,69 @@ static void widen_switch(LLVMBuilderRef b, LLVMValueRef sw)
   if (LLVMIsAPHINode(cond) && !LLVMGetFirstUse(cond)) LLVMInstructionEraseFromParent(cond);
 }
 
+/* Every alloca of a constant size to the top of the entry block, in order
+** (spirv-val: "All OpVariable instructions in a function must be the first
+** instructions in the first block"; SROA and inlining leave some after
+** other instructions, as a metatype constructor's temporary). */
+static void hoist_allocas(LLVMBuilderRef b, LLVMValueRef f)
+{
+  LLVMBasicBlockRef entry = LLVMGetFirstBasicBlock(f), bb;
+  LLVMValueRef anchor = LLVMGetFirstInstruction(entry);
+  while (anchor && LLVMIsAAllocaInst(anchor)) anchor = LLVMGetNextInstruction(anchor);
+  if (!anchor) return;
+  for (bb = entry; bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef i = LLVMGetFirstInstruction(bb), next;
+    for (; i; i = next) {
+      next = LLVMGetNextInstruction(i);
+      if (i == anchor || !LLVMIsAAllocaInst(i) ||
+          !LLVMIsAConstant(LLVMGetOperand(i, 0)))
+        continue;
+      if (bb == entry) {   /* already among the first? */
+        LLVMValueRef p = LLVMGetFirstInstruction(entry);
+        while (p != i && LLVMIsAAllocaInst(p)) p = LLVMGetNextInstruction(p);
+        if (p == i) continue;
+      }
+      LLVMInstructionRemoveFromParent(i);
+      LLVMPositionBuilderBefore(b, anchor);
+      LLVMInsertIntoBuilder(b, i);
+    }
+  }
+}
+
+/* The block's place in f's layout. */
+static unsigned block_pos(LLVMValueRef f, LLVMBasicBlockRef x)
+{
+  unsigned n = 0;
+  LLVMBasicBlockRef bb;
+  for (bb = LLVMGetFirstBasicBlock(f); bb && bb != x; bb = LLVMGetNextBasicBlock(bb)) n++;
+  return n;
+}
+
+/* A pointer phi whose first incoming value is a constant or comes from a
+** block laid out after the phi's (a back edge) crashes llvm-spirv-15
+** (signal 11): the same phi with an earlier block's value first. */
+static void order_ptr_phi(LLVMBuilderRef b, LLVMValueRef f, LLVMValueRef phi)
+{
+  unsigned j, n = LLVMCountIncoming(phi), at, first = n;
+  LLVMValueRef nphi;
+  at = block_pos(f, LLVMGetInstructionParent(phi));
+  for (j = 0; j < n && first == n; j++)
+    if (!LLVMIsAConstant(LLVMGetIncomingValue(phi, j)) &&
+        block_pos(f, LLVMGetIncomingBlock(phi, j)) < at)
+      first = j;
+  if (first == 0 || first == n) return;
+  LLVMPositionBuilderBefore(b, phi);
+  nphi = LLVMBuildPhi(b, LLVMTypeOf(phi), "");
+  for (j = 0; j < n; j++) {
+    unsigned k = j == 0 ? first : (j <= first ? j - 1 : j);
+    LLVMValueRef v = LLVMGetIncomingValue(phi, k);
+    LLVMBasicBlockRef from = LLVMGetIncomingBlock(phi, k);
+    LLVMAddIncoming(nphi, &v, &from, 1);
+  }
+  LLVMReplaceAllUsesWith(phi, nphi);
+  LLVMInstructionEraseFromParent(phi);
+}
+
 static int prepare(LLVMModuleRef m, gj_err *err)
 {
   LLVMContextRef c = LLVMGetModuleContext(m);
@@ -354,11 +417,25 @@ static int prepare(LLVMModuleRef m, gj_err *err)
       LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
       if (t && LLVMGetInstructionOpcode(t) == LLVMSwitch) widen_switch(wb, t);
     }
+    if (!LLVMIsDeclaration(f)) hoist_allocas(wb, f);
     LLVMDisposeBuilder(wb);
   }
   for (f = LLVMGetFirstFunction(m); f && rc == 0; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) && order_blocks(f) != 0)
       rc = gj_err_set(err, "opencl: SPIR-V: out of memory");
+  /* after order_blocks: "earlier" is the layout the translator reads */
+  for (f = LLVMGetFirstFunction(m); f && rc == 0; f = LLVMGetNextFunction(f)) {
+    LLVMBasicBlockRef bb;
+    LLVMBuilderRef pb = LLVMCreateBuilderInContext(c);
+    for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef i = LLVMGetFirstInstruction(bb), next;
+      for (; i && LLVMIsAPHINode(i); i = next) {
+        next = LLVMGetNextInstruction(i);
+        if (LLVMGetTypeKind(LLVMTypeOf(i)) == LLVMPointerTypeKind) order_ptr_phi(pb, f, i);
+      }
+    }
+    LLVMDisposeBuilder(pb);
+  }
   return rc;
 }
 
