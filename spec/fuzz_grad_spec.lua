@@ -15,6 +15,7 @@ local SEED = 20261207
 local COUNT = tonumber(os.getenv("GPUJIT_FUZZ_SPEC_N"))
 local PER_BACKEND = { cpu = COUNT or 24, sim = COUNT or 96 }
 local OTHERS = COUNT or 8
+local REGRESSIONS = { 20261217 }
 
 local function cases(n)
   local out = {}
@@ -59,6 +60,22 @@ describe("fuzz --grad: generated kernels from seed " .. SEED, function()
         assert.is_true(compared >= #batch - 1, "kernels compared: " .. compared .. " of " .. #batch)
       end)
     end
+
+    -- seeds that once failed somewhere, run alone (the SPIR-V run checks
+    -- every module with spirv-val): 20261217's reverse pass switches to
+    -- one block by two edges, which gave a phi two entries from one block
+    -- (invalid SPIR-V until targets/spirv.c split the second edge)
+    it(bk .. ": seeds that once failed", function()
+      H.need(bk)
+      local bad = {}
+      for _, seed in ipairs(REGRESSIONS) do
+        local case = GR.generate(seed)
+        local r = GR.run_alone({ case }, bk)[1]
+        for _, f in ipairs(r.fails) do bad[#bad + 1] = ("seed %d on %s: %s"):format(seed, bk, f) end
+        assert.is_false(r.refused or false, "seed " .. seed .. " refused")
+      end
+      assert(#bad == 0, table.concat(bad, "\n"))
+    end)
 
     it(bk .. ": the checker finds a wrong gradient", function()
       H.need(bk)

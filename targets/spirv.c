@@ -26,7 +26,9 @@
 ** - llvm.loop metadata (loops of barrier kernels are marked not to unroll
 **   for PoCL's SPIR, spir_loops.c): the translator makes OpLoopMerge of
 **   it, which needs structured control flow that gpujit's loops lack;
-** - blocks out of dominance order: put in reverse post-order.
+** - blocks out of dominance order: put in reverse post-order;
+** - two edges from one block to another (phis with two entries from one
+**   block): the second through a block of its own.
 ** Then sroa and instcombine, whatever job.passes says: the translator
 ** infers each pointer's element type from its uses, and with pointers
 ** kept in memory (job.passes = "default<O0>") it made OpPtrAccessChains
@@ -356,6 +358,49 @@ static void order_ptr_phi(LLVMBuilderRef b, LLVMValueRef f, LLVMValueRef phi)
   LLVMInstructionEraseFromParent(phi);
 }
 
+/* A block that reaches one successor by two edges (a switch with two cases
+** to one block, the reverse pass's switch on a predecessor's number when
+** that predecessor branched to the same block either way) gives the
+** successor's phis one entry per edge, with one value; SPIR-V wants one
+** OpPhi entry per parent block, and llvm-spirv-15 copies the duplicates
+** (spirv-val: "OpPhi's number of incoming blocks does not match block's
+** predecessor count").  Every edge after the first goes through a block of
+** its own, which branches on: one entry per block on both sides. */
+static void split_dup_edges(LLVMContextRef c, LLVMBuilderRef b, LLVMValueRef f)
+{
+  LLVMBasicBlockRef bb;
+  for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+    unsigned k, j, ns = t ? LLVMGetNumSuccessors(t) : 0;
+    for (k = 1; k < ns; k++) {
+      LLVMBasicBlockRef to = LLVMGetSuccessor(t, k), edge;
+      LLVMValueRef phi, next;
+      for (j = 0; j < k && LLVMGetSuccessor(t, j) != to; j++) {}
+      if (j == k || !LLVMIsAPHINode(LLVMGetFirstInstruction(to))) continue;
+      edge = LLVMAppendBasicBlockInContext(c, f, "");
+      LLVMPositionBuilderAtEnd(b, edge);
+      LLVMBuildBr(b, to);
+      LLVMSetSuccessor(t, k, edge);
+      /* each phi of `to`: its second entry from bb now comes from edge */
+      for (phi = LLVMGetFirstInstruction(to); phi && LLVMIsAPHINode(phi); phi = next) {
+        unsigned n = LLVMCountIncoming(phi), e, seen = 0;
+        LLVMValueRef nphi;
+        next = LLVMGetNextInstruction(phi);
+        LLVMPositionBuilderBefore(b, phi);
+        nphi = LLVMBuildPhi(b, LLVMTypeOf(phi), "");
+        for (e = 0; e < n; e++) {
+          LLVMValueRef v = LLVMGetIncomingValue(phi, e);
+          LLVMBasicBlockRef from = LLVMGetIncomingBlock(phi, e);
+          if (from == bb && seen++ == 1) from = edge;
+          LLVMAddIncoming(nphi, &v, &from, 1);
+        }
+        LLVMReplaceAllUsesWith(phi, nphi);
+        LLVMInstructionEraseFromParent(phi);
+      }
+    }
+  }
+}
+
 static int prepare(LLVMModuleRef m, gj_err *err)
 {
   LLVMContextRef c = LLVMGetModuleContext(m);
@@ -417,7 +462,10 @@ static int prepare(LLVMModuleRef m, gj_err *err)
       LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
       if (t && LLVMGetInstructionOpcode(t) == LLVMSwitch) widen_switch(wb, t);
     }
-    if (!LLVMIsDeclaration(f)) hoist_allocas(wb, f);
+    if (!LLVMIsDeclaration(f)) {
+      hoist_allocas(wb, f);
+      split_dup_edges(c, wb, f);
+    }
     LLVMDisposeBuilder(wb);
   }
   for (f = LLVMGetFirstFunction(m); f && rc == 0; f = LLVMGetNextFunction(f))
