@@ -15,7 +15,7 @@ local SEED = 20261207
 local COUNT = tonumber(os.getenv("GPUJIT_FUZZ_SPEC_N"))
 local PER_BACKEND = { cpu = COUNT or 24, sim = COUNT or 96 }
 local OTHERS = COUNT or 8
-local REGRESSIONS = { 20261217 }
+local REGRESSIONS = { 20261217, 30028, 30069 }
 
 local function cases(n)
   local out = {}
@@ -64,7 +64,9 @@ describe("fuzz --grad: generated kernels from seed " .. SEED, function()
     -- seeds that once failed somewhere, run alone (the SPIR-V run checks
     -- every module with spirv-val): 20261217's reverse pass switches to
     -- one block by two edges, which gave a phi two entries from one block
-    -- (invalid SPIR-V until targets/spirv.c split the second edge)
+    -- (invalid SPIR-V until targets/spirv.c split the second edge); 30028
+    -- and 30069 merge blocks into a select of a pointer and undef, which
+    -- crashed llvm-spirv-15
     it(bk .. ": seeds that once failed", function()
       H.need(bk)
       local bad = {}

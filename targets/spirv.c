@@ -27,6 +27,8 @@
 **   for PoCL's SPIR, spir_loops.c): the translator makes OpLoopMerge of
 **   it, which needs structured control flow that gpujit's loops lack;
 ** - blocks out of dominance order: put in reverse post-order;
+** - a select of pointers with a constant (undef, null) value, which
+**   crashes it;
 ** - two edges from one block to another (phis with two entries from one
 **   block): the second through a block of its own.
 ** Then sroa and instcombine, whatever job.passes says: the translator
@@ -295,6 +297,34 @@ static void widen_switch(LLVMBuilderRef b, LLVMValueRef sw)
   if (LLVMIsAPHINode(cond) && !LLVMGetFirstUse(cond)) LLVMInstructionEraseFromParent(cond);
 }
 
+/* A select of pointers one of whose values is a constant (`select i1 %c,
+** ptr undef, ptr %p`: SimplifyCFG's merge of the reverse pass's blocks, or
+** null) crashes llvm-spirv-15 (signal 11; it infers a pointer's element
+** type from its operands).  An undef (or poison) value: the other value (a
+** refinement of undef); null: the same select on the addresses as
+** integers. */
+static void fix_ptr_select(LLVMBuilderRef b, LLVMValueRef sel)
+{
+  LLVMValueRef v[2] = { LLVMGetOperand(sel, 1), LLVMGetOperand(sel, 2) }, r;
+  LLVMTypeRef pt = LLVMTypeOf(sel), it;
+  int k;
+  if (LLVMGetTypeKind(pt) != LLVMPointerTypeKind ||
+      (!LLVMIsAConstant(v[0]) && !LLVMIsAConstant(v[1])))
+    return;
+  for (k = 0; k < 2; k++)
+    if (LLVMIsUndef(v[k]) || LLVMIsPoison(v[k])) {
+      LLVMReplaceAllUsesWith(sel, v[1 - k]);
+      LLVMInstructionEraseFromParent(sel);
+      return;
+    }
+  it = LLVMInt64TypeInContext(LLVMGetTypeContext(pt));
+  LLVMPositionBuilderBefore(b, sel);
+  for (k = 0; k < 2; k++) v[k] = LLVMBuildPtrToInt(b, v[k], it, "");
+  r = LLVMBuildSelect(b, LLVMGetOperand(sel, 0), v[0], v[1], "");
+  LLVMReplaceAllUsesWith(sel, LLVMBuildIntToPtr(b, r, pt, ""));
+  LLVMInstructionEraseFromParent(sel);
+}
+
 /* Every alloca of a constant size to the top of the entry block, in order
 ** (spirv-val: "All OpVariable instructions in a function must be the first
 ** instructions in the first block"; SROA and inlining leave some after
@@ -459,8 +489,12 @@ static int prepare(LLVMModuleRef m, gj_err *err)
     LLVMBasicBlockRef bb;
     LLVMBuilderRef wb = LLVMCreateBuilderInContext(c);
     for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
-      LLVMValueRef t = LLVMGetBasicBlockTerminator(bb);
+      LLVMValueRef t = LLVMGetBasicBlockTerminator(bb), i, next;
       if (t && LLVMGetInstructionOpcode(t) == LLVMSwitch) widen_switch(wb, t);
+      for (i = LLVMGetFirstInstruction(bb); i; i = next) {
+        next = LLVMGetNextInstruction(i);
+        if (LLVMGetInstructionOpcode(i) == LLVMSelect) fix_ptr_select(wb, i);
+      }
     }
     if (!LLVMIsDeclaration(f)) {
       hoist_allocas(wb, f);
