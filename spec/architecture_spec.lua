@@ -159,4 +159,71 @@ describe("architecture boundaries (docs/architecture.md)", function()
     if body:match("job%->") then bad[#bad + 1] = "src/gj_pipeline.c: content_key reads a job field" end
     assert.are.same({}, bad)
   end)
+
+  -- The FFI's view of the core (lua/gpujit/cdefs.lua) is the C API's
+  -- (src/gpujit.h): every function Lua declares is a GJ_API declaration
+  -- there, with the same types (the header's opaque pointers are void *
+  -- in Lua), and the core exports exactly the header's functions.
+  it("cdefs.lua declares the GJ_API functions of gpujit.h, with their types; the core exports those", function()
+    local function norm_type(t)
+      t = t:gsub("%f[%w_]gj_[%w_]+%f[^%w_]%s*%*", function(m)
+        local name = m:match("^(gj_[%w_]+)")
+        return (name == "gj_dims" or name == "gj_print_rec") and m or "void *"
+      end)
+      t = t:gsub("%s*%*%s*", " *"):gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
+      return t
+    end
+    local function signature(decl)
+      local ret, name, params = decl:match("^(.-)([%a_][%w_]*)%s*(%b())%s*$")
+      if not ret then return nil end
+      local ps = {}
+      for p in (params:sub(2, -2) .. ","):gmatch("%s*([^,]-)%s*,") do
+        local ty = p:match("^(.-[%s%*])[%a_][%w_]*$")
+        ps[#ps + 1] = norm_type(ty or p)
+      end
+      return name, norm_type(ret) .. " (" .. table.concat(ps, ", ") .. ")"
+    end
+    -- gpujit.h's GJ_API declarations, comments out
+    local text = {}
+    for _, l in ipairs(code_lines("src/gpujit.h")) do text[#text + 1] = l.s end
+    text = table.concat(text, " ")
+    local header = {}
+    for decl in text:gmatch("GJ_API%s+([^;{]-)%s*;") do
+      local name, sig = signature(decl)
+      if name then header[name] = sig end
+    end
+    assert.is_truthy(header.gj_launch and header.gj_stream_new, "the header scan found no GJ_API functions")
+    -- cdefs.lua's functions
+    local bad, n = {}, 0
+    for _, decl in ipairs(require("gpujit.cdefs")) do
+      if not decl:match("^%s*typedef") then
+        local name, sig = signature(decl:gsub(";%s*$", ""))
+        n = n + 1
+        if not header[name] then
+          bad[#bad + 1] = name .. ": not a GJ_API function of src/gpujit.h"
+        elseif header[name] ~= sig then
+          bad[#bad + 1] = name .. ": cdefs.lua says " .. sig .. ", gpujit.h " .. header[name]
+        end
+      end
+    end
+    assert.is_true(n >= 25, "cdefs.lua declares " .. n .. " functions")
+    -- the core's exported functions (nm -D)
+    local core = os.getenv("GPUJIT_SPEC_CORE") or package.searchpath("gpujit.core", package.cpath)
+    local p = assert(io.popen("nm -D --defined-only " .. core .. " 2>/dev/null"))
+    local exported = {}
+    for line in p:lines() do
+      local name = line:match("%s[TW]%s+([%w_]+)$")
+      if name and (name:match("^gj_") or name:match("^luaopen_")) then exported[name] = true end
+    end
+    p:close()
+    assert.is_truthy(exported.gj_launch, "nm found no gj_launch in " .. core)
+    for name in pairs(exported) do
+      if not header[name] then bad[#bad + 1] = core .. " exports " .. name .. ", which gpujit.h does not declare" end
+    end
+    for name in pairs(header) do
+      if not exported[name] then bad[#bad + 1] = "gpujit.h declares " .. name .. ", which " .. core .. " does not export" end
+    end
+    table.sort(bad)
+    assert.are.same({}, bad)
+  end)
 end)

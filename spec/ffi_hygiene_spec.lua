@@ -2,7 +2,7 @@
 -- ffi.C.  Its own uses of libc (the clock, calloc/free) are asm-labelled
 -- private names, so a program that declares the standard forms of
 -- clock_gettime, nanosleep, usleep, malloc, calloc, realloc, free, memcpy,
--- memset, getenv and printf, before or after require("gpujit"), calls them
+-- memset, getenv, printf and the variable environ, before or after require("gpujit"), calls them
 -- with their standard types, and gpujit's own users of those functions
 -- (GPUJIT_VERBOSE's notes, gpu.on_compile, sim's s:record(), a launch with a
 -- timeout) keep working.
@@ -28,6 +28,7 @@ local USER_DECLS = [==[
     void *memset(void *s, int c, size_t n);
     char *getenv(const char *name);
     int printf(const char *format, ...);
+    extern char *environ[];
   ]]
 ]==]
 
@@ -49,6 +50,9 @@ local USER_CALLS = [==[
   say("calloc+memcpy+realloc", ffi.string(q, 8), q[20])
   C.free(p); C.free(q)
   say("getenv", ffi.string(C.getenv("GJ_HYGIENE_VAR")))
+  local env_n = 0
+  while C.environ[env_n] ~= nil do env_n = env_n + 1 end
+  say("environ", tostring(env_n > 0))
   io.stdout:flush()
   say("printf", C.printf("%s\n", "from printf"))
 ]==]
@@ -93,7 +97,8 @@ local function run_child(order, bk)
   f:write("local function main(...)\n", src, "\nend\nmain(", string.format("%q", bk), ")\n")
   f:close()
   local p = io.popen("timeout 120 env " .. H.luajit_cmd({
-    GPUJIT_VERBOSE = "1", GJ_HYGIENE_VAR = "hello", GPUJIT_TIMEOUT = "" })
+    GPUJIT_VERBOSE = "1", GJ_HYGIENE_VAR = "hello", GPUJIT_TIMEOUT = "",
+    GPUJIT_HYGIENE_UNKNOWN = "1" })
     .. " " .. path .. " 2>&1; echo \"exit|$?\"")
   local text = p:read("*a")
   p:close()
@@ -124,6 +129,9 @@ describe("FFI hygiene", function()
         assert.are.equal(calls, count(text, "calloc%+memcpy%+realloc|AAAAAAAA|0\n"), text)
         assert.are.equal(calls, count(text, "getenv|hello\n"), text)
         assert.are.equal(calls, count(text, "from printf\n"), text)
+        assert.are.equal(calls, count(text, "environ|true\n"), text)
+        -- gpujit's own read of environ: the unknown GPUJIT_* name is reported
+        assert.are.equal(1, count(text, "GPUJIT_HYGIENE_UNKNOWN is not a variable gpujit reads"), text)
         -- gpujit's: a timed launch (with on_compile), stream events, the clock
         local runs = order == "before" and 1 or 2
         assert.are.equal(runs, count(text, "timed launch|10|true\n"), text)
@@ -138,14 +146,14 @@ describe("FFI hygiene", function()
   end
 end)
 
--- The rule, kept: every function that lua/ declares through ffi.cdef has a
--- gj_ name of its own; one that stands for a libc function says which with
--- an asm label.
+-- The rule, kept: every function and extern variable that lua/ declares
+-- through ffi.cdef has a gj_ name of its own; one that stands for a libc
+-- name says which with an asm label.
 local LIBC = {}
 for name in ([[clock_gettime nanosleep usleep sleep malloc calloc realloc free memcpy memmove
   memset memcmp strlen strcmp getenv setenv unsetenv printf fprintf snprintf sprintf puts
   getpid fork waitpid kill signal sigaction raise exit abort time gettimeofday open close
-  read write mmap munmap sysconf posix_memalign aligned_alloc dlopen dlsym]]):gmatch("%S+") do
+  read write mmap munmap sysconf posix_memalign aligned_alloc dlopen dlsym environ errno]]):gmatch("%S+") do
   LIBC[name] = true
 end
 
@@ -188,7 +196,20 @@ end
 local function functions(decl)
   local out = {}
   for name, rest in decl:gmatch("[%w_%*]%s+%**%s*([%a_][%w_]*)%s*%b()(%s*[^;]*);") do
-    out[#out + 1] = { name = name, label = rest:match("asm%s*%(%s*\"([^\"]+)\"%s*%)") }
+    if not name:match("^_*asm_*$") then   -- an extern variable's label: externs()
+      out[#out + 1] = { name = name, label = rest:match("asm%s*%(%s*\"([^\"]+)\"%s*%)") }
+    end
+  end
+  return out
+end
+
+-- The variables a C declaration text declares extern: { name, asm label or nil }.
+local function externs(decl)
+  local out = {}
+  for d in decl:gmatch("extern%s+([^;]*);") do
+    local label = d:match("asm_*%s*%(%s*\"([^\"]+)\"%s*%)")
+    d = d:gsub("_*asm_*%s*%b()", ""):gsub("%b[]", "")
+    out[#out + 1] = { name = d:match("([%a_][%w_]*)%s*$"), label = label }
   end
   return out
 end
@@ -198,6 +219,8 @@ describe("FFI hygiene: the rule in lua/", function()
     local f = functions("int clock_gettime(int, struct ts *); void *gj_a(size_t n) asm(\"calloc\");")
     assert.are.same({ { name = "clock_gettime" }, { name = "gj_a", label = "calloc" } }, f)
     assert.are.same({ "int x(void);", "b" }, strings("local a = [[int x(void);]] -- c\nlocal b = 'b'"))
+    assert.are.same({ { name = "environ" }, { name = "gj_e", label = "environ" } },
+      externs("extern char *environ[]; extern char **gj_e asm(\"environ\");"))
   end)
 
   it("every function ffi.cdef declares in lua/ has a gj_ name, a libc one an asm label", function()
@@ -210,7 +233,9 @@ describe("FFI hygiene: the rule in lua/", function()
       fh:close()
       if src:find("ffi.cdef", 1, true) then
         for _, s in ipairs(strings(src)) do
-          for _, fn in ipairs(functions(s)) do
+          local decls = functions(s)
+          for _, v in ipairs(externs(s)) do decls[#decls + 1] = v end
+          for _, fn in ipairs(decls) do
             seen = seen + 1
             if not fn.name:match("^gj_") then
               bad[#bad + 1] = path .. ": " .. fn.name .. " (a name of its own, gj_..., with an asm label)"

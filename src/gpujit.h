@@ -49,6 +49,13 @@ GJ_API int luaopen_gpujit(lua_State *L);
 ** (gj_sig_layout).  Returns 0, or -1 with the message in gj_errmsg(). */
 GJ_API int gj_launch(gj_kernel *k, const gj_dims *dims, void *args);
 
+/* FFI: kernel k's print records of its last launch (gpu.print; each a
+** gj_print_rec, gj_backend.h): the first, or NULL when the kernel has no
+** print; *written: how many records it holds, *dropped: how many did
+** not fit (both 0 with NULL). */
+GJ_API const void *gj_prints(gj_kernel *k, uint64_t *written,
+                             uint64_t *dropped);
+
 /* FFI: the message of the last failed call in this context. */
 GJ_API const char *gj_errmsg(gj_ctx *c);
 
@@ -100,6 +107,19 @@ GJ_API int gj_event_query(gj_evt *e);
 GJ_API int gj_event_sync(gj_evt *e);
 GJ_API int gj_stream_wait_event(gj_queue *q, gj_evt *e);
 GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms);
+
+/* FFI: the SIGINT handler of watched launches alone (gj_watch.h; the sim
+** backend's Ctrl-C): begin gives 0, or -1 when sigaction failed (nothing
+** installed, end must not be called); nested begins are counted and the
+** last end restores the previous action; count is how many SIGINTs the
+** handler has seen so far. */
+GJ_API int gj_sigint_begin(void);
+GJ_API void gj_sigint_end(void);
+GJ_API long gj_sigint_count(void);
+
+/* FFI: a size as GPUJIT_CACHE_MAX is written ("512M", "1.5G", "1e9",
+** "1000000"): 0 with *out in bytes, or -1 (gj_cache.h). */
+GJ_API int gj_cache_parse_size(const char *s, uint64_t *out);
 
 /* The compile job backend `backend` ("cpu", "opencl", "cuda") proposes for
 ** device dev, before any kernel's job option or plugin (gpu.job gives it

@@ -3,9 +3,11 @@
 -- src/gj_ctx.c) and of the structs they share with Lua, in one place.
 -- Each is declared on its own, so that a declaration this LuaJIT state has
 -- already seen (a second copy of the module) does not stop the others.
+-- Returns the list; spec/architecture_spec.lua checks each function against
+-- its GJ_API declaration in src/gpujit.h (opaque pointers are void * here).
 local ffi = require("ffi")
 
-for _, decl in ipairs({
+local decls = {
   -- a launch's shape (src/gj_type.h, gj_dims)
   "typedef struct gj_dims { int64_t global[3]; int64_t group[3]; int32_t ndim; int32_t pad_; } gj_dims;",
   -- one print record's head (src/gj_backend.h, gj_print_rec)
@@ -36,8 +38,11 @@ for _, decl in ipairs({
   "int gj_sigint_begin(void);",
   "void gj_sigint_end(void);",
   "long gj_sigint_count(void);",
-}) do
+  "int gj_cache_parse_size(const char *s, uint64_t *out);",
+}
+
+for _, decl in ipairs(decls) do
   pcall(ffi.cdef, decl)
 end
 
-return true
+return decls

@@ -72,7 +72,7 @@ end
 
 -- The disk cache's size: the core's own parser (src/gj_cache.c), so that
 -- what is accepted here is what the cache reads.
-pcall(ffi.cdef, "int gj_cache_parse_size(const char *s, uint64_t *out);")
+require("gpujit.cdefs")
 local size_out = ffi.new("uint64_t[1]")
 local core_lib   -- set by M.setup
 local function size(s)
@@ -133,14 +133,16 @@ local SCRIPTS = {
   GPUJIT_LUA_DIR = true, GPUJIT_CPATH_DIR = true,
 }
 
-pcall(ffi.cdef, "extern char **environ;")
+-- libc's environ under a private name (a user's own declaration of
+-- `environ`, of whatever type, must not clash with gpujit's)
+pcall(ffi.cdef, [[extern char **gj_env_environ asm("environ");]])
 
 -- A GPUJIT_* variable of the environment that gpujit does not know (a
 -- misspelt name: GPUJIT_BOUNDCHECK) is not an error, since other programs
 -- may share the prefix, but it is never silent: one line on stderr per
 -- state, with the name meant when one is close.
 local function warn_unknown()
-  local ok, envp = pcall(function() return ffi.C.environ end)
+  local ok, envp = pcall(function() return ffi.C.gj_env_environ end)
   if not ok or envp == nil then return end
   local i = 0
   while envp[i] ~= nil do
