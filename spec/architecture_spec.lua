@@ -164,7 +164,8 @@ describe("architecture boundaries (docs/architecture.md)", function()
   -- (src/gpujit.h): every function Lua declares is a GJ_API declaration
   -- there, with the same types (the header's opaque pointers are void *
   -- in Lua), and the core exports exactly the header's functions.
-  it("cdefs.lua declares the GJ_API functions of gpujit.h, with their types; the core exports those", function()
+  it("cdefs.lua declares GJ_API functions of gpujit.h, with their types; the core exports those",
+    function()
     local function norm_type(t)
       t = t:gsub("%f[%w_]gj_[%w_]+%f[^%w_]%s*%*", function(m)
         local name = m:match("^(gj_[%w_]+)")
@@ -218,10 +219,14 @@ describe("architecture boundaries (docs/architecture.md)", function()
     p:close()
     assert.is_truthy(exported.gj_launch, "nm found no gj_launch in " .. core)
     for name in pairs(exported) do
-      if not header[name] then bad[#bad + 1] = core .. " exports " .. name .. ", which gpujit.h does not declare" end
+      if not header[name] then
+        bad[#bad + 1] = core .. " exports " .. name .. ", which gpujit.h does not declare"
+      end
     end
     for name in pairs(header) do
-      if not exported[name] then bad[#bad + 1] = "gpujit.h declares " .. name .. ", which " .. core .. " does not export" end
+      if not exported[name] then
+        bad[#bad + 1] = "gpujit.h declares " .. name .. ", which " .. core .. " does not export"
+      end
     end
     table.sort(bad)
     assert.are.same({}, bad)
