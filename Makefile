@@ -246,6 +246,10 @@ CPPCHECK_FLAGS = --enable=warning,style,performance,portability --std=c11 -q \
 # (bench/README.md).  Writes bench/RESULTS.md's latest table and
 # bench/results.png.  BENCH_RUNS: samples per measurement (median).
 BENCH_RUNS   ?= 11
+# bench/autodiff.lua (derivatives vs kernels): work items (its softmax row's
+# tape is about 5.5 KB each) and rounds
+BENCH_AD_N    ?= 262144
+BENCH_AD_RUNS ?= 15
 BENCH_GCC    ?= gcc
 BENCH_CLANG  ?= clang-15
 BENCH_CFLAGS ?= -O3 -march=native -fopenmp -ffp-contract=off
@@ -266,6 +270,7 @@ bench: deps bench-deps
 	  GJ_BENCH_CFLAGS="$(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
+	$(LUA_ENV) $(LUAJIT) bench/autodiff.lua cpu $(BENCH_AD_N) $(BENCH_AD_RUNS)
 
 # gpujit's cpu backend vs Numba, Taichi and Warp on the CPU (bench/peers.py,
 # bench/README.md): the peers are installed from PyPI into a private venv,
