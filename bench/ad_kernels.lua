@@ -80,7 +80,7 @@ function AD.cases(D)
   local N, S = D.N, D.S
   local x, y, gx, gy = D.x, D.y, D.gx, D.gy
   return {
-    { "saxpy", N, {2.0, x, y, N}, {2.0, x, gx, y, gy, N}, out = N, adj = { gx = N } },
+    { "saxpy", N, {2.0, x, y, N}, {2.0, x, gx, y, gy, N}, out = N, adj = { gx = N, gy = N } },
     { "mlp", N, {D.w, x, y, N}, {D.w, D.gw, x, gx, y, gy, N}, out = N, adj = { gw = 8, gx = N * 8 } },
     { "conv3x3", { global = { S - 2, S - 2 } }, {x, D.w9, y, S, S}, {x, gx, D.w9, D.g9, y, gy, S, S},
       out = (S - 2) * (S - 2), adj = { gx = S * S, g9 = 9 } },
