@@ -246,6 +246,10 @@ CPPCHECK_FLAGS = --enable=warning,style,performance,portability --std=c11 -q \
 # (bench/README.md).  Writes bench/RESULTS.md's latest table and
 # bench/results.png.  BENCH_RUNS: samples per measurement (median).
 BENCH_RUNS   ?= 11
+# bench/autodiff.lua (derivatives vs kernels): work items (its softmax row's
+# tape is about 5.5 KB each) and rounds
+BENCH_AD_N    ?= 262144
+BENCH_AD_RUNS ?= 15
 BENCH_GCC    ?= gcc
 BENCH_CLANG  ?= clang-15
 BENCH_CFLAGS ?= -O3 -march=native -fopenmp -ffp-contract=off
@@ -266,24 +270,27 @@ bench: deps bench-deps
 	  GJ_BENCH_CFLAGS="$(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp
+	$(LUA_ENV) $(LUAJIT) bench/autodiff.lua cpu $(BENCH_AD_N) $(BENCH_AD_RUNS)
 
 # gpujit's cpu backend vs Numba, Taichi and Warp on the CPU (bench/peers.py,
-# bench/README.md): the peers are installed from PyPI into a private venv,
+# bench/README.md), and gpu.grad vs JAX and Warp (bench/peers_ad.py): the peers are installed from PyPI into a private venv,
 # each on its own (one that fails is reported in the table, with pip's last
 # line in $(PEERS_VENV)/pip-NAME.log); `rm -rf $(PEERS_VENV)` to install
 # again.  Writes the "Peers" table into bench/RESULTS.md and README.md.
 # Not part of `make test`: it takes minutes.
 PEERS_VENV   ?= $(BUILD)/peers-venv
 PEERS_PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
-PEERS_PIP     = numpy numba taichi warp-lang
+PEERS_PIP     = numpy numba taichi warp-lang jax[cpu]
+# bench/peers_ad.py (the autodiff rows: gpu.grad, jax.grad, wp.Tape): work items
+PEERS_AD_N   ?= 262144
 PEERS_THREADS ?= 2
 
 $(PEERS_VENV)/.installed:
 	$(PEERS_PYTHON) -m venv $(PEERS_VENV)
-	@for p in $(PEERS_PIP); do \
+	@for p in $(foreach p,$(PEERS_PIP),'$(p)'); do \
 	  echo "bench-peers: pip install $$p"; \
-	  $(PEERS_VENV)/bin/pip install -q --disable-pip-version-check $$p > $(PEERS_VENV)/pip-$$p.log 2>&1 || \
-	    echo "bench-peers: $$p did not install: $$(tail -n 1 $(PEERS_VENV)/pip-$$p.log)"; \
+	  $(PEERS_VENV)/bin/pip install -q --disable-pip-version-check "$$p" > "$(PEERS_VENV)/pip-$$p.log" 2>&1 || \
+	    echo "bench-peers: $$p did not install: $$(tail -n 1 "$(PEERS_VENV)/pip-$$p.log")"; \
 	done
 	@touch $@
 
@@ -291,6 +298,8 @@ bench-peers: deps peers-deps
 	$(MAKE) all $(PEERS_VENV)/.installed
 	$(LUA_ENV) LUAJIT=$(LUAJIT) PEERS_THREADS=$(PEERS_THREADS) PEERS_VENV=$(PEERS_VENV) \
 	  $(PEERS_VENV)/bin/python bench/peers.py $(BENCH_RUNS)
+	$(LUA_ENV) LUAJIT=$(LUAJIT) PEERS_THREADS=$(PEERS_THREADS) PEERS_VENV=$(PEERS_VENV) PEERS_AD_N=$(PEERS_AD_N) \
+	  $(PEERS_VENV)/bin/python bench/peers_ad.py $(BENCH_RUNS)
 
 # The cuda backend vs CUDA C (bench/cuda_vs_c.lua; bench/README.md).  The
 # reference kernels are built with nvcc where the toolkit is (a cubin for

@@ -401,12 +401,26 @@ for _, bk in ipairs(H.backends) do
             y[i] = math.tanh(s)
           end
         end)
-        local gd = gpu.grad(dense, nil, { tape = 8 + N * 8 })
-        ok, err = pcall(gd.launch, gd, { global = N }, input(4), copy(input(4), N), input(5),
-          copy(input(5), N), input(6), copy(input(6), N), N)
+        local function dense_grad(bytes)
+          local gd = gpu.grad(dense, nil, { tape = bytes })
+          return pcall(gd.launch, gd, { global = N }, input(4), copy(input(4), N), input(5),
+            copy(input(5), N), input(6), copy(input(6), N), N)
+        end
+        ok, err = dense_grad(8 + N * 8)
         assert.is_false(ok)
         assert.matches(line_of("tape: dense") .. " index %d+ is out of bounds for the reverse%-mode tape",
           tostring(err))
+        -- the index is the deepest entry the stacks asked for (the loop's 4
+        -- iterations: index 3), not the first one past the end, so a tape
+        -- (index + 1) / length times as large holds (docs/api.md)
+        local bytes = 8 + N * 8 * 10
+        ok, err = dense_grad(bytes)
+        assert.is_false(ok)
+        local index, length = tostring(err):match("index (%d+) is out of bounds for the reverse%-mode tape "
+          .. "%(gpu%.grad's tape option%) %(length (%d+)")
+        assert.are.equal(3, tonumber(index))
+        assert.is_true(tonumber(length) >= 1 and tonumber(length) < 4)
+        assert.is_true((dense_grad(8 + math.ceil((bytes - 8) * (index + 1) / length))))
       end)
     end
 

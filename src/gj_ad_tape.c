@@ -6,7 +6,8 @@
 ** pushes, or an empty one reads), the rest is divided evenly between the
 ** work items of the launch and the stacks, 8 bytes an entry.  A stack that
 ** runs out is found where the forward pass ends (gj_adr_tape_full), so the
-** reverse never reads what was not kept.  Also: whether the launch is 1-D.
+** reverse never reads what was not kept; its message's index is the deepest
+** entry the work item's stacks asked for.  Also: whether the launch is 1-D.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +158,7 @@ LLVMBasicBlockRef gj_adr_tape_full(rev *R, LLVMValueRef loop_at)
   LLVMBuilderRef B = a->B;
   LLVMTypeRef i64 = gj_adr_i64(R), i32 = LLVMInt32TypeInContext(a->C);
   LLVMTypeRef i8 = LLVMInt8TypeInContext(a->C);
-  LLVMValueRef wi = LLVMGetParam(a->fn, 0), rec, x, idx, cap;
+  LLVMValueRef wi = LLVMGetParam(a->fn, 0), rec, x, idx, cap, deep;
   LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.full");
   LLVMBasicBlockRef fill = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.fill");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(a->C, a->fn, "tape.done");
@@ -169,6 +170,7 @@ LLVMBasicBlockRef gj_adr_tape_full(rev *R, LLVMValueRef loop_at)
   if (site < 0) return NULL;
   LLVMPositionBuilderAtEnd(B, fail);
   cap = LLVMBuildLoad2(B, i64, R->cap, "");
+  deep = LLVMBuildSub(B, LLVMBuildLoad2(B, i64, R->need, ""), LLVMConstInt(i64, 1, 0), "");
   rec = gj_adr_intrinsic(a, "gj.fault_record", LLVMPointerTypeInContext(a->C, a->as_global), &wi, 1);
   x = LLVMBuildAtomicCmpXchg(B, rec, LLVMConstInt(i32, 0, 0),
                              LLVMConstInt(i32, (unsigned)site + 1, 0),
@@ -178,7 +180,10 @@ LLVMBasicBlockRef gj_adr_tape_full(rev *R, LLVMValueRef loop_at)
   idx = LLVMConstInt(i64, 4, 0);
   LLVMBuildStore(B, LLVMConstInt(i32, (unsigned)line, 0), LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));
   idx = LLVMConstInt(i64, 16, 0);
-  LLVMBuildStore(B, cap, LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));   /* the entry past the end */
+  /* the index: the deepest entry a stack of this work item asked for (its
+  ** pushes went on counting past the end), so that the message says how
+  ** many entries the stacks need: length (index + 1) of each */
+  LLVMBuildStore(B, deep, LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));
   idx = LLVMConstInt(i64, 24, 0);
   LLVMBuildStore(B, cap, LLVMBuildGEP2(B, i8, rec, &idx, 1, ""));
   LLVMBuildBr(B, done);
