@@ -86,12 +86,18 @@ struct simd_set {
   nbody_fn nbody;
 };
 
-/* Vectors of mandelbrot pixels in flight, accumulators of matmul columns. */
+/* Vectors of mandelbrot pixels in flight (3: the recurrence's latency is
+** about three vectors' worth of operations); matmul's block of MM_R rows by
+** MM_U vectors of columns (8 accumulators: B's loads shared by 4 rows).
+** Chosen by timing 1-4 and 1x4-4x2 on the 2-core VM (noisy). */
 #ifndef MAND_U
-#define MAND_U 2
+#define MAND_U 3
 #endif
 #ifndef MM_U
-#define MM_U 4
+#define MM_U 2
+#endif
+#ifndef MM_R
+#define MM_R 4
 #endif
 
 #ifdef HAVE_SIMD

@@ -59,28 +59,37 @@ SIMD_FN static void SIMD_NAME(mandel)(int32_t *out, int W, int H, int maxit)
   }
 }
 
-/* C = A B: one row's columns MM_U vectors at a time, each vector of
-** columns its own accumulator (MM_U independent add chains), A's element
-** broadcast over the lanes. */
+/* C = A B: MM_R rows by MM_U vectors of columns at a time, each vector its
+** own accumulator (MM_R * MM_U independent add chains), B's vectors loaded
+** once for the MM_R rows, A's elements broadcast over the lanes.  Columns
+** and rows left over from the blocks are done by the scalar helper. */
 SIMD_FN static void SIMD_NAME(matmul)(float *C, const float *A, const float *B, int N)
 {
-  const int step = VW * MM_U, nb = N - N % step;
+  const int step = VW * MM_U, nb = N - N % step, nr = N / MM_R;
 #pragma omp parallel for schedule(static)
-  for (int row = 0; row < N; row++) {
-    const float *a = A + (size_t)row * N;
-    float *c = C + (size_t)row * N;
+  for (int rb = 0; rb < nr; rb++) {
+    const int row = rb * MM_R;
     for (int col = 0; col < nb; col += step) {
-      vf acc[MM_U];
-      for (int u = 0; u < MM_U; u++) acc[u] = VF_SET1(0.0f);
+      vf acc[MM_R][MM_U];
+      for (int r = 0; r < MM_R; r++)
+        for (int u = 0; u < MM_U; u++) acc[r][u] = VF_SET1(0.0f);
       for (int k = 0; k < N; k++) {
-        const vf ak = VF_SET1(a[k]);
         const float *b = B + (size_t)k * N + col;
-        for (int u = 0; u < MM_U; u++) acc[u] = VF_ADD(acc[u], VF_MUL(ak, VF_LOAD(b + u * VW)));
+        vf bv[MM_U];
+        for (int u = 0; u < MM_U; u++) bv[u] = VF_LOAD(b + u * VW);
+        for (int r = 0; r < MM_R; r++) {
+          const vf ak = VF_SET1(A[(size_t)(row + r) * N + k]);
+          for (int u = 0; u < MM_U; u++) acc[r][u] = VF_ADD(acc[r][u], VF_MUL(ak, bv[u]));
+        }
       }
-      for (int u = 0; u < MM_U; u++) VF_STORE(c + col + u * VW, acc[u]);
+      for (int r = 0; r < MM_R; r++)
+        for (int u = 0; u < MM_U; u++) VF_STORE(C + (size_t)(row + r) * N + col + u * VW, acc[r][u]);
     }
-    for (int col = nb; col < N; col++) c[col] = matmul_el(A, B, N, row, col);
+    for (int r = 0; r < MM_R; r++)
+      for (int col = nb; col < N; col++) C[(size_t)(row + r) * N + col] = matmul_el(A, B, N, row + r, col);
   }
+  for (int row = nr * MM_R; row < N; row++)
+    for (int col = 0; col < N; col++) C[(size_t)row * N + col] = matmul_el(A, B, N, row, col);
 }
 
 /* n-body: VW bodies i in the lanes, body j broadcast. */
