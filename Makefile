@@ -255,6 +255,8 @@ BENCH_CLANG  ?= clang-15
 BENCH_CFLAGS ?= -O3 -march=native -fopenmp -ffp-contract=off
 BENCH_REF_GCC   = $(BUILD)/bench/libgjref-gcc.so
 BENCH_REF_CLANG = $(BUILD)/bench/libgjref-clang.so
+BENCH_SIMD_GCC   = $(BUILD)/bench/libgjsimd-gcc.so
+BENCH_SIMD_CLANG = $(BUILD)/bench/libgjsimd-clang.so
 
 # The C references, built by both compilers: neither is always the faster.
 $(BENCH_REF_GCC): bench/ref.c
@@ -263,10 +265,20 @@ $(BENCH_REF_GCC): bench/ref.c
 $(BENCH_REF_CLANG): bench/ref.c
 	@mkdir -p $(dir $@)
 	$(BENCH_CLANG) $(BENCH_CFLAGS) -shared -fPIC -o $@ $<
+# The hand-vectorized references (AVX2 and AVX-512 intrinsics, chosen at
+# run time; bench/ref_simd.c), by both compilers too.  -ffp-contract=off
+# even where BENCH_CFLAGS lacks it: their results must be ref.c's bit for bit.
+$(BENCH_SIMD_GCC): bench/ref_simd.c bench/ref_simd_body.h
+	@mkdir -p $(dir $@)
+	$(BENCH_GCC) $(BENCH_CFLAGS) -ffp-contract=off -std=c11 -shared -fPIC -o $@ $< -lm
+$(BENCH_SIMD_CLANG): bench/ref_simd.c bench/ref_simd_body.h
+	@mkdir -p $(dir $@)
+	$(BENCH_CLANG) $(BENCH_CFLAGS) -ffp-contract=off -std=c11 -shared -fPIC -o $@ $< -lm
 
 bench: deps bench-deps
-	$(MAKE) all $(BENCH_REF_GCC) $(BENCH_REF_CLANG)
+	$(MAKE) all $(BENCH_REF_GCC) $(BENCH_REF_CLANG) $(BENCH_SIMD_GCC) $(BENCH_SIMD_CLANG)
 	$(LUA_ENV) GJ_BENCH_REF_GCC=$(BENCH_REF_GCC) GJ_BENCH_REF_CLANG=$(BENCH_REF_CLANG) \
+	  GJ_BENCH_SIMD_GCC=$(BENCH_SIMD_GCC) GJ_BENCH_SIMD_CLANG=$(BENCH_SIMD_CLANG) \
 	  GJ_BENCH_CFLAGS="$(BENCH_CFLAGS)" \
 	  GJ_BENCH_DAT=$(BUILD)/bench/results.dat $(LUAJIT) bench/bench.lua $(BENCH_RUNS)
 	gnuplot -e "dat='$(BUILD)/bench/results.dat'; out='bench/results.png'" bench/plot.gp

@@ -2,14 +2,23 @@
 -- OpenMP (bench/ref.c, built with both gcc and clang: the faster of the two
 -- is the anchor) and as plain LuaJIT loops, measured side by side in this
 -- one process, plus the launch overhead of an empty kernel against a bare
--- FFI call.  gpujit is timed called the way Lua code calls it, sizes as
--- plain Lua numbers, and beside it with the sizes as int32_t cdata.  Prints
--- the table, writes it into bench/RESULTS.md (between the "make bench"
--- markers) and the data for bench/plot.gp.
+-- FFI call.  Mandelbrot, matmul and n-body also run hand-vectorized
+-- (bench/ref_simd.c: AVX2 and AVX-512 intrinsics, gcc and clang, the
+-- faster the anchor), checked bit for bit against the scalar C.  gpujit
+-- is timed called the way Lua code calls it, sizes as plain Lua numbers,
+-- and beside it with the sizes as int32_t cdata.  Prints the table, writes
+-- it into bench/RESULTS.md (between the "make bench" markers) and the data
+-- for bench/plot.gp.
 --
 --   make bench                      (builds everything, then runs this)
 --   luajit bench/bench.lua [runs]   (GJ_BENCH_REF_GCC, GJ_BENCH_REF_CLANG:
---                                    the C references' .so, one per compiler)
+--                                    the C references' .so, one per compiler;
+--                                    GJ_BENCH_SIMD_GCC, GJ_BENCH_SIMD_CLANG:
+--                                    the hand-vectorized ones)
+--   BENCH_KERNELS=mandelbrot,nbody  only these kernels' rows: the table is
+--                                    printed, RESULTS.md is left alone
+--   BENCH_SIMD=avx2                 the SIMD C with this set only (default:
+--                                    per kernel, the faster the CPU has)
 --
 -- Method.  Every kernel is first run once by each side on the same inputs
 -- and the results are compared (a wrong kernel is not timed).  Then `runs`
@@ -33,6 +42,16 @@ local REFS = {
 local RESULTS = os.getenv("GJ_BENCH_RESULTS") or "bench/RESULTS.md"
 local DAT = os.getenv("GJ_BENCH_DAT") or "build/bench/results.dat"
 local CFLAGS = os.getenv("GJ_BENCH_CFLAGS") or "(see the Makefile's BENCH_CFLAGS)"
+local SIMD_REFS = {
+  { name = "gcc", path = os.getenv("GJ_BENCH_SIMD_GCC") or "build/bench/libgjsimd-gcc.so" },
+  { name = "clang", path = os.getenv("GJ_BENCH_SIMD_CLANG") or "build/bench/libgjsimd-clang.so" },
+}
+-- BENCH_KERNELS: a comma-separated list of the kernels to run (nil: all).
+local ONLY = os.getenv("BENCH_KERNELS")
+local PARTIAL = ONLY ~= nil and ONLY ~= ""
+local function selected(name)
+  return not PARTIAL or ("," .. ONLY .. ","):find("," .. name .. ",", 1, true) ~= nil
+end
 
 ffi.cdef [[
 void ref_init(int nthreads);
@@ -44,6 +63,15 @@ void ref_conv3(float *out, const float *in, const float *w, int W, int H);
 void ref_nbody(float *ax, float *ay, float *az, const float *px, const float *py,
                const float *pz, const float *m, int n, float eps);
 void ref_matmul(float *C, const float *A, const float *B, int N);
+void ref_simd_init(int nthreads);
+int ref_simd_select(const char *name);
+const char *ref_simd_isa(void);
+void ref_simd_supported(char *buf, size_t n);
+void ref_simd_mandel(int32_t *out, int W, int H, int maxit);
+void ref_simd_matmul(float *C, const float *A, const float *B, int N);
+void ref_simd_nbody(float *ax, float *ay, float *az, const float *px, const float *py,
+                    const float *pz, const float *m, int n, float eps);
+int memcmp(const void *a, const void *b, size_t n);
 ]]
 -- Three thread pools share this process's two cores: gpujit's, libgomp's
 -- (gcc's C) and libomp's (clang's C).  After a parallel region an OpenMP
@@ -73,6 +101,14 @@ for _, ref in ipairs(REFS) do
   ref.lib = lib
 end
 local R = REFS[1].lib    -- ref_init and the empty function: either will do
+for _, ref in ipairs(SIMD_REFS) do
+  local ok, lib = pcall(ffi.load, ref.path)
+  if not ok then
+    error("cannot load the SIMD C references " .. ref.path .. " (run `make bench`, which builds"
+      .. " them): " .. lib, 0)
+  end
+  ref.lib = lib
+end
 
 gpu.use("cpu")
 local THREADS
@@ -84,6 +120,23 @@ for _, ref in ipairs(REFS) do
   assert(ref.lib.ref_threads() == THREADS, "OpenMP does not run the requested number of threads ("
     .. ref.name .. ")")
 end
+-- The instruction sets of the SIMD C that this CPU has (widest first), or
+-- BENCH_SIMD's; none: the SIMD column says so.
+local SIMD_ISAS = {}
+do
+  local buf = ffi.new("char[64]")
+  for _, ref in ipairs(SIMD_REFS) do ref.lib.ref_simd_init(THREADS) end
+  SIMD_REFS[1].lib.ref_simd_supported(buf, 64)
+  for isa in ffi.string(buf):gmatch("%S+") do SIMD_ISAS[#SIMD_ISAS + 1] = isa end
+  local force = os.getenv("BENCH_SIMD")
+  if force and force ~= "" then
+    if not ffi.string(buf):find("%f[%w]" .. force .. "%f[%W]") then
+      error("BENCH_SIMD=" .. force .. ": this CPU's sets are: " .. ffi.string(buf), 0)
+    end
+    SIMD_ISAS = { force }
+  end
+end
+local SIMD_NOTE = #SIMD_ISAS == 0 and "no AVX2 on this CPU" or nil
 
 local T = dofile(here .. "timing.lua")
 local now, median = T.now, T.median
@@ -128,16 +181,31 @@ local function compare(what, got, want, n, tol, maxbad)
   end
 end
 
+-- The hand-vectorized C must give the scalar C's bytes exactly.
+local function same_bits(what, got, want_, n)
+  local es = ffi.sizeof(got) / n
+  assert(ffi.sizeof(want_) == n * es, what)
+  if ffi.C.memcmp(got, want_, n * es) == 0 then return end
+  for i = 0, n - 1 do
+    if ffi.C.memcmp(got + i, want_ + i, es) ~= 0 then
+      error(("%s: not bit for bit: element %d is %.9g, the scalar C's %.9g"):format(what, i,
+        tonumber(got[i]), tonumber(want_[i])), 0)
+    end
+  end
+end
+
 -- The cases --------------------------------------------------------------------
 -- Each: name, what (the size), bound ("memory" or "compute": the goal against
 -- LuaJIT is 2x or 4x), gj, c, lua (one run of each side), check (compares the
 -- outputs after one run of each side on the same inputs), reps (runs per
--- timed sample, for short kernels).
+-- timed sample, for short kernels); simd, check_simd (where there is a
+-- hand-vectorized C: one run of it, and its outputs against the C's, given
+-- the name of the pair).
 
 local i32 = function(v) return ffi.new("int32_t", v) end
 local cases = {}
 
-do -- saxpy: y = a x + y
+if selected("saxpy") then -- saxpy: y = a x + y
   local n = 2 ^ 24
   local x = farray(n, function(i) return i % 1000 end)
   local function fresh() return farray(n, function(i) return i % 7 end) end
@@ -159,10 +227,11 @@ do -- saxpy: y = a x + y
   }
 end
 
-do -- mandelbrot: iterations until escape
+if selected("mandelbrot") then -- mandelbrot: iterations until escape
   local W, Hh, MAXIT = 1024, 1024, 256
   local og, oc, ol = ffi.new("int32_t[?]", W * Hh), ffi.new("int32_t[?]", W * Hh),
     ffi.new("int32_t[?]", W * Hh)
+  local ov = ffi.new("int32_t[?]", W * Hh)
   local k = gpu.kernel(K.mandel, { name = "mandelbrot", precision = "single" })
   local Mi = i32(MAXIT)
   local cfg = { global = { W, Hh } }
@@ -174,6 +243,8 @@ do -- mandelbrot: iterations until escape
     -- "C integers"), another image
     gji = function() k:launch(cfg, og, W, Hh, Mi) end,
     c = function(L) L.ref_mandel(oc, W, Hh, MAXIT) end,
+    simd = function(L) L.ref_simd_mandel(ov, W, Hh, MAXIT) end,
+    check_simd = function(what) same_bits("mandelbrot " .. what, ov, oc, W * Hh) end,
     lua = function()
       for py = 0, Hh - 1 do
         for px = 0, W - 1 do
@@ -195,7 +266,7 @@ do -- mandelbrot: iterations until escape
   }
 end
 
-do -- 3x3 convolution (exact: weights are multiples of 1/8, inputs integers)
+if selected("conv3x3") then -- 3x3 convolution (exact: weights are multiples of 1/8, inputs integers)
   local W, Hh = 2048, 2048
   local inp = farray(W * Hh, function(i) return (i * 37) % 101 end)
   local w = farray(9, function(i) return (i - 4) * 0.125 end)
@@ -231,7 +302,7 @@ do -- 3x3 convolution (exact: weights are multiples of 1/8, inputs integers)
   }
 end
 
-do -- n-body: accelerations, all pairs
+if selected("nbody") then -- n-body: accelerations, all pairs
   local n, EPS = 4096, 0.01
   local function coord(s) return farray(n, function(i) return ((i * s) % 1009) / 1009 - 0.5 end) end
   local px, py, pz = coord(37), coord(91), coord(53)
@@ -240,6 +311,7 @@ do -- n-body: accelerations, all pairs
   local gx, gy, gz = out3()
   local cx, cy, cz = out3()
   local lx, ly, lz = out3()
+  local vx, vy, vz = out3()
   local k = gpu.kernel(K.nbody, { name = "nbody", precision = "single" })
   local ni = i32(n)
   local sqrt = math.sqrt
@@ -248,6 +320,12 @@ do -- n-body: accelerations, all pairs
     gj = function() k:launch(n, gx, gy, gz, px, py, pz, m, n, EPS) end,
     gji = function() k:launch(n, gx, gy, gz, px, py, pz, m, ni, EPS) end,
     c = function(L) L.ref_nbody(cx, cy, cz, px, py, pz, m, n, EPS) end,
+    simd = function(L) L.ref_simd_nbody(vx, vy, vz, px, py, pz, m, n, EPS) end,
+    check_simd = function(what)
+      same_bits("nbody " .. what .. " (x)", vx, cx, n)
+      same_bits("nbody " .. what .. " (y)", vy, cy, n)
+      same_bits("nbody " .. what .. " (z)", vz, cz, n)
+    end,
     lua = function()
       for i = 0, n - 1 do
         local xi, yi, zi = px[i], py[i], pz[i]
@@ -272,11 +350,11 @@ do -- n-body: accelerations, all pairs
   }
 end
 
-do -- matrix multiply, the plain triple loop (exact: small integers)
+if selected("matmul") then -- matrix multiply, the plain triple loop (exact: small integers)
   local N = 512
   local A = farray(N * N, function(i) return (i % 17) - 8 end)
   local B = farray(N * N, function(i) return (i % 13) - 6 end)
-  local Cg, Cc, Cl = farray(N * N), farray(N * N), farray(N * N)
+  local Cg, Cc, Cl, Cv = farray(N * N), farray(N * N), farray(N * N), farray(N * N)
   local k = gpu.kernel(K.matmul, { name = "matmul", precision = "single" })
   local Ni = i32(N)
   local cfg = { global = { N, N } }
@@ -285,6 +363,8 @@ do -- matrix multiply, the plain triple loop (exact: small integers)
     gj = function() k:launch(cfg, Cg, A, B, N) end,
     gji = function() k:launch(cfg, Cg, A, B, Ni) end,
     c = function(L) L.ref_matmul(Cc, A, B, N) end,
+    simd = function(L) L.ref_simd_matmul(Cv, A, B, N) end,
+    check_simd = function(what) same_bits("matmul " .. what, Cv, Cc, N * N) end,
     lua = function()
       for row = 0, N - 1 do
         for col = 0, N - 1 do
@@ -304,7 +384,9 @@ end
 -- Measurement -----------------------------------------------------------------
 
 -- gj: sizes as Lua numbers; gji: as int32_t cdata; gcc, clang: the C
--- reference built by each compiler; lua: the plain LuaJIT loop.
+-- reference built by each compiler; lua: the plain LuaJIT loop; sgcc,
+-- sclang (the kernels with a hand-vectorized C, where the CPU has AVX2):
+-- the SIMD C built by each compiler.
 local SIDES = { "gj", "gji", "gcc", "clang", "lua" }
 -- BENCH_LINES=1: time gpujit only (both calls; the C references still check
 -- its results) and print one "name value" line per figure, then stop: for
@@ -332,6 +414,37 @@ local function sample(f, reps)
   return (now() - t0) / reps
 end
 
+-- The SIMD C of case cs: every build with every set checked bit for bit
+-- against each compiler's scalar C (an error stops the bench); then, per
+-- build, the set that ran fastest in 3 samples.  Returns the sides' run
+-- functions and the sets chosen (by side).
+local function simd_sides(cs)
+  for _, ref in ipairs(REFS) do
+    cs.c(ref.lib)
+    for _, sref in ipairs(SIMD_REFS) do
+      for _, isa in ipairs(SIMD_ISAS) do
+        assert(sref.lib.ref_simd_select(isa) == 1, isa)
+        cs.simd(sref.lib)
+        cs.check_simd(("SIMD C (%s, %s) vs C (%s)"):format(sref.name, isa, ref.name))
+      end
+    end
+  end
+  local run, isas = {}, {}
+  for _, sref in ipairs(SIMD_REFS) do
+    local best, bt = nil, math.huge
+    for _, isa in ipairs(SIMD_ISAS) do
+      local f = function() sref.lib.ref_simd_select(isa); cs.simd(sref.lib) end
+      for _ = 1, 3 do
+        local dt = sample(f, cs.reps)
+        if dt < bt then best, bt = isa, dt end
+      end
+    end
+    run["s" .. sref.name] = function() sref.lib.ref_simd_select(best); cs.simd(sref.lib) end
+    isas["s" .. sref.name] = best
+  end
+  return run, isas
+end
+
 local rows = {}
 for _, cs in ipairs(cases) do
   io.stderr:write("bench: ", cs.name, " ...\n")
@@ -344,16 +457,23 @@ for _, cs in ipairs(cases) do
   -- updates its arrays in place)
   run.gji(); run.gcc(); run.lua(); cs.check()
   run.gj(); run.clang(); run.lua(); cs.check()
+  local sides, isas = SIDES, {}
+  if cs.simd and not SIMD_NOTE then
+    local srun
+    srun, isas = simd_sides(cs)
+    run.sgcc, run.sclang = srun.sgcc, srun.sclang
+    if not LINES then sides = { "gj", "gji", "gcc", "clang", "lua", "sgcc", "sclang" } end
+  end
   local t = {}
-  for _, side in ipairs(SIDES) do t[side] = {} end
+  for _, side in ipairs(sides) do t[side] = {} end
   for r = 1, RUNS do
-    for s = 0, #SIDES - 1 do
-      local side = SIDES[(r + s - 1) % #SIDES + 1]
+    for s = 0, #sides - 1 do
+      local side = sides[(r + s - 1) % #sides + 1]
       t[side][r] = sample(run[side], cs.reps)
     end
   end
   local m = {}
-  for _, side in ipairs(SIDES) do m[side] = median(t[side]) end
+  for _, side in ipairs(sides) do m[side] = median(t[side]) end
   if LINES then
     rows[#rows + 1] = { name = cs.name, gj = m.gj, gji = m.gji }
     goto next_case
@@ -367,7 +487,85 @@ for _, cs in ipairs(cases) do
     range_c = range(t[best], t.gj), range_i32 = range(t.gji, t.gj), range_lua = range(t.lua, t.gj),
     load = loadavg(),
   }
+  if m.sgcc then
+    -- the SIMD C: the faster build is the anchor; gpujit's time over its time
+    local sbest = m.sgcc <= m.sclang and "sgcc" or "sclang"
+    local r = rows[#rows]
+    r.simd, r.simd_by = m[sbest], sbest:sub(2) .. ", " .. isas[sbest]
+    r.simd_gcc, r.simd_clang = m.sgcc, m.sclang
+    r.vs_simd, r.range_simd = m.gj / m[sbest], range(t.gj, t[sbest])
+  end
   ::next_case::
+end
+
+-- Report ----------------------------------------------------------------------
+
+local function sh(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return "" end
+  local s = p:read("*a") or ""
+  p:close()
+  return (s:gsub("%s+$", ""))
+end
+
+local function cpuinfo()
+  local model, n = "?", 0
+  for l in io.lines("/proc/cpuinfo") do
+    local m = l:match("^model name%s*:%s*(.-)%s*$")
+    if m then model = m; n = n + 1 end
+  end
+  local flags = sh("grep -m1 '^flags' /proc/cpuinfo")
+  local vec = flags:find(" avx512f") and "AVX-512" or flags:find(" avx2") and "AVX2" or "no AVX2"
+  return ("%s, %d logical CPUs, %s"):format(model, n, vec)
+end
+
+local commit = sh("git rev-parse --short HEAD")
+local dirty = sh("git status --porcelain --untracked-files=no -- . "
+  .. "':!bench/RESULTS.md' ':!bench/results.png'")
+if dirty ~= "" then commit = commit .. " + uncommitted changes" end
+
+local md = {}
+local function p(s, ...) md[#md + 1] = s:format(...) end
+p("Date: %s. Machine: %s; gpujit's pool and OpenMP: %d threads. Commit: %s.",
+  os.date("!%Y-%m-%d %H:%M UTC"), cpuinfo(), THREADS, commit)
+p("Command: `make bench` (BENCH_RUNS=%d: medians of %d rounds, sides interleaved); C: `%s`,"
+  .. " built with gcc and with clang-15; the faster of the two is the anchor.", RUNS, RUNS, CFLAGS)
+p("gpujit is called as Lua code calls it, sizes as Lua numbers; the int32 column passes them as"
+  .. " `ffi.new(\"int32_t\", n)`.")
+p("OMP_WAIT_POLICY=%s; each sample starts after %d us without work (no side's idle threads spin"
+  .. " into another's time: bench/bench.lua).", os.getenv("OMP_WAIT_POLICY") or "?", SETTLE_US)
+p("SIMD C: bench/ref_simd.c (intrinsics; sets this CPU has: %s), built like the C; per kernel"
+  .. " and compiler the set that ran fastest in 3 samples; checked bit for bit against the C.",
+  #SIMD_ISAS > 0 and table.concat(SIMD_ISAS, ", ") or "none")
+p("Load average (1 min) at start %s; per row below, when the row finished.", LOAD0)
+p("")
+p("| kernel | size | gpujit cpu ms | gpujit, int32 sizes ms | C gcc ms | C clang ms "
+  .. "| LuaJIT loop ms | gpujit vs best C (goal >= 0.9) | Lua numbers vs int32 | gpujit vs LuaJIT (goal) "
+  .. "| per-round ratios vs C; vs int32; vs LuaJIT | SIMD C gcc ms; clang ms (anchor: compiler, set) "
+  .. "| gpujit time / SIMD C time (goal <= 1.1); per-round | load |")
+p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for _, r in ipairs(rows) do
+  local simd, vs_simd = "-", "-"
+  if r.simd then
+    simd = ("%.2f; %.2f (%s)"):format(r.simd_gcc * 1e3, r.simd_clang * 1e3, r.simd_by)
+    vs_simd = ("%.3f %s; %s"):format(r.vs_simd, r.vs_simd <= 1.1 and "ok" or "**miss**",
+      r.range_simd)
+  elseif SIMD_NOTE and (r.name == "mandelbrot" or r.name == "matmul" or r.name == "nbody") then
+    simd = SIMD_NOTE
+  end
+  p("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3fx (%s) %s | %.3fx | %.2fx (>= %dx, %s bound) %s "
+    .. "| %s; %s; %s | %s | %s | %s |", r.name, r.what, r.gj * 1e3, r.gji * 1e3, r.gcc * 1e3,
+    r.clang * 1e3, r.lua * 1e3, r.vs_c, r.best, r.vs_c >= 0.9 and "ok" or "**miss**", r.vs_i32,
+    r.vs_lua, r.goal_lua, r.bound, r.vs_lua >= r.goal_lua and "ok" or "**miss**", r.range_c,
+    r.range_i32, r.range_lua, simd, vs_simd, r.load)
+end
+
+-- BENCH_KERNELS: only these kernels' table, printed; RESULTS.md keeps the
+-- last full run's.
+if PARTIAL then
+  print(table.concat(md, "\n"))
+  io.stdout:flush()
+  os.exit(0)
 end
 
 -- Launch overhead: an empty kernel over one work item, k:launch from a Lua
@@ -433,55 +631,6 @@ local prims = child("prims.lua", tostring(RUNS)):gsub("bench: [^\n]*\n", "")
 -- (bench/prims_opencl.lua; one line saying so where there is no OpenCL device)
 local prims_opencl = child("prims_opencl.lua", tostring(RUNS)):gsub("bench: [^\n]*\n", "")
 
--- Report ----------------------------------------------------------------------
-
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>/dev/null")
-  if not p then return "" end
-  local s = p:read("*a") or ""
-  p:close()
-  return (s:gsub("%s+$", ""))
-end
-
-local function cpuinfo()
-  local model, n = "?", 0
-  for l in io.lines("/proc/cpuinfo") do
-    local m = l:match("^model name%s*:%s*(.-)%s*$")
-    if m then model = m; n = n + 1 end
-  end
-  local flags = sh("grep -m1 '^flags' /proc/cpuinfo")
-  local vec = flags:find(" avx512f") and "AVX-512" or flags:find(" avx2") and "AVX2" or "no AVX2"
-  return ("%s, %d logical CPUs, %s"):format(model, n, vec)
-end
-
-local commit = sh("git rev-parse --short HEAD")
-local dirty = sh("git status --porcelain --untracked-files=no -- . "
-  .. "':!bench/RESULTS.md' ':!bench/results.png'")
-if dirty ~= "" then commit = commit .. " + uncommitted changes" end
-
-local md = {}
-local function p(s, ...) md[#md + 1] = s:format(...) end
-p("Date: %s. Machine: %s; gpujit's pool and OpenMP: %d threads. Commit: %s.",
-  os.date("!%Y-%m-%d %H:%M UTC"), cpuinfo(), THREADS, commit)
-p("Command: `make bench` (BENCH_RUNS=%d: medians of %d rounds, sides interleaved); C: `%s`,"
-  .. " built with gcc and with clang-15; the faster of the two is the anchor.", RUNS, RUNS, CFLAGS)
-p("gpujit is called as Lua code calls it, sizes as Lua numbers; the int32 column passes them as"
-  .. " `ffi.new(\"int32_t\", n)`.")
-p("OMP_WAIT_POLICY=%s; each sample starts after %d us without work (no side's idle threads spin"
-  .. " into another's time: bench/bench.lua).", os.getenv("OMP_WAIT_POLICY") or "?", SETTLE_US)
-p("Load average (1 min) at start %s; per row below, when the row finished.", LOAD0)
-p("")
-p("| kernel | size | gpujit cpu ms | gpujit, int32 sizes ms | C gcc ms | C clang ms "
-  .. "| LuaJIT loop ms | gpujit vs best C (goal >= 0.9) | Lua numbers vs int32 | gpujit vs LuaJIT (goal) "
-  .. "| per-round ratios vs C; vs int32; vs LuaJIT | load |")
-p("|---|---|---|---|---|---|---|---|---|---|---|---|")
-for _, r in ipairs(rows) do
-  p("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.3fx (%s) %s | %.3fx | %.2fx (>= %dx, %s bound) %s "
-    .. "| %s; %s; %s | %s |", r.name, r.what, r.gj * 1e3, r.gji * 1e3, r.gcc * 1e3, r.clang * 1e3,
-    r.lua * 1e3, r.vs_c, r.best, r.vs_c >= 0.9 and "ok" or "**miss**", r.vs_i32,
-    r.vs_lua, r.goal_lua, r.bound, r.vs_lua >= r.goal_lua and "ok" or "**miss**", r.range_c,
-    r.range_i32, r.range_lua, r.load)
-end
 p("")
 p("| launch (1 work item, %d launches per sample) | median ns per launch | load |", LAUNCHES)
 p("|---|---|---|")

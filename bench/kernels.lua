@@ -1,7 +1,8 @@
 -- The gpujit kernels the benchmarks share (bench/bench.lua, bench/opencl_vs_c.lua,
 -- bench/cuda_vs_c.lua):
 -- plain Lua functions for gpu.kernel, written as a GPU programmer would, one
--- work item each.  bench/ref.c holds the same kernels in C.
+-- work item each.  bench/ref.c holds the same kernels in C, bench/ref_simd.c
+-- mandelbrot, matmul and nbody hand-vectorized.
 --   local K = dofile("bench/kernels.lua")
 local gpu = require("gpujit")
 
