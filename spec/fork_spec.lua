@@ -76,31 +76,9 @@ local CHILD = [==[
 ]==]
 
 local results
-local function run()
-  if results then return results end
-  local path = os.tmpname()
-  local f = assert(io.open(path, "w"))
-  f:write("local function main(...)\n", CHILD, "\nend\nmain(",
-    string.format("%q", table.concat(H.backends, ",")), ")\n")
-  f:close()
-  local p = io.popen("timeout 120 env " .. H.luajit_cmd({ GPUJIT_TIMEOUT = "" }) .. " " .. path .. " 2>&1")
-  local text = p:read("*a")
-  p:close()
-  os.remove(path)
-  results = { text = text }
-  for l in text:gmatch("[^\n]+") do
-    local fields = {}
-    for x in (l .. "|"):gmatch("([^|]*)|") do fields[#fields + 1] = x end
-    results[fields[1]] = fields
-  end
-  return results
-end
-
 local function line(tag)
-  local r = run()
-  local l = r[tag]
-  if not l then error("no '" .. tag .. "' line from the child; its output:\n" .. r.text, 2) end
-  return l
+  results = results or H.child_lines(nil, CHILD, table.concat(H.backends, ","), 120)
+  return results:line(tag)
 end
 
 local FORKED = "opencl: this process is a fork() child of the process that opened the OpenCL "

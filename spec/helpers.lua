@@ -794,6 +794,42 @@ function H.luajit_cmd(env)
   return vars .. "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit"
 end
 
+-- Run code in a child luajit (under `timeout seconds`, GPUJIT_TIMEOUT unset
+-- and env added): the script is prelude, then code as the body of
+-- `main(...)` called with arg (a string).  The child says what it saw in
+-- lines "tag|field|field...": the result maps each tag to its fields
+-- ({ tag, field, ... }; a later line with a tag replaces an earlier one),
+-- text is the whole output, and res:line(tag) raises, with the output,
+-- when the child printed no such line.
+local child_mt = { __index = {
+  line = function(r, tag)
+    local l = r.lines[tag]
+    if not l then error("no '" .. tag .. "' line from the child; its output:\n" .. r.text, 2) end
+    return l
+  end,
+} }
+function H.child_lines(prelude, code, arg, seconds, env)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(prelude or "", "local function main(...)\n", code, "\nend\nmain(",
+    string.format("%q", arg), ")\n")
+  f:close()
+  local vars = { GPUJIT_TIMEOUT = "" }
+  for k, v in pairs(env or {}) do vars[k] = v end
+  local p = io.popen("timeout " .. (seconds or 120) .. " env " .. H.luajit_cmd(vars) .. " " .. path
+    .. " 2>&1")
+  local text = p:read("*a")
+  p:close()
+  os.remove(path)
+  local lines = {}
+  for l in text:gmatch("[^\n]+") do
+    local fields = {}
+    for x in (l .. "|"):gmatch("([^|]*)|") do fields[#fields + 1] = x end
+    lines[fields[1]] = fields
+  end
+  return setmetatable({ text = text, lines = lines }, child_mt)
+end
+
 -- Build a C plugin (docs/plugins.md) from the C source text src into
 -- <new temp dir>/<name>.so against src/gpujit_plugin.h and LLVM 15; returns
 -- the path, or raises with the compiler's output.  The compiler runs with

@@ -235,29 +235,12 @@ for _, bk in ipairs(backends) do
         say("sigagain", pcall(ki.launch, ki, 64, out, 10), out[0])
         say("end")
       ]==]
-      local path = os.tmpname()
-      local f = assert(io.open(path, "w"))
-      f:write("local ffi = require('ffi')\nlocal gpu = require('gpujit')\n",
-        "local function main(...)\n", code, "\nend\nmain(", string.format("%q", bk), ")\n")
-      f:close()
-      local p = io.popen("timeout 60 env " .. H.luajit_cmd({ GPUJIT_TIMEOUT = "" }) .. " " .. path .. " 2>&1")
-      local text = p:read("*a")
-      p:close()
-      os.remove(path)
-      results = { text = text }
-      for line in text:gmatch("[^\n]+") do
-        local fields = {}
-        for x in (line .. "|"):gmatch("([^|]*)|") do fields[#fields + 1] = x end
-        results[fields[1]] = fields
-      end
+      results = H.child_lines("local ffi = require('ffi')\nlocal gpu = require('gpujit')\n", code, bk, 60)
       return results
     end
 
     local function line(tag)
-      local r = child()
-      local l = r[tag]
-      if not l then error("no '" .. tag .. "' line from the child; its output:\n" .. r.text, 2) end
-      return l
+      return child():line(tag)
     end
 
     local function timed_out(tag, name, t)
