@@ -284,9 +284,11 @@ static int builtin(lua_State *L)
   return lua_getinfo(L, ">S", &ar) && ar.linedefined < 0;
 }
 
-/* FFI arrays of numbers become Lua tables of their elements (the Lua
-** face's types.const_data) in place of the cdata, marked in a registry set
-** of such copies (weak keys), so that a later classify still knows them. */
+/* FFI arrays of numbers and FFI struct values become Lua tables of their
+** values (the Lua face's types.const_data) in place of the cdata; the
+** copies of arrays (the array's, or a struct's array fields) are marked in
+** a registry set of such copies (weak keys), so that a later classify
+** still knows them as indexed from 0. */
 #define GJ_KV_BASE0 "gpujit.kv.base0"
 
 static int is_base0(lua_State *L)
@@ -304,17 +306,10 @@ static int is_base0(lua_State *L)
   return r;
 }
 
-/* The cdata on the top, of handle h: when it is an FFI array of numbers,
-** replace it (on the stack and as T[h]) by its copy and return 1. */
-static int array_copy(kvlua *k, int h)
+/* Mark every table of the list on the top (popped) as an array's copy. */
+static void mark_base0(lua_State *L)
 {
-  lua_State *L = k->L;
-  if (!push_types_fn(L, "const_data")) return 0;
-  lua_pushvalue(L, -2);
-  if (lua_pcall(L, 1, 1, 0) != 0 || !lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    return 0;
-  }
+  int j;
   lua_getfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
@@ -326,10 +321,33 @@ static int array_copy(kvlua *k, int h)
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
   }
+  for (j = 1;; j++) {
+    lua_rawgeti(L, -2, j);
+    if (!lua_istable(L, -1)) {
+      lua_pop(L, 1);
+      break;
+    }
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+  }
+  lua_pop(L, 2);
+}
+
+/* The cdata on the top, of handle h: when it is an FFI array of numbers or
+** a struct value, replace it (on the stack and as T[h]) by its copy and
+** return 1. */
+static int array_copy(kvlua *k, int h)
+{
+  lua_State *L = k->L;
+  int top = lua_gettop(L);
+  if (!push_types_fn(L, "const_data")) return 0;
   lua_pushvalue(L, -2);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, -3);
-  lua_pop(L, 1);
+  if (lua_pcall(L, 1, 2, 0) != 0 || !lua_istable(L, -2)) {
+    lua_settop(L, top);   /* the error, or no copy */
+    return 0;
+  }
+  if (lua_istable(L, -1)) mark_base0(L);
+  else lua_pop(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);
   lua_pushvalue(L, -2);
   lua_rawseti(L, -2, h);
@@ -373,7 +391,7 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
     if (info->cls != GJ_KVC_CTYPE && strcmp(luaL_typename(L, -1), "cdata") == 0 &&
         array_copy(k, h)) {
       info->cls = GJ_KVC_TABLE;
-      info->base0 = 1;
+      info->base0 = is_base0(L);
       break;
     }
     if (info->cls != GJ_KVC_CTYPE) {

@@ -517,19 +517,59 @@ function M.ctype_info(ct)
   return info, why
 end
 
--- An FFI array of numbers a kernel reaches by name (an upvalue, a global),
--- for the compiler's constant data (docs/typing.md, "Constant tables"): its
--- elements copied into a Lua table, element 0 at [1]; nil when v is no such
--- array (elements of structs, int64_t/uint64_t, which are cdata, or bool).
+-- An FFI array of numbers, or an FFI struct value, a kernel reaches by name
+-- (an upvalue, a global), for the compiler's constant data (docs/typing.md,
+-- "Constant tables"): the values as LuaJIT reads them, copied into Lua
+-- tables.  An array becomes a table of its elements, element 0 at [1]; a
+-- struct a table of its fields by name (a number or a boolean; a nested
+-- struct a table of its own; a fixed array a table as an array is; an
+-- int64_t/uint64_t field, which LuaJIT reads as cdata, stays that cdata).
+-- Returns the copy and the list of the tables in it that are copies of
+-- arrays (indexed from 0 in the kernel); nil when v is none of these
+-- (arrays of structs, of int64_t/uint64_t, which are cdata, or of bool).
+local function num_copy(x, t)
+  if M.is_int64[t] then return x end
+  if t == "bool" then return x end
+  return tonumber(x)
+end
+
+local function array_elem_ok(e)
+  return (M.is_int[e] or M.is_float[e]) and not M.is_int64[e]
+end
+
+local function struct_copy(v, e, arrays)
+  local t = {}
+  for _, f in ipairs(e.fields) do
+    local x, ft = v[f.name], f.type
+    local function one(y)
+      if type(ft) == "table" then return struct_copy(y, ft, arrays) end
+      return num_copy(y, ft)
+    end
+    if f.count then
+      local a = {}
+      for i = 0, f.count - 1 do a[i + 1] = one(x[i]) end
+      arrays[#arrays + 1] = a
+      t[f.name] = a
+    else
+      t[f.name] = one(x)
+    end
+  end
+  return t
+end
+
 function M.const_data(v)
   local info = M.ctype_info(v)
-  if not (info and info.kind == "farray" and not info.struct and
-          (M.is_int[info.elem] or M.is_float[info.elem]) and not M.is_int64[info.elem]) then
+  if not info then return nil end
+  if info.struct and info.byref and not info.type:match("%[%]$") then   -- a struct value
+    local arrays = {}
+    return struct_copy(v, info.struct, arrays), arrays
+  end
+  if not (info.kind == "farray" and not info.struct and array_elem_ok(info.elem)) then
     return nil
   end
   local t = {}
   for i = 0, ffi.sizeof(v) / info.esize - 1 do t[i + 1] = tonumber(v[i]) end
-  return t
+  return t, { t }
 end
 
 -- What a Lua value is as a kernel argument, for messages and cold paths:
