@@ -1,7 +1,9 @@
 -- FFI values as constant data (docs/typing.md, "Constant tables"): an FFI
 -- struct value a kernel reaches by name is read once, when the kernel is
 -- compiled, as LuaJIT reads it (`P.g`, `P.n`, `P.pos.x`, `P.v[k]` with any
--- k, 0-based), and compiled in as constants and constant data.  Results
+-- k, 0-based), and compiled in as constants and constant data; so are FFI
+-- arrays of int64_t/uint64_t (C integers, as LuaJIT's cdata) and FFI
+-- arrays of two or more dimensions (`W[i][j]`, 0-based).  Results
 -- are compared bit for bit with plain LuaJIT running the same function;
 -- writes are compile errors at their line; the values are in the cache key.
 
@@ -57,6 +59,105 @@ for _, bk in ipairs(H.backends) do
     it("read in a device function", function()
       local function fall(t) return GRAVITY.x * t + 0.5 * GRAVITY.y * t * t + P.v[1] end
       run(bk, "ctf_dev", function(o, src, i) o[i] = fall(src[i]) end, 10)
+    end)
+  end)
+end
+
+local L64 = ffi.new("int64_t[5]", -5, 2 ^ 62 + 1, 3, -2 ^ 63, 0)
+L64[4] = -1LL
+local U64 = ffi.new("uint64_t[3]", 7, 2 ^ 63 + 2 ^ 12, 0)
+U64[2] = -1ULL
+local W33 = ffi.new("double[3][3]", { { 1, 2, 1 }, { 0, 0.5, -0.0 }, { -1, -2.25, 1e300 } })
+local V2 = ffi.new("int32_t[?][2]", 3, { { 7, -8 }, { 2 ^ 31 - 1, -2 ^ 31 }, { 0, 5 } })
+local F3 = ffi.new("float[2][2][2]", { { { 0.1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7, 1e30 } } })
+
+for _, bk in ipairs(H.backends) do
+  describe("FFI arrays as constant data [" .. bk .. "]", function()
+    it("int64_t and uint64_t elements are C integers, with any index", function()
+      local function f(q, i)
+        q[i] = L64[i % 5] + L64[1] / 3 + U64[i % 3] * 3 - U64[1] % 1000 + L64[4] * i
+      end
+      local k = H.kernel(bk, function(q, m)
+        local i = gpu.global_id(0)
+        if i < m then f(q, i) end
+      end, { name = "ctf_i64" })
+      local n = 15
+      local got, ref = ffi.new("int64_t[?]", n), ffi.new("int64_t[?]", n)
+      k:launch(n, got, n)
+      H.interp(function() for i = 0, n - 1 do f(ref, i) end end)
+      for i = 0, n - 1 do assert.are.equal(tostring(ref[i]), tostring(got[i]), "element " .. i) end
+    end)
+
+    it("two and three dimensions: W[i][j], local row = W[i], constant indices, a VLA", function()
+      run(bk, "ctf_md", function(o, src, i)
+        local s = 0
+        for r = 0, 2 do
+          local row = W33[r]
+          for c = 0, 2 do s = s + row[c] * src[i + r + c] end
+        end
+        o[i] = s + V2[i % 3][i % 2] * (2 ^ 40 + 1) + V2[1][1] + W33[2][i % 3]
+          + F3[i % 2][1][i % 2] + F3[1][1][1] + W33[i % 3][0]
+      end, 12)
+    end)
+  end)
+end
+
+for _, bk in ipairs(H.compilers) do
+  describe("FFI arrays as constant data: compiling [" .. bk .. "]", function()
+    it("an index outside reads 0 at every level; a write is an error at its line", function()
+      local k = H.kernel(bk, function(o, q, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          o[i] = W33[math.floor(i / 5) - 1][i % 5 - 1]
+          q[i] = L64[i - 2]
+        end
+      end, { name = "ctf_out" })
+      local len = 25
+      local od, oq = ffi.new("double[?]", len), ffi.new("int64_t[?]", len)
+      k:launch(len, od, oq, len)
+      H.check("double", od, function(i)
+        local r, c = math.floor(i / 5) - 1, i % 5 - 1
+        return (r >= 0 and r < 3 and c >= 0 and c < 3) and W33[r][c] or 0
+      end, len)
+      for i = 0, len - 1 do
+        local want = (i - 2 >= 0 and i - 2 < 5) and L64[i - 2] or 0LL
+        assert.are.equal(tostring(want), tostring(oq[i]), "element " .. i)
+      end
+      local err = H.compile_error(bk, function(o, n)
+        W33[n][1] = o[0] --@ctf_w33
+      end, { "double[]", "lua_pos20" })
+      H.check_compile_error(err, "consttable_ffi_spec.lua", H.line_of("--@ctf_w33"), "bad",
+        { "assigning to table 'W33' (to a table in it)" })
+      err = H.compile_error(bk, function(o, n)
+        o[0] = L64[n]
+        L64[n] = 1 --@ctf_wl64
+      end, { "double[]", "lua_pos20" })
+      H.check_compile_error(err, "consttable_ffi_spec.lua", H.line_of("--@ctf_wl64"), "bad",
+        { "assigning to table 'L64'" })
+    end)
+
+    it("64-bit integers are i64 constant data; their contents are in the cache key", function()
+      local k = H.kernel(bk, function(q, n)
+        local i = gpu.global_id(0)
+        if i < n then q[i] = U64[i] end
+      end, { name = "ctf_ir64" })
+      local ir = k:inspect_llvm({ "uint64_t[]", "lua_pos20" })
+      assert.truthy(ir:find("@gj.const.%d+ = internal[^\n]*constant %[4 x i64%] "
+        .. "%[i64 0, i64 7, i64 %-9223372036854771712, i64 %-1%]"), ir)
+      local dir = H.tmpdir()
+      local A = ffi.new("int64_t[2]", 5, 6)
+      local function f(q, n)
+        local i = gpu.global_id(0)
+        if i < n then q[i] = A[i] end
+      end
+      local q = ffi.new("int64_t[2]")
+      H.with_cache_dir(dir, function()
+        gpu.kernel(f, { backend = bk, name = "ctf_key64" }):launch(2, q, 2)
+        assert.are.equal("6LL", tostring(q[1]))
+        A[1] = 2 ^ 60 + 1
+        gpu.kernel(f, { backend = bk, name = "ctf_key64" }):launch(2, q, 2)
+        assert.are.equal(tostring(A[1]), tostring(q[1]))
+      end)
     end)
   end)
 end

@@ -114,15 +114,6 @@ for _, bk in ipairs(H.compilers) do
         { "table 'EMPTY' has no number at [1]" })
     end)
 
-    it("an FFI array of int64_t (cdata elements) is refused, naming it", function()
-      local L64 = ffi.new("int64_t[3]", 1, 2, 3)
-      local err = H.compile_error(bk, function(o, n)
-        o[0] = L64[n] --@ct_l64
-      end, { "double[]", "lua_pos20" })
-      H.check_compile_error(err, "consttable_spec.lua", H.line_of("--@ct_l64"), "bad",
-        { "'L64' is a cdata" })
-    end)
-
     it("an FFI array's contents are in the disk cache key too", function()
       local dir = H.tmpdir()
       local A = ffi.new("int32_t[2]", 5, 6)

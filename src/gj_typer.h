@@ -117,6 +117,10 @@ typedef struct gj_kv {
   double clo, chi;
   int cdepth, cnodes;
   int32_t *cdir;
+  int ci64;         /* a copy of an FFI array of int64_t (1) or uint64_t
+                    ** (2) (gj_kvinfo.i64): its numbers are cidata, C
+                    ** integers, and cdata NULL */
+  int64_t *cidata;
   int base0;        /* a copy of an FFI array (gj_kvinfo.base0): the
                     ** kernel's index k reads t[k + 1] */
 } gj_kv;

@@ -11,6 +11,7 @@
 ** that data; rows may differ in length (ragged), and an index outside a
 ** table reads the empty node, or 0.
 */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ typedef struct walk {
   int32_t *dir;
   int n, cap;
   double *d;
+  int64_t *q;    /* an array of 64-bit integers' (gj_kv.ci64) */
   int dn, dcap;
 } walk;
 
@@ -58,15 +60,29 @@ static int add_node(walk *w, int par, int pix, int h)
   return 0;
 }
 
-static int add_num(walk *w, double v)
+static int add_num(walk *w, double v, int64_t q)
 {
   if (w->dn == w->dcap) {
     int c = w->dcap ? w->dcap * 2 : 16;
-    if (grow((void **)&w->d, c, sizeof(double))) return -1;
+    if (grow((void **)&w->d, c, sizeof(double)) || grow((void **)&w->q, c, sizeof(int64_t)))
+      return -1;
     w->dcap = c;
   }
+  w->q[w->dn] = q;
   w->d[w->dn++] = v;
   return 0;
+}
+
+/* The C integer of a 64-bit element's decimal text s (types.const_data),
+** ci64 1 for int64_t, 2 for uint64_t: 0, or -1 when s is no such text. */
+static int parse_i64(const char *s, int ci64, int64_t *out)
+{
+  char *end;
+  if (!s || !*s) return -1;
+  errno = 0;
+  if (ci64 == 2) *out = (int64_t)strtoull(s, &end, 10);
+  else *out = (int64_t)strtoll(s, &end, 10);
+  return errno || *end ? -1 : 0;
 }
 
 /* "[2][3]": where item pix of node par is, as Lua indexes it. */
@@ -107,6 +123,7 @@ static int read_node(gj_cs *cs, gj_fn *fn, int i, const gj_kv *k, walk *w,
   int j, first = w->n, dstart = w->dn, h = nd == 1 ? k->h : w->h[nd];
   for (j = 1;; j++) {
     gj_kvinfo info;
+    int64_t q = 0;
     int e = src->ops->field(src, h, NULL, j);
     src->ops->classify(src, e, &info);
     if (info.cls == GJ_KVC_NIL) {
@@ -133,11 +150,13 @@ static int read_node(gj_cs *cs, gj_fn *fn, int i, const gj_kv *k, walk *w,
     if (w->n >= GJ_CONST_MAX || w->dn >= GJ_CONST_MAX)
       return gj_typer_error(cs, fn, i, "table '%s' has more than %d elements: "
                             "too many for constant data", k->name, GJ_CONST_MAX);
-    if (info.cls != GJ_KVC_NUMBER)
+    if (k->ci64 ? info.cls != GJ_KVC_STRING || parse_i64(info.str, k->ci64, &q)
+                : info.cls != GJ_KVC_NUMBER)
       return bad(cs, fn, i, k, w, nd, j, "a value that is not a number", -1, 0);
     if (*tpar >= 0) return bad(cs, fn, i, k, w, nd, j, "a number", *tpar, *tpix);
     *depth = lv;
-    if (add_num(w, info.num)) return gj_err_set(cs->err, "out of memory");
+    if (add_num(w, k->ci64 ? (double)q : info.num, q))
+      return gj_err_set(cs->err, "out of memory");
   }
   w->dir[2 * nd + 1] = j - 1;
   w->dir[2 * nd] = w->n > first ? first - 1 : dstart;
@@ -186,7 +205,7 @@ static int read_table(gj_cs *cs, gj_fn *fn, int i, gj_kv *k)
     lo = fmin(lo, v);
     hi = fmax(hi, v);
   }
-  k->cdata = w.d;
+  k->cdata = k->ci64 ? NULL : w.d;
   k->cn = w.dn;
   k->cwhole = whole;
   k->clo = lo;   /* both hold 0, what an index outside reads */
@@ -194,8 +213,14 @@ static int read_table(gj_cs *cs, gj_fn *fn, int i, gj_kv *k)
   k->cdepth = depth;
   k->cdir = w.dir;
   k->cnodes = w.n;
-  w.d = NULL;
   w.dir = NULL;
+  if (k->ci64) {   /* the C integers only */
+    k->cidata = w.q;
+    k->cwhole = 0;
+    w.q = NULL;
+  } else {
+    w.d = NULL;
+  }
   rc = 0;
 cleanup:
   for (nd = 2; nd < w.n; nd++)
@@ -205,6 +230,7 @@ cleanup:
   free(w.pix);
   free(w.dir);
   free(w.d);
+  free(w.q);
   return rc;
 }
 
@@ -219,6 +245,11 @@ static gj_ty item(gj_cs *cs, int kv, int lv)
     t.s = (uint8_t)lv;
     return t;
   }
+  if (k->ci64) {   /* C integers, as LuaJIT reads them (cdata) */
+    t = gj_ty_num(k->ci64 == 2 ? GJ_U64 : GJ_I64);
+    t.cint = 1;
+    return t;
+  }
   /* whole numbers: an lnum, exact as the double; else the double (the
   ** default float with precision = "single", as a weak float becomes) */
   return k->cwhole ? gj_ty_lnum(cs, k->clo, k->chi) : gj_ty_num(gj_ty_deffloat(cs));
@@ -229,7 +260,7 @@ int gj_typer_const_table(gj_cs *cs, gj_fn *fn, int i, int kv, gj_ty idx,
 {
   gj_kv *k = &cs->kv[kv];
   if (gj_typer_num_operand(cs, fn, i, idx, "indexing a table")) return -1;
-  if (!k->cdata && read_table(cs, fn, i, k)) return -1;
+  if (!k->cdata && !k->cidata && read_table(cs, fn, i, k)) return -1;
   *out = item(cs, kv, 1);
   return 0;
 }

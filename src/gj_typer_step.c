@@ -140,6 +140,7 @@ int gj_typer_resolve_kv(gj_cs *cs, const char *name, int h,
                                         : GJ_KV_FUNC;
     kv->h = h;
     kv->base0 = info->base0;
+    kv->ci64 = info->i64;
   }
   *out = gj_ty_kind(GJ_T_KV);
   out->aux = cs->nkv++;
@@ -736,6 +737,8 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     }
   case GJ_BC_TGETB:
     if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && cs->kv[b.aux].ci64)
+      return gj_typer_const_table(cs, fn, i, b.aux, gj_ty_const(in->c), &S(in->a));
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
       return resolve_field(cs, fn, i, b.aux, NULL, in->c + cs->kv[b.aux].base0, &S(in->a));
     if (b.k == GJ_T_CROW)
@@ -747,7 +750,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_TGETV: case GJ_BC_TGETR:
     if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && c.hasc &&
-        c.k == GJ_T_WINT)
+        c.k == GJ_T_WINT && !cs->kv[b.aux].ci64)
       return resolve_field(cs, fn, i, b.aux, NULL, (int)c.u.c + cs->kv[b.aux].base0,
                            &S(in->a));
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
