@@ -67,15 +67,18 @@ local L64 = ffi.new("int64_t[5]", -5, 2 ^ 62 + 1, 3, -2 ^ 63, 0)
 L64[4] = -1LL
 local U64 = ffi.new("uint64_t[3]", 7, 2 ^ 63 + 2 ^ 12, 0)
 U64[2] = -1ULL
+local Q64 = ffi.new("struct { int64_t ids[3]; uint64_t m[2]; double x; }",
+  { { -7, 2 ^ 60 + 5, 3 }, { 9, 2 ^ 63 }, 0.5 })
 local W33 = ffi.new("double[3][3]", { { 1, 2, 1 }, { 0, 0.5, -0.0 }, { -1, -2.25, 1e300 } })
 local V2 = ffi.new("int32_t[?][2]", 3, { { 7, -8 }, { 2 ^ 31 - 1, -2 ^ 31 }, { 0, 5 } })
 local F3 = ffi.new("float[2][2][2]", { { { 0.1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7, 1e30 } } })
 
 for _, bk in ipairs(H.backends) do
   describe("FFI arrays as constant data [" .. bk .. "]", function()
-    it("int64_t and uint64_t elements are C integers, with any index", function()
+    it("int64_t and uint64_t elements (of arrays and of struct array fields) are C integers", function()
       local function f(q, i)
         q[i] = L64[i % 5] + L64[1] / 3 + U64[i % 3] * 3 - U64[1] % 1000 + L64[4] * i
+          + Q64.ids[i % 3] * 2 + Q64.m[i % 2] - Q64.ids[1]
       end
       local k = H.kernel(bk, function(q, m)
         local i = gpu.global_id(0)

@@ -310,8 +310,10 @@ static int base0_mark(lua_State *L)
   return r;
 }
 
-/* Mark every table of the list on the top (popped) with m. */
-static void mark_base0(lua_State *L, int m)
+/* Mark every table of the list below the top: 1, or 2 or 3 where the
+** table on the top (its element types) gives it "int64_t" or "uint64_t";
+** both are popped. */
+static void mark_base0(lua_State *L)
 {
   int j;
   lua_getfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
@@ -325,16 +327,23 @@ static void mark_base0(lua_State *L, int m)
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
   }
-  for (j = 1;; j++) {
-    lua_rawgeti(L, -2, j);
+  for (j = 1;; j++) {   /* list, types, set */
+    const char *e = NULL;
+    lua_rawgeti(L, -3, j);
     if (!lua_istable(L, -1)) {
       lua_pop(L, 1);
       break;
     }
-    lua_pushinteger(L, m);
+    if (lua_istable(L, -3)) {
+      lua_pushvalue(L, -1);
+      lua_rawget(L, -4);
+      e = lua_tostring(L, -1);
+      lua_pop(L, 1);   /* the text stays a key's value in types */
+    }
+    lua_pushinteger(L, !e ? 1 : strcmp(e, "uint64_t") == 0 ? 3 : 2);
     lua_rawset(L, -3);
   }
-  lua_pop(L, 2);
+  lua_pop(L, 3);
 }
 
 /* The cdata on the top, of handle h: when it is an FFI array of numbers or
@@ -343,8 +352,7 @@ static void mark_base0(lua_State *L, int m)
 static int array_copy(kvlua *k, int h)
 {
   lua_State *L = k->L;
-  int top = lua_gettop(L), m = 1;
-  const char *e;
+  int top = lua_gettop(L);
   /* the copy this source made of it already: one value, one known value */
   lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);
   lua_pushvalue(L, -2);
@@ -360,11 +368,8 @@ static int array_copy(kvlua *k, int h)
     lua_settop(L, top);   /* the error, or no copy */
     return 0;
   }
-  e = lua_tostring(L, -1);
-  if (e) m = strcmp(e, "uint64_t") == 0 ? 3 : 2;
-  lua_pop(L, 1);
-  if (lua_istable(L, -1)) mark_base0(L, m);
-  else lua_pop(L, 1);
+  if (lua_istable(L, -2)) mark_base0(L);
+  else lua_pop(L, 2);
   lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);   /* T[cdata] = the copy */
   lua_pushvalue(L, -3);
   lua_pushvalue(L, -3);

@@ -526,31 +526,39 @@ end
 -- cdata, is its decimal text ("-5", "18446744073709551615").  A struct
 -- becomes a table of its fields by name (a number or a boolean; a nested
 -- struct a table of its own; a fixed array a table as an array is; an
--- int64_t/uint64_t field stays its cdata, which is not constant data).
+-- int64_t/uint64_t field stays its cdata, which is not constant data, but an
+-- array of them is copied as an array is).
 -- Returns the copy, the list of the tables in it that copy arrays (indexed
--- from 0 in the kernel) and, for an array of 64-bit integers, its element
--- type; nil when v is none of these (arrays of structs or of bool).
+-- from 0 in the kernel) and a table giving, for each of those that copy an
+-- array of 64-bit integers, its element type; nil when v is none of these
+-- (arrays of structs or of bool).
 local function num_copy(x, t)
   if M.is_int64[t] or t == "bool" then return x end
   return tonumber(x)
+end
+
+-- A 64-bit integer element as its decimal text.
+local function int64_text(x)
+  return (tostring(x):gsub("U?LL$", ""))
 end
 
 local function array_elem_ok(e)
   return e and (M.is_int[e] or M.is_float[e]) and true or false
 end
 
-local function struct_copy(v, e, arrays)
+local function struct_copy(v, e, arrays, i64)
   local t = {}
   for _, f in ipairs(e.fields) do
     local x, ft = v[f.name], f.type
     local function one(y)
-      if type(ft) == "table" then return struct_copy(y, ft, arrays) end
+      if type(ft) == "table" then return struct_copy(y, ft, arrays, i64) end
       return num_copy(y, ft)
     end
     if f.count then
       local a = {}
-      for i = 0, f.count - 1 do a[i + 1] = one(x[i]) end
+      for i = 0, f.count - 1 do a[i + 1] = M.is_int64[ft] and int64_text(x[i]) or one(x[i]) end
       arrays[#arrays + 1] = a
+      if M.is_int64[ft] then i64[a] = ft end
       t[f.name] = a
     else
       t[f.name] = one(x)
@@ -577,32 +585,33 @@ local function array_dims(v)
   return dims, e
 end
 
-local function array_copy(v, dims, d, e, arrays)
+local function array_copy(v, dims, d, e, arrays, i64)
   local t = {}
   for i = 0, dims[d] - 1 do
     if d < #dims then
-      t[i + 1] = array_copy(v[i], dims, d + 1, e, arrays)
+      t[i + 1] = array_copy(v[i], dims, d + 1, e, arrays, i64)
     elseif M.is_int64[e] then
-      t[i + 1] = tostring(v[i]):gsub("U?LL$", "")
+      t[i + 1] = int64_text(v[i])
     else
       t[i + 1] = tonumber(v[i])
     end
   end
   arrays[#arrays + 1] = t
+  if M.is_int64[e] then i64[t] = e end
   return t
 end
 
 function M.const_data(v)
   local info = M.ctype_info(v)
   if info and info.struct and info.byref and not info.type:match("%[%]$") then   -- a struct
-    local arrays = {}
-    return struct_copy(v, info.struct, arrays), arrays
+    local arrays, i64 = {}, {}
+    return struct_copy(v, info.struct, arrays, i64), arrays, i64
   end
   if info and info.kind ~= "farray" then return nil end
   local dims, e = array_dims(v)
   if not dims then return nil end
-  local arrays = {}
-  return array_copy(v, dims, 1, e, arrays), arrays, M.is_int64[e] and e or nil
+  local arrays, i64 = {}, {}
+  return array_copy(v, dims, 1, e, arrays, i64), arrays, i64
 end
 
 -- What a Lua value is as a kernel argument, for messages and cold paths:
