@@ -59,6 +59,24 @@ for _, bk in ipairs(H.backends) do
       end, 12)
     end)
 
+    it("derivatives treat the numbers as constants (forward and reverse)", function()
+      local k = H.kernel(bk, function(x, y, n)
+        local i = gpu.global_id(0)
+        if i < n then y[i] = M3[i % 3 + 1][1] * x[i] * x[i] + M3[3][i % 3 + 1] * x[i] end
+      end, { name = "ctn_ad" })
+      local n = 6
+      local x, dx = ffi.new("double[?]", n), ffi.new("double[?]", n)
+      local y, dy = ffi.new("double[?]", n), ffi.new("double[?]", n)
+      for i = 0, n - 1 do x[i], dx[i] = i - 2.5, 1 end
+      local function want(i) return 2 * M3[i % 3 + 1][1] * x[i] + M3[3][i % 3 + 1] end
+      gpu.jvp(k):launch(n, x, dx, y, dy, n)
+      H.check("double", dy, want, n)
+      local gx, gy = ffi.new("double[?]", n), ffi.new("double[?]", n)
+      for i = 0, n - 1 do gy[i] = 1 end
+      gpu.grad(k):launch(n, x, gx, y, gy, n)
+      H.check("double", gx, want, n)
+    end)
+
     it("three levels, and a row passed to a device function", function()
       local function sum2(row, k) return row[1] * k + row[2] end
       run(bk, "ctn_cube", function(o, src, i)
