@@ -140,13 +140,14 @@ for _, bk in ipairs(H.compilers) do
         { "assigning to table 'M3[2]'" })
     end)
 
-    it("numbers and tables at one depth, other values, and cycles are errors naming the place", function()
+    it("numbers and tables at one depth, other values, cycles, FFI rows are errors naming the place", function()
       local MIXD = { { 1, 2 }, 3 }
       local MIXR = { { 1, 2 }, { 3, { 4 } } }
       local BADV = { { 1, 2 }, { 3, true } }
       local NONE = { {}, {} }
       local CYC = { 1 }
       CYC[1] = CYC
+      local OFF = { ffi.new("double[2]", 1, 2) }
       local cases = {
         { function(o, n) o[0] = MIXD[n][1] end, "table 'MIXD' holds a number at [2] but a table at [1]" },
         { function(o, n) o[0] = MIXR[n][1] end, "table 'MIXR' holds a table at [2][2] but numbers" },
@@ -155,6 +156,7 @@ for _, bk in ipairs(H.compilers) do
         { function(o, n) o[0] = NONE[n][1] end,
           "table 'NONE' has no number at [1] (nor in any table in it)" },
         { function(o, n) o[0] = CYC[n][1] end, "table 'CYC' nests tables more than 8 deep" },
+        { function(o, n) o[0] = OFF[n][1] end, "table 'OFF' holds an FFI array at [1]" },
       }
       for _, c in ipairs(cases) do
         local err = H.compile_error(bk, c[1], { "double[]", "lua_pos20" })

@@ -130,6 +130,14 @@ static int read_node(gj_cs *cs, gj_fn *fn, int i, const gj_kv *k, walk *w,
       src->ops->release(src, e);
       break;
     }
+    if (info.cls == GJ_KVC_TABLE && (info.base0 != k->base0 || info.i64 != k->ci64)) {
+      char at[128];
+      src->ops->release(src, e);
+      path(w, nd, j, at, sizeof(at));
+      return gj_typer_error(cs, fn, i, "table '%s' holds %s at %s: constant data "
+                            "nests Lua tables in Lua tables, or is one FFI array",
+                            k->name, info.base0 ? "an FFI array" : "a Lua table", at);
+    }
     if (info.cls == GJ_KVC_TABLE && *depth != lv && w->n < GJ_CONST_MAX) {
       if (*tpar < 0) {
         *tpar = nd;
