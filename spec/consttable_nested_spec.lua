@@ -140,7 +140,7 @@ for _, bk in ipairs(H.compilers) do
         { "assigning to table 'M3[2]'" })
     end)
 
-    it("numbers and tables at one depth, other values, cycles, FFI rows are errors naming the place", function()
+    it("numbers and tables at one depth, other values, cycles, FFI rows: errors naming the place", function()
       local MIXD = { { 1, 2 }, 3 }
       local MIXR = { { 1, 2 }, { 3, { 4 } } }
       local BADV = { { 1, 2 }, { 3, true } }
