@@ -173,7 +173,13 @@ int gj_ad_atomic(gj_ad *a, LLVMValueRef I)
 
 int gj_ad_mem(gj_ad *a, LLVMValueRef I, LLVMValueRef p)
 {
+  LLVMValueRef b = p;
   if (gj_ad_root(a, p)) return 0;
+  /* constant data (a constant table's global, gj_cg_const.c): no
+  ** derivative, and nothing stores there */
+  while (b && (LLVMIsAGetElementPtrInst(b) || LLVMIsAConstantExpr(b)))
+    b = LLVMGetOperand(b, 0);
+  if (b && LLVMIsAGlobalVariable(b) && LLVMIsGlobalConstant(b)) return 0;
   return gj_ad_refuse(a, I, "a float kept in local or shared memory "
                       "(gpu.local_array, gpu.shared, a struct copy) is not "
                       "supported yet");

@@ -63,8 +63,9 @@ int gj_ad_call(gj_ad *a, LLVMValueRef I, char *fn, size_t fnsize);
 ** floats whose result is not used on one with a shadow, else refused. */
 int gj_ad_atomic(gj_ad *a, LLVMValueRef I);
 
-/* A float load or store I at pointer p: 0 when p is in a kernel array,
-** else refused (a float in local or shared memory). */
+/* A float load or store I at pointer p: 0 when p is in a kernel array or
+** in constant data (a constant table's global: no derivative), else
+** refused (a float in local or shared memory). */
 int gj_ad_mem(gj_ad *a, LLVMValueRef I, LLVMValueRef p);
 
 /* GEP I of an array with a shadow: the same GEP of the shadow, built at

@@ -570,9 +570,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     return 0;   /* constants and known values: nothing at run time */
   case GJ_BC_TGETB: case GJ_BC_TGETV: case GJ_BC_TGETR: {
     gj_ty ta = PRE(in->b), ti;
-    if (ta.k == GJ_T_KV && in->op != GJ_BC_TGETB)   /* a field, or constant data */
-      return gj_cg_const_table(g, ta.aux, in->c, PRE(in->c), in->a, POST(in->a));
-    if (ta.k != GJ_T_ARR) return 0;   /* a field of a known table */
+    if (ta.k != GJ_T_ARR && ta.k != GJ_T_CROW && ta.k != GJ_T_KV) return 0;
     if (in->op == GJ_BC_TGETB) {
       ti = gj_ty_const(in->c);
       vc = gj_cg_const(g, ti);
@@ -580,6 +578,13 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
       ti = PRE(in->c);
       vc = gj_cg_load(g, in->c, ti);
     }
+    if (ta.k == GJ_T_KV) {   /* a field (the typer's constant), or constant data */
+      const gj_kv *k = &cs->kv[ta.aux];
+      if (ti.k == GJ_T_WINT && ti.hasc && !k->ci64) return 0;
+      return gj_cg_const_table(g, ta.aux, vc, ti, in->a, POST(in->a));
+    }
+    if (ta.k == GJ_T_CROW)   /* a table in constant data */
+      return gj_cg_const_row(g, ta, gj_cg_load(g, in->b, ta), vc, ti, in->a, POST(in->a));
     if (emit_aload(g, i, gj_cg_load(g, in->b, ta), ta, vc, ti, &va)) return -1;
     gj_cg_store(g, in->a, POST(in->a), va);
     return 0;

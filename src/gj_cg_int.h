@@ -63,11 +63,15 @@ LLVMValueRef gj_cg_floor(gj_cg *g, LLVMValueRef x, gj_scalar s, int ceil);
 /* Conversion of a value stored into an array element (LuaJIT's FFI rule). */
 LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts);
 
-/* TGETV/TGETR of the known table kv with the index in slot c (type ti)
-** into slot a (type out): a constant field (nothing to emit) or, for an
-** index that is not a constant, a load of its constant data
-** (gj_cg_const.c).  0, or -1 with the error set. */
-int gj_cg_const_table(gj_cg *g, int kv, int c, gj_ty ti, int a, gj_ty out);
+/* t[idx] into slot a (type out), t the known table kv indexed with a
+** value that is not a constant (or any, for an array of 64-bit integers):
+** a load of its constant data (gj_cg_const.c); iv the index's value, ti
+** its type.  0, or -1 with the error set. */
+int gj_cg_const_table(gj_cg *g, int kv, LLVMValueRef iv, gj_ty ti, int a, gj_ty out);
+/* row[idx] into slot a: row (value rv) a GJ_T_CROW, idx (value iv, type
+** ti) any number. */
+int gj_cg_const_row(gj_cg *g, gj_ty row, LLVMValueRef rv, LLVMValueRef iv,
+                    gj_ty ti, int a, gj_ty out);
 
 /* Slot access with the slot's type before the instruction. */
 LLVMValueRef gj_cg_load(gj_cg *g, int slot, gj_ty t);

@@ -18,6 +18,7 @@ int gj_cg_lt(const gj_cs *cs, gj_ty t)
   };
   gj_scalar s;
   if (t.k == GJ_T_ARR || t.k == GJ_T_SREF) return LT_ARR + t.space;
+  if (t.k == GJ_T_CROW) return LT_I32;   /* its node id */
   s = gj_ty_scalar(cs, t);
   return s == GJ_SCALAR__MAX ? -1 : of_scalar[s];
 }
@@ -167,7 +168,7 @@ LLVMValueRef gj_cg_to_elem(gj_cg *g, LLVMValueRef v, gj_ty from, gj_scalar ts)
 LLVMValueRef gj_cg_convert(gj_cg *g, LLVMValueRef v, gj_ty from, gj_ty to)
 {
   if (to.k == GJ_T_ARR || from.k == GJ_T_ARR || to.k == GJ_T_SREF ||
-      from.k == GJ_T_SREF)
+      from.k == GJ_T_SREF || to.k == GJ_T_CROW)
     return v;
   return gj_cg_to_scalar(g, v, from, gj_ty_scalar(g->cs, to));
 }

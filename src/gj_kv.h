@@ -73,6 +73,9 @@ typedef struct gj_kvinfo {
   int base0;         /* TABLE: a copy of an FFI array of numbers the kernel
                      ** reached (its element 0 at [1]), read as constant
                      ** data (gj_typer_const.c) */
+  int i64;           /* TABLE: such a copy of an array of int64_t (1) or
+                     ** uint64_t (2), whose elements are their decimal
+                     ** texts (STRING) */
 } gj_kvinfo;
 
 typedef struct gj_kvsrc gj_kvsrc;

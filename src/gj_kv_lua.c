@@ -284,12 +284,18 @@ static int builtin(lua_State *L)
   return lua_getinfo(L, ">S", &ar) && ar.linedefined < 0;
 }
 
-/* FFI arrays of numbers become Lua tables of their elements (the Lua
-** face's types.const_data) in place of the cdata, marked in a registry set
-** of such copies (weak keys), so that a later classify still knows them. */
+/* FFI arrays of numbers and FFI struct values become Lua tables of their
+** values (the Lua face's types.const_data) in place of the cdata; the
+** copies of arrays (the array's, or a struct's array fields) are marked in
+** a registry set of such copies (weak keys; the value 1, or for arrays of
+** int64_t 2 and of uint64_t 3, whose elements are decimal texts), so that
+** a later classify still knows them as indexed from 0.  T[cdata] keeps
+** the copy until close, so that every reach of one cdata while compiling
+** gives the one copy (the same known value). */
 #define GJ_KV_BASE0 "gpujit.kv.base0"
 
-static int is_base0(lua_State *L)
+/* The mark of the table on the top (0: none). */
+static int base0_mark(lua_State *L)
 {
   int r;
   lua_getfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
@@ -299,22 +305,17 @@ static int is_base0(lua_State *L)
   }
   lua_pushvalue(L, -2);
   lua_rawget(L, -2);
-  r = lua_toboolean(L, -1);
+  r = (int)lua_tointeger(L, -1);
   lua_pop(L, 2);
   return r;
 }
 
-/* The cdata on the top, of handle h: when it is an FFI array of numbers,
-** replace it (on the stack and as T[h]) by its copy and return 1. */
-static int array_copy(kvlua *k, int h)
+/* Mark every table of the list below the top: 1, or 2 or 3 where the
+** table on the top (its element types) gives it "int64_t" or "uint64_t";
+** both are popped. */
+static void mark_base0(lua_State *L)
 {
-  lua_State *L = k->L;
-  if (!push_types_fn(L, "const_data")) return 0;
-  lua_pushvalue(L, -2);
-  if (lua_pcall(L, 1, 1, 0) != 0 || !lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    return 0;
-  }
+  int j;
   lua_getfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
@@ -326,16 +327,71 @@ static int array_copy(kvlua *k, int h)
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, GJ_KV_BASE0);
   }
+  for (j = 1;; j++) {   /* list, types, set */
+    const char *e = NULL;
+    lua_rawgeti(L, -3, j);
+    if (!lua_istable(L, -1)) {
+      lua_pop(L, 1);
+      break;
+    }
+    if (lua_istable(L, -3)) {
+      lua_pushvalue(L, -1);
+      lua_rawget(L, -4);
+      e = lua_tostring(L, -1);
+      lua_pop(L, 1);   /* the text stays a key's value in types */
+    }
+    lua_pushinteger(L, !e ? 1 : strcmp(e, "uint64_t") == 0 ? 3 : 2);
+    lua_rawset(L, -3);
+  }
+  lua_pop(L, 3);
+}
+
+/* The cdata on the top, of handle h: when it is an FFI array of numbers or
+** a struct value, replace it (on the stack and as T[h]) by its copy and
+** return 1. */
+static int array_copy(kvlua *k, int h)
+{
+  lua_State *L = k->L;
+  int top = lua_gettop(L);
+  /* the copy this source made of it already: one value, one known value */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);
   lua_pushvalue(L, -2);
-  lua_pushboolean(L, 1);
+  lua_rawget(L, -2);
+  if (lua_istable(L, -1)) {
+    lua_remove(L, -2);
+    goto found;
+  }
+  lua_pop(L, 2);
+  if (!push_types_fn(L, "const_data")) return 0;
+  lua_pushvalue(L, -2);
+  if (lua_pcall(L, 1, 3, 0) != 0 || !lua_istable(L, -3)) {
+    lua_settop(L, top);   /* the error, or no copy */
+    return 0;
+  }
+  if (lua_istable(L, -2)) mark_base0(L);
+  else lua_pop(L, 2);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);   /* T[cdata] = the copy */
+  lua_pushvalue(L, -3);
+  lua_pushvalue(L, -3);
   lua_rawset(L, -3);
   lua_pop(L, 1);
+found:
   lua_rawgeti(L, LUA_REGISTRYINDEX, k->ref);
   lua_pushvalue(L, -2);
   lua_rawseti(L, -2, h);
   lua_pop(L, 1);
   lua_replace(L, -2);   /* the copy in place of the cdata */
   return 1;
+}
+
+/* The base0 and i64 of a table's gj_kvinfo from the mark of the table on
+** the top. */
+static void table_info(lua_State *L, gj_kvinfo *info)
+{
+  int m = base0_mark(L);
+  info->cls = GJ_KVC_TABLE;
+  info->base0 = m != 0;
+  info->i64 = m >= 2 ? m - 1 : 0;
 }
 
 static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
@@ -359,8 +415,7 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
     info->str = keep(k, -1);
     break;
   case LUA_TTABLE:
-    info->cls = GJ_KVC_TABLE;
-    info->base0 = is_base0(L);
+    table_info(L, info);
     break;
   case LUA_TFUNCTION:
     info->cls = GJ_KVC_FUNCTION;
@@ -372,8 +427,7 @@ static void kv_classify(gj_kvsrc *src, int h, gj_kvinfo *info)
     if (strcmp(luaL_typename(L, -1), "cdata") == 0) classify_cdata(k, info);
     if (info->cls != GJ_KVC_CTYPE && strcmp(luaL_typename(L, -1), "cdata") == 0 &&
         array_copy(k, h)) {
-      info->cls = GJ_KVC_TABLE;
-      info->base0 = 1;
+      table_info(L, info);
       break;
     }
     if (info->cls != GJ_KVC_CTYPE) {

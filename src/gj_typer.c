@@ -61,6 +61,8 @@ void gj_cs_free(gj_cs *cs)
   for (i = 0; i < cs->nkv; i++) {
     if (cs->kv[i].proto) proto_free(cs, cs->kv[i].proto);
     free(cs->kv[i].cdata);
+    free(cs->kv[i].cdir);
+    free(cs->kv[i].cidata);
   }
   if (cs->src) cs->src->ops->close(cs->src);   /* and the kvs' handles */
   free(cs->kv);

@@ -30,7 +30,7 @@ typedef enum gj_tk {
                    ** gpu.shared/gpu.local_array; s: the scalar it names
                    ** (GJ_SCALAR__MAX: not a scalar type name) */
   GJ_T_CONFLICT,   /* incompatible types merged; aux: the two type codes */
-  GJ_T_SREF        /* a reference to a struct in memory (an element of an
+  GJ_T_SREF,       /* a reference to a struct in memory (an element of an
                    ** array of structs, or a struct field of one): sid,
                    ** space and u.origin as for the array it is in; held
                    ** as an array value { ptr, i64 }.  In GJ_SPACE_LOCAL
@@ -39,6 +39,11 @@ typedef enum gj_tk {
                    ** returns it by value, its caller gets a new object),
                    ** u.origin the parameters it may be (returned as they
                    ** are: the caller's own objects) */
+  GJ_T_CROW        /* a table below a known nested table of numbers
+                   ** reached with an index that is not a constant
+                   ** (`T[i]`, gj_typer_const.c): aux the root's gj_kv, s
+                   ** its level (T[i] is 1); held as an i32 node id of the
+                   ** table's constant data (node 0: an index outside) */
 } gj_tk;
 
 enum { GJ_SPACE_GLOBAL = 0, GJ_SPACE_SHARED = 1, GJ_SPACE_LOCAL = 2 };
@@ -98,13 +103,24 @@ typedef struct gj_kv {
   int intr;         /* GJ_KV_INTR: gj_intr */
   char name[96];    /* how the kernel reached it, for messages */
   struct gj_proto *proto;   /* GJ_KV_FUNC: read on first call */
-  /* GJ_KV_TABLE indexed with a variable (gj_typer_const.c): its numbers
-  ** t[1..cn], read once on first need (cdata NULL until then); cwhole:
-  ** all whole, not -0, within int32_t (the elements are then an lnum on
-  ** [clo, chi], which holds 0: what an index outside 1..cn reads) */
+  /* GJ_KV_TABLE indexed with a variable (gj_typer_const.c): its numbers,
+  ** read once on first need (cdata NULL until then): for a list of
+  ** numbers (cdepth 1) t[1..cn]; for nested tables (cdepth levels) every
+  ** number, the innermost tables' in breadth-first order, and cdir: per
+  ** table (node; 0 the empty one an index outside reads, 1 the root, then
+  ** breadth-first) its start and its length: item k of node n (1 <= k <=
+  ** length) is node or number start + k (numbers from 1; 0 reads 0).
+  ** cwhole: all whole, not -0, within int32_t (the elements are then an
+  ** lnum on [clo, chi], which holds 0: what an index outside reads) */
   double *cdata;
   int cn, cwhole;
   double clo, chi;
+  int cdepth, cnodes;
+  int32_t *cdir;
+  int ci64;         /* a copy of an FFI array of int64_t (1) or uint64_t
+                    ** (2) (gj_kvinfo.i64): its numbers are cidata, C
+                    ** integers, and cdata NULL */
+  int64_t *cidata;
   int base0;        /* a copy of an FFI array (gj_kvinfo.base0): the
                     ** kernel's index k reads t[k + 1] */
 } gj_kv;

@@ -62,9 +62,13 @@ void gj_typer_refine(int op, int holds, gj_ty *a, gj_ty *d);
 
 /* t[idx] at instruction i, t the known table kv and idx not a constant:
 ** the table's numbers as constant data (gj_typer_const.c); *out the
-** element's type.  0, or -1 with an error naming the table. */
+** element's type (a GJ_T_CROW when t holds tables).  0, or -1 with an
+** error naming the table. */
 int gj_typer_const_table(gj_cs *cs, gj_fn *fn, int i, int kv, gj_ty idx,
                          gj_ty *out);
+/* row[idx], row a GJ_T_CROW, idx any number: *out as above. */
+int gj_typer_const_row(gj_cs *cs, gj_fn *fn, int i, gj_ty row, gj_ty idx,
+                       gj_ty *out);
 
 /* Result type of unary minus on numeric b. */
 gj_ty gj_typer_unm(const gj_cs *cs, gj_ty b);

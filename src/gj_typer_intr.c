@@ -237,6 +237,7 @@ static int type_type(gj_cs *cs, gj_fn *fn, int i, int nargs,
   case GJ_T_WINT: case GJ_T_WFLT: nm = "number"; break;
   case GJ_T_SREF: nm = "cdata"; break;
   case GJ_T_STR: nm = "string"; break;
+  case GJ_T_CROW: nm = "table"; break;
   case GJ_T_KV:
     nm = cs->kv[t.aux].kind == GJ_KV_TABLE ? "table" : "function";
     break;

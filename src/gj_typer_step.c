@@ -140,6 +140,7 @@ int gj_typer_resolve_kv(gj_cs *cs, const char *name, int h,
                                         : GJ_KV_FUNC;
     kv->h = h;
     kv->base0 = info->base0;
+    kv->ci64 = info->i64;
   }
   *out = gj_ty_kind(GJ_T_KV);
   out->aux = cs->nkv++;
@@ -736,8 +737,12 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     }
   case GJ_BC_TGETB:
     if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && cs->kv[b.aux].ci64)
+      return gj_typer_const_table(cs, fn, i, b.aux, gj_ty_const(in->c), &S(in->a));
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
       return resolve_field(cs, fn, i, b.aux, NULL, in->c + cs->kv[b.aux].base0, &S(in->a));
+    if (b.k == GJ_T_CROW)
+      return gj_typer_const_row(cs, fn, i, b, gj_ty_const(in->c), &S(in->a));
     if (index_check(cs, fn, i, b, gj_ty_const(in->c))) return -1;
     fn->rmask |= b.u.origin;
     S(in->a) = gj_ty_elem(b);
@@ -745,11 +750,12 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_TGETV: case GJ_BC_TGETR:
     if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && c.hasc &&
-        c.k == GJ_T_WINT)
+        c.k == GJ_T_WINT && !cs->kv[b.aux].ci64)
       return resolve_field(cs, fn, i, b.aux, NULL, (int)c.u.c + cs->kv[b.aux].base0,
                            &S(in->a));
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
       return gj_typer_const_table(cs, fn, i, b.aux, c, &S(in->a));
+    if (b.k == GJ_T_CROW) return gj_typer_const_row(cs, fn, i, b, c, &S(in->a));
     if (index_check(cs, fn, i, b, c)) return -1;
     fn->rmask |= b.u.origin;
     S(in->a) = gj_ty_elem(b);
@@ -758,10 +764,12 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->a, &a)) return -1;
     if (in->op == GJ_BC_TSETB) c = gj_ty_const(in->c);
     else if (rd(cs, fn, i, st, in->c, &c)) return -1;
-    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
-      return gj_typer_error(cs, fn, i, "assigning to table '%s' is not "
-                                       "supported in kernels",
-                            cs->kv[b.aux].name);
+    if ((b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE) || b.k == GJ_T_CROW)
+      return gj_typer_error(cs, fn, i, "assigning to table '%s'%s is not "
+                                       "supported in kernels (a table a kernel "
+                                       "reads is constant data)",
+                            cs->kv[b.aux].name, b.k == GJ_T_CROW ? " (to a "
+                            "table in it)" : "");
     if (index_check(cs, fn, i, b, c)) return -1;
     if (b.sid ? !(a.k == GJ_T_SREF && a.sid == b.sid)
               : !gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
@@ -783,6 +791,11 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
       if (rd(cs, fn, i, st, in->a, &a)) return -1;
       return store_field(cs, fn, i, b, p->kstr[in->c], a);
     }
+    if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
+      return gj_typer_error(cs, fn, i, "assigning to table '%s' (field '%s') is "
+                                       "not supported in kernels (a table a "
+                                       "kernel reads is constant data)",
+                            cs->kv[b.aux].name, p->kstr[in->c] ? p->kstr[in->c] : "?");
     /* fall through */
   case GJ_BC_TSETM:
     return gj_typer_error(cs, fn, i, "assigning to table fields is not "

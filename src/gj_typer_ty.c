@@ -95,6 +95,7 @@ int gj_ty_eq(gj_ty a, gj_ty b)
   case GJ_T_SREF:
     return a.sid == b.sid && a.space == b.space;
   case GJ_T_KV: return a.aux == b.aux;
+  case GJ_T_CROW: return a.aux == b.aux && a.s == b.s;
   case GJ_T_STR: return a.s == b.s && same_text(a, b);
   default: return 1;
   }
@@ -340,6 +341,8 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
     return a;
   case GJ_T_KV:
     return a.aux == b.aux ? a : conflict(a, b);
+  case GJ_T_CROW:
+    return a.aux == b.aux && a.s == b.s ? a : conflict(a, b);
   case GJ_T_STR:
     return a.s == b.s && same_text(a, b) ? a : conflict(a, b);
   default:
@@ -378,6 +381,7 @@ static const char *kind_name(const gj_cs *cs, int k, int s, char *buf,
     snprintf(buf, n, "an array (%s[])", gj_scalar_name((gj_scalar)s));
     return buf;
   case GJ_T_KV: return "a table or function";
+  case GJ_T_CROW: return "a table of constant data";
   case GJ_T_STR: return "a string";
   case GJ_T_SREF:
     return s == GJ_SPACE_LOCAL ? "a struct made in the kernel"
@@ -400,6 +404,10 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
     const gj_kv *kv = &cs->kv[t.aux];
     snprintf(buf, n, "%s '%s'", kv->kind == GJ_KV_TABLE ? "table" : "function",
              kv->name);
+    return;
+  }
+  if (t.k == GJ_T_CROW && cs && t.aux >= 0 && t.aux < cs->nkv) {
+    snprintf(buf, n, "a table in table '%s'", cs->kv[t.aux].name);
     return;
   }
   if (t.k == GJ_T_NUM && t.lnum) {

@@ -517,19 +517,101 @@ function M.ctype_info(ct)
   return info, why
 end
 
--- An FFI array of numbers a kernel reaches by name (an upvalue, a global),
--- for the compiler's constant data (docs/typing.md, "Constant tables"): its
--- elements copied into a Lua table, element 0 at [1]; nil when v is no such
--- array (elements of structs, int64_t/uint64_t, which are cdata, or bool).
+-- An FFI array of numbers (of any number of dimensions), or an FFI struct
+-- value, a kernel reaches by name (an upvalue, a global), for the
+-- compiler's constant data (docs/typing.md, "Constant tables"): the values
+-- as LuaJIT reads them, copied into Lua tables.  An array becomes a table
+-- of its elements, element 0 at [1] (a table of such tables for each
+-- further dimension); an element of int64_t/uint64_t, which LuaJIT reads as
+-- cdata, is its decimal text ("-5", "18446744073709551615").  A struct
+-- becomes a table of its fields by name (a number or a boolean; a nested
+-- struct a table of its own; a fixed array a table as an array is; an
+-- int64_t/uint64_t field stays its cdata, which is not constant data, but an
+-- array of them is copied as an array is).
+-- Returns the copy, the list of the tables in it that copy arrays (indexed
+-- from 0 in the kernel) and a table giving, for each of those that copy an
+-- array of 64-bit integers, its element type; nil when v is none of these
+-- (arrays of structs or of bool).
+local function num_copy(x, t)
+  if M.is_int64[t] or t == "bool" then return x end
+  return tonumber(x)
+end
+
+-- A 64-bit integer element as its decimal text.
+local function int64_text(x)
+  return (tostring(x):gsub("U?LL$", ""))
+end
+
+local function array_elem_ok(e)
+  return e and (M.is_int[e] or M.is_float[e]) and true or false
+end
+
+local function struct_copy(v, e, arrays, i64)
+  local t = {}
+  for _, f in ipairs(e.fields) do
+    local x, ft = v[f.name], f.type
+    local function one(y)
+      if type(ft) == "table" then return struct_copy(y, ft, arrays, i64) end
+      return num_copy(y, ft)
+    end
+    if f.count then
+      local a = {}
+      for i = 0, f.count - 1 do a[i + 1] = M.is_int64[ft] and int64_text(x[i]) or one(x[i]) end
+      arrays[#arrays + 1] = a
+      if M.is_int64[ft] then i64[a] = ft end
+      t[f.name] = a
+    else
+      t[f.name] = one(x)
+    end
+  end
+  return t
+end
+
+-- v's dimensions (the first from its size, for a VLA) and element, when v
+-- is an FFI array of numbers of one or more dimensions.
+local function array_dims(v)
+  local text = tostring(ffi.typeof(v)):match("^ctype<(.*)>$") or ""
+  local base = text:match("^([^%[%(]-)%s*%[")
+  local e = base and scalar_of_ctext(base)
+  if not array_elem_ok(e) then return nil end
+  local dims, inner = {}, 1
+  for d in text:gmatch("%[([%d?]*)%]") do dims[#dims + 1] = tonumber(d) or false end
+  for k = 2, #dims do
+    if not dims[k] then return nil end
+    inner = inner * dims[k]
+  end
+  if #dims == 0 then return nil end
+  dims[1] = ffi.sizeof(v) / (inner * size[e])
+  return dims, e
+end
+
+local function array_copy(v, dims, d, e, arrays, i64)
+  local t = {}
+  for i = 0, dims[d] - 1 do
+    if d < #dims then
+      t[i + 1] = array_copy(v[i], dims, d + 1, e, arrays, i64)
+    elseif M.is_int64[e] then
+      t[i + 1] = int64_text(v[i])
+    else
+      t[i + 1] = tonumber(v[i])
+    end
+  end
+  arrays[#arrays + 1] = t
+  if M.is_int64[e] then i64[t] = e end
+  return t
+end
+
 function M.const_data(v)
   local info = M.ctype_info(v)
-  if not (info and info.kind == "farray" and not info.struct and
-          (M.is_int[info.elem] or M.is_float[info.elem]) and not M.is_int64[info.elem]) then
-    return nil
+  if info and info.struct and info.byref and not info.type:match("%[%]$") then   -- a struct
+    local arrays, i64 = {}, {}
+    return struct_copy(v, info.struct, arrays, i64), arrays, i64
   end
-  local t = {}
-  for i = 0, ffi.sizeof(v) / info.esize - 1 do t[i + 1] = tonumber(v[i]) end
-  return t
+  if info and info.kind ~= "farray" then return nil end
+  local dims, e = array_dims(v)
+  if not dims then return nil end
+  local arrays, i64 = {}, {}
+  return array_copy(v, dims, 1, e, arrays, i64), arrays, i64
 end
 
 -- What a Lua value is as a kernel argument, for messages and cold paths:

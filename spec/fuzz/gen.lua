@@ -312,6 +312,7 @@ end
 function Gen:gen_L(depth)
   local R = self.R
   if depth <= 0 or R.chance(0.35) then
+    if self:has_const_table("L") and R.chance(0.3) then return self:const_table_read("L") end
     if R.chance(0.6) then return node("rl[%1]", "L", nil, { self:ro_index(1) }) end
     if self.structs and not self.infn and R.chance(0.15) then
       if R.chance(0.5) then return node("rs[%1].l", "L", nil, { self:ro_index(1) }) end
@@ -879,14 +880,6 @@ function G.render_stmt(out, st, ind)
   end
 end
 
--- A constant's value as Lua source: a number, or a table of them.
-function G.const_text(c)
-  if not c.tab then return fmtnum(c.v) end
-  local t = {}
-  for j, v in ipairs(c.tab) do t[j] = fmtnum(v) end
-  return "{ " .. table.concat(t, ", ") .. " }"
-end
-
 -- The lines of a case's constants, device functions and kernel, the kernel
 -- being `head .. "function(...)"` (head: "return " or "k3 = ").
 local function render_case(out, case, head, ind)
@@ -996,42 +989,6 @@ function G.generate(seed, o)
   return case
 end
 
--- Constant tables (docs/typing.md, "Constant tables"; precision = "double"
--- only, where a table's element is LuaJIT's number): upvalues KT<j> = {
--- ... } read as KT<j>[e % len + 1], whole ("ti": integers, an lnum in the
--- kernel, or doubles when a value passes int32_t) or not ("td").
-function G.const_tables(gen, R)
-  if gen.single then return end
-  for j = 1, R.chance(0.4) and R.int(1, 2) or 0 do
-    local whole, t, b = R.chance(0.6), {}, 0
-    for m = 1, R.int(1, 9) do
-      local v
-      if whole then
-        v = R.chance(0.1) and R.pick({ 2 ^ 31 - 1, -(2 ^ 31), 2 ^ 31 }) or R.int(-1000, 1000)
-      else
-        v = R.chance(0.15) and R.pick({ -0.0, 1e300, 0.1, -2.5 }) or (R.int(-4000, 4000) + 0.5) / 8
-      end
-      t[m] = v
-      b = math.max(b, math.abs(v))
-    end
-    gen.consts[#gen.consts + 1] = { name = "KT" .. j, tab = t, k = whole and "ti" or "td", b = b }
-  end
-end
-
-function Gen:has_const_table(k)
-  for _, c in ipairs(self.consts) do if c.k == k then return true end end
-  return false
-end
-
--- A read of a constant table of kind k ("ti" or "td"; there is one).
-function Gen:const_table_read(k)
-  local ts = {}
-  for _, c in ipairs(self.consts) do if c.k == k then ts[#ts + 1] = c end end
-  local c = self.R.pick(ts)
-  return node(c.name .. "[%1 % " .. #c.tab .. " + 1]", k == "ti" and "i" or "d", k == "ti" and c.b or nil,
-    { self:gen_i(0, BMAX) }, true)
-end
-
 -- Input data: read-only arrays of M elements, output arrays of 4*N
 -- elements, each value drawn once so that a reproducer can list them.
 function G.data(R, case)
@@ -1091,6 +1048,9 @@ function G.data(R, case)
   end
   return d
 end
+
+-- Constant tables: spec/fuzz/gen_tables.lua.
+require("spec.fuzz.gen_tables").install(G, Gen, node, fmtnum, BMAX)
 
 -- For the generators that build on this one (spec/fuzz/gen_groups.lua).
 G.rng, G.node, G.fmtnum, G.new_gen, G.render_block = rng, node, fmtnum, new_gen, render_block
