@@ -561,7 +561,9 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     if (in->op == GJ_BC_TSETS)
       gj_cg_field_set(g, vb, tb, f, gj_cg_load(g, in->a, PRE(in->a)), PRE(in->a));
     else
-      gj_cg_store(g, in->a, POST(in->a), gj_cg_field_get(g, vb, tb, f));
+      gj_cg_store(g, in->a, POST(in->a),
+                  gj_cg_convert(g, gj_cg_field_get(g, vb, tb, f), gj_ty_field(tb, f),
+                                POST(in->a)));
     return 0;
   }
   case GJ_BC_KSHORT: case GJ_BC_KNUM: case GJ_BC_KPRI: case GJ_BC_KNIL:
@@ -586,7 +588,7 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     if (ta.k == GJ_T_CROW)   /* a table in constant data */
       return gj_cg_const_row(g, ta, gj_cg_load(g, in->b, ta), vc, ti, in->a, POST(in->a));
     if (emit_aload(g, i, gj_cg_load(g, in->b, ta), ta, vc, ti, &va)) return -1;
-    gj_cg_store(g, in->a, POST(in->a), va);
+    gj_cg_store(g, in->a, POST(in->a), gj_cg_convert(g, va, gj_ty_elem(ta), POST(in->a)));
     return 0;
   }
   case GJ_BC_TSETB: case GJ_BC_TSETV: case GJ_BC_TSETR: {

@@ -295,6 +295,6 @@ int gj_cg_group_intr(gj_cg *g, int i, int intr, LLVMValueRef *args,
                                 operand(g, args[2], at[2], e),
                                 LLVMAtomicOrderingMonotonic, 0);
   }
-  res[0] = gj_cg_check_end(g, &gd, res[0]);
+  res[0] = gj_cg_convert(g, gj_cg_check_end(g, &gd, res[0]), gj_ty_num(e), rt[0]);
   return 0;
 }

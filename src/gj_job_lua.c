@@ -314,7 +314,7 @@ void gj_kernel_desc_push(lua_State *L, const gpujit_kernel_desc *kd)
   lua_setfield(L, -2, "types");
   push_list(L, kd->nparams, kd->argnames);
   lua_setfield(L, -2, "argnames");
-  lua_pushstring(L, kd->single ? "single" : "double");
+  lua_pushstring(L, kd->single ? "single" : kd->lua ? "lua" : "double");
   lua_setfield(L, -2, "precision");
   lua_pushboolean(L, kd->fastmath);
   lua_setfield(L, -2, "fastmath");

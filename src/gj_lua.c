@@ -199,6 +199,7 @@ static int read_compile_args(lua_State *L, gj_compile_opts *o)
   o->name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
   lua_getfield(L, 3, "precision");
   o->single = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "single") == 0;
+  o->lua = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "lua") == 0;
   lua_getfield(L, 3, "fastmath");
   o->fastmath = lua_toboolean(L, -1);
   lua_getfield(L, 3, "vectorize");

@@ -273,6 +273,7 @@ static void content_key(const gj_backend *be, const gj_job *job,
   /* timeout: the checks are in the module already; said here too, and only
   ** then, so that the keys of kernels without one stay as they were */
   if (o->timeout > 0) gj_cache_key_str(&h, "cancel");
+  if (o->lua) gj_cache_key_str(&h, "precision=lua");   /* likewise */
   if (o->derivative) {   /* likewise: only derivatives say so */
     gj_cache_key_str(&h, o->derivative == GJ_AD_FORWARD ? "forward" : "reverse");
     gj_cache_key_str(&h, o->shadow);
@@ -391,6 +392,7 @@ static void kernel_desc(const gj_compile_opts *o, gpujit_kernel_desc *kd)
   kd->types = o->types;
   kd->argnames = o->argnames;
   kd->single = o->single;
+  kd->lua = o->lua;
   kd->fastmath = o->fastmath;
   kd->boundscheck = o->boundscheck;
   kd->buffer_param = -1;
@@ -563,6 +565,7 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   *midp = NULL;
   /* the session owns src from here: gj_cs_free closes it, below */
   gj_cs_init(&cs, src, &ctx->bcmap, o->single, o->name, err);
+  cs.lua = o->lua;
   if (!mid) {
     gj_err_set(err, "out of memory");
     goto done;

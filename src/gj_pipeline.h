@@ -21,6 +21,7 @@ typedef struct gj_compile_opts {
   int dev;
   const char *name;       /* kernel name for messages */
   int single;             /* precision = "single" */
+  int lua;                /* precision = "lua" (gj_cs.lua) */
   int fastmath;
   int vectorize;          /* the job's vectorize (gj_job.h) */
   int boundscheck;        /* check array indices (gj_cg_check.c) */

@@ -376,7 +376,10 @@ static int type_fn(gj_cs *cs, gj_fn *fn)
     return gj_typer_error(cs, fn, -1, "function too large");
   if (cfg_build(cs, fn)) return -1;
   e = gj_fn_entry(fn, 0);
-  for (i = 0; i < fn->nparams && i < fn->proto->framesize; i++) e[i] = fn->params[i];
+  /* a kernel's float parameter is the double LuaJIT computes with (codegen
+  ** converts it on the edge into block 0) */
+  for (i = 0; i < fn->nparams && i < fn->proto->framesize; i++)
+    e[i] = fn->kv < 0 ? gj_ty_read(cs, fn->params[i]) : fn->params[i];
   fn->busy = 1;
   rc = fixpoint(cs, fn);
   fn->busy = 0;

@@ -163,6 +163,10 @@ typedef struct gj_cs {
                          ** reaches (gj_kv.h); the session owns it */
   const gj_bcmap *map;
   int single;            /* precision = "single" */
+  int lua;               /* precision = "lua": a float element, field or
+                         ** scalar parameter is read as the double LuaJIT
+                         ** makes of it (gj_ty_read), so float kernels
+                         ** compute in double and round only at stores */
   int id_ranges;         /* the ids have rng [0, 2^31 - 1]: set when a
                          ** parameter is lnum, since such kernels run only
                          ** in launches whose dimensions are below 2^31 */
@@ -248,6 +252,10 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n);
 /* Array elements: type of a loaded element (a SREF for an array of
 ** structs). */
 gj_ty gj_ty_elem(gj_ty arr);
+/* A value read from memory (an element, a field, an atomic's old value, a
+** scalar parameter) as the kernel computes with it: t itself, but a `float`
+** is the `double` of the same value with precision = "lua". */
+gj_ty gj_ty_read(const gj_cs *cs, gj_ty t);
 /* The type at the caller of a value of type t a callee returns, called
 ** with args: a struct made in the callee is a new object of the caller's
 ** (GJ_T_SREF, aux); one the callee got as parameter j is what the caller

@@ -177,7 +177,7 @@ static int type_atomic(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                               ? " (or float/double)" : "");
   fn->rmask |= args[0].u.origin;
   fn->wmask |= args[0].u.origin;
-  res[0] = gj_ty_num(e);
+  res[0] = gj_ty_read(cs, gj_ty_num(e));
   return 0;
 }
 

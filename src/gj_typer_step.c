@@ -726,7 +726,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
       const gj_field *f;
       if (struct_field(cs, fn, i, b, p->kstr[in->c], &f)) return -1;
       fn->rmask |= b.u.origin;
-      S(in->a) = gj_ty_field(b, f);
+      S(in->a) = gj_ty_read(cs, gj_ty_field(b, f));
       return 0;
     }
     {
@@ -745,7 +745,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
       return gj_typer_const_row(cs, fn, i, b, gj_ty_const(in->c), &S(in->a));
     if (index_check(cs, fn, i, b, gj_ty_const(in->c))) return -1;
     fn->rmask |= b.u.origin;
-    S(in->a) = gj_ty_elem(b);
+    S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TGETV: case GJ_BC_TGETR:
     if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
@@ -758,7 +758,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (b.k == GJ_T_CROW) return gj_typer_const_row(cs, fn, i, b, c, &S(in->a));
     if (index_check(cs, fn, i, b, c)) return -1;
     fn->rmask |= b.u.origin;
-    S(in->a) = gj_ty_elem(b);
+    S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TSETV: case GJ_BC_TSETR: case GJ_BC_TSETB:
     if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->a, &a)) return -1;

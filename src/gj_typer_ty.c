@@ -120,6 +120,12 @@ gj_ty gj_ty_elem(gj_ty arr)
   return t;
 }
 
+gj_ty gj_ty_read(const gj_cs *cs, gj_ty t)
+{
+  if (cs && cs->lua && t.k == GJ_T_NUM && t.s == GJ_F32) return gj_ty_num(GJ_F64);
+  return t;
+}
+
 const gj_struct *gj_ty_struct(const gj_cs *cs, gj_ty t)
 {
   if ((t.k != GJ_T_ARR && t.k != GJ_T_SREF) || !t.sid || !cs || !cs->structs)

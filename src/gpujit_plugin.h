@@ -97,6 +97,7 @@ typedef struct gpujit_kernel_desc {
   ** specialization it reaches; 0 and NULL at the other stages */
   int nfunctions;
   const gpujit_fn_desc *functions;
+  int lua;                 /* precision = "lua" (single is then 0) */
 } gpujit_kernel_desc;
 
 typedef struct gpujit_plugin_buffer {

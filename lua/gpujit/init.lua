@@ -252,9 +252,10 @@ local function check_opts(opts)
     error("gpu.kernel: option 'print_buffer' must be a whole number of bytes in 64 .. 2^30, got "
       .. tostring(pb), 3)
   end
-  if o.precision ~= nil and o.precision ~= "double" and o.precision ~= "single" then
-    error("gpu.kernel: option 'precision' must be \"double\" or \"single\", got \""
-      .. o.precision .. "\"", 3)
+  local p = o.precision
+  if p ~= nil and p ~= "double" and p ~= "single" and p ~= "lua" then
+    error("gpu.kernel: option 'precision' must be \"double\", \"single\" or \"lua\", got \""
+      .. p .. "\"", 3)
   end
   return o
 end
