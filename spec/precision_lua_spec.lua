@@ -100,6 +100,23 @@ local function local_body(i, out, x, tmp)
   out[i] = s
 end
 
+-- gpu.atomic_add on a float array, one add per element, with a value a
+-- float holds (docs/typing.md: the device adds in float, which rounds as
+-- LuaJIT's y[i] = y[i] + v does for such a value), and its old value
+local function atomic_body(i, o, y, x)
+  local v = x[i] * 0.5
+  local old = gpu.atomic_add(y, i, v)
+  o[i] = old * 0.1 + v
+end
+
+-- the same in plain LuaJIT, the atomic written as what it stands for
+local function atomic_ref(i, o, y, x)
+  local v = x[i] * 0.5
+  local old = y[i]
+  y[i] = old + v
+  o[i] = old * 0.1 + v
+end
+
 -- kernel(n, args...) whose work item i < n calls body(i, args...)
 local wrappers = {
   [2] = function(body)
@@ -263,6 +280,15 @@ for _, bk in ipairs(H.backends) do
       same_bits("pl_local on " .. bk, got, want, N)
     end)
 
+    it("gpu.atomic_add on float elements, with a value a float holds: LuaJIT's bits", function()
+      local x, y = floats(N, 19, -8, 8), floats(N, 20, -100, 100)
+      local o, ref_o, ref_y = ffi.new("float[?]", N), ffi.new("float[?]", N), copy(y, N)
+      H.kernel(bk, launch1d(atomic_body), { name = "pl_atomic", precision = "lua" }):launch(N, N, o, y, x)
+      H.interp(function() for i = 0, N - 1 do atomic_ref(i, ref_o, ref_y, x) end end)
+      same_bits("pl_atomic (array) on " .. bk, y, ref_y, N)
+      same_bits("pl_atomic (old values) on " .. bk, o, ref_o, N)
+    end)
+
     it("a boxed float scalar is its number, in double (tonumber(a) in LuaJIT)", function()
       local x, y = floats(N, 11, -2, 2), floats(N, 12, -50, 50)
       local a = ffi.new("float", 0.1)
@@ -299,7 +325,8 @@ for _, bk in ipairs(H.backends) do
       it("matmul.lua (gpu.shared float tiles), on non-integer entries", function()
         local n = 40
         local a, b = floats(n * n, 17, -1, 1), floats(n * n, 18, -1, 1)
-        local c, ref, dflt = ffi.new("float[?]", n * n), ffi.new("float[?]", n * n), ffi.new("float[?]", n * n)
+        local c, ref, dflt = ffi.new("float[?]", n * n), ffi.new("float[?]", n * n),
+          ffi.new("float[?]", n * n)
         local g = math.ceil(n / TILE) * TILE
         local cfg = { global = { g, g }, group = { TILE, TILE } }
         H.kernel(bk, ex_matmul, { name = "matmul", precision = "lua" }):launch(cfg, c, a, b, n)
