@@ -362,6 +362,18 @@ describe("precision = 'lua'", function()
       assert.is_truthy(dl:find("fpext", 1, true))
       assert.is_truthy(dl:find("fptrunc", 1, true))
       assert.is_falsy(dd:find("fpext", 1, true))
+      -- the description plugins' hooks get says which precision
+      local seen = {}
+      gpu.plugin({ name = "plua_seen", all = true,
+        job = function(_, desc) seen[#seen + 1] = desc.precision end })
+      local ok, err = pcall(function()
+        for _, p in ipairs({ "double", "single", "lua" }) do
+          H.kernel("cpu", k1, { name = "pkp", precision = p }):compile(sig)
+        end
+      end)
+      gpu.remove_plugin("plua_seen")
+      assert(ok, err)
+      assert.are.same({ "double", "single", "lua" }, seen)
       -- a kernel whose code does not change (no float in it) has a cache
       -- entry of its own: the precision is in the key
       local dir = H.tmpdir()
