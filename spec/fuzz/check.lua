@@ -6,7 +6,8 @@
 -- and the JIT disagree on a few conversions (typing.md), and gpujit follows
 -- the interpreter.  Integer and double arrays must match bit for bit (NaN
 -- equal to NaN whatever its payload); float arrays within C.FLOAT_ULPS ulps
--- or an absolute error of C.FLOAT_REL * max(|expected|, C.FLOAT_SCALE).
+-- or an absolute error of C.FLOAT_REL * max(|expected|, C.FLOAT_SCALE); with
+-- precision = "lua" (docs/typing.md) bit for bit as well.
 
 local ffi = require("ffi")
 local H = require("spec.helpers")
@@ -98,17 +99,25 @@ end
 
 local du = ffi.new("union { double d; uint64_t u; }")
 local function dbits(v) du.d = v; return du.u end
+local fu = ffi.new("union { float f; uint32_t u; }")
+local function fbits(v) fu.f = v; return fu.u end
 
 -- Compare one element; returns nil when equal, else a message.
 -- dulps: the ulps a double may differ by (0 but for a case that calls
 -- transcendental math on a device without the host's libm: C.compare).
-local function differ(ct, got, exp, dulps)
+-- exactf: floats too bit for bit (precision = "lua", where dulps is 0).
+local function differ(ct, got, exp, dulps, exactf)
   if ct == "double" then
     if got ~= got and exp ~= exp then return nil end
     if dbits(got) == dbits(exp) then return nil end
     if dulps and dulps > 0 and H.double_ulps(got, exp) <= dulps then return nil end
   elseif ct == "float" then
     if got ~= got and exp ~= exp then return nil end
+    if exactf then
+      if fbits(got) == fbits(exp) then return nil end
+      return ("expected %s (0x%08x), got %s (0x%08x), bit for bit with precision = \"lua\""):format(
+        H.fmt(tonumber(exp)), fbits(exp), H.fmt(tonumber(got)), fbits(got))
+    end
     if H.float_ulps(got, exp) <= C.FLOAT_ULPS then return nil end
     if math.abs(got - exp) <= C.FLOAT_REL * math.max(math.abs(exp), C.FLOAT_SCALE) then return nil end
   elseif got == exp then
@@ -130,11 +139,11 @@ end
 
 -- Two FFI arrays of G.STRUCT, field by field (padding left out): nil, or
 -- a message naming the first elements that differ.
-local function compare_structs(name, g, r)
+local function compare_structs(name, g, r, exactf)
   local bad = {}
   for i = 0, ffi.sizeof(r) / ffi.sizeof(G.STRUCT) - 1 do
     for _, f in ipairs(G.FIELDS) do
-      local m = differ(G.FIELD_CT[f], g[i][f], r[i][f])
+      local m = differ(G.FIELD_CT[f], g[i][f], r[i][f], nil, exactf)
       if m then
         bad[#bad + 1] = string.format("%s[%d].%s (%s): %s", name, i, f, G.FIELD_CT[f], m)
         if #bad >= 4 then return table.concat(bad, "; ") end
@@ -163,10 +172,11 @@ end
 -- libdevice, at most 2 ulps; H.math_ulps, as spec/math_spec.lua).
 function C.compare(got, ref, case, bk)
   local dulps = bk and not H.host_math(bk) and uses_libm(case) and H.math_ulps(bk, 0, 0) or 0
+  local exactf = case.precision == "lua" and dulps == 0
   for j, sp in ipairs(GG.layout(case)) do
     local name, ct = sp.name, sp.ct
     if sp.box == "struct" then
-      local m = compare_structs(name, got[j + 2], ref[j + 2])
+      local m = compare_structs(name, got[j + 2], ref[j + 2], exactf)
       if m then return name, m end
       goto next_array
     end
@@ -174,7 +184,7 @@ function C.compare(got, ref, case, bk)
     local r = host(ref[j + 2], ct)
     local bad = {}
     for i = 0, n - 1 do
-      local m = differ(ct, g[i], r[i], dulps)
+      local m = differ(ct, g[i], r[i], dulps, exactf)
       if m then
         bad[#bad + 1] = string.format("%s[%d] (%s): %s", name, i, ct, m)
         if #bad >= 4 then break end

@@ -9,6 +9,11 @@
 --                                            differences and forward mode, on
 --                                            every backend listed (sim too)
 --
+--   luajit spec/fuzz/main.lua --lua [N [SEED]]   every kernel generated as a
+--                                            "double" one and compiled with
+--                                            precision = "lua" (docs/typing.md):
+--                                            float arrays compared bit for bit
+--
 -- Kernels run C.BATCH at a time, compiled together (check.lua, run_batch);
 -- a failing one is run again alone, shrunk, and written as a reproducer under $GPUJIT_FUZZ_OUT
 -- (default build/fuzz/); the path is printed.  Exit status 1 when any kernel
@@ -65,6 +70,8 @@ if arg[1] == "--grad" then
   os.exit(bad == 0 and 0 or 1)
 end
 
+local as_lua = arg[1] == "--lua"
+if as_lua then table.remove(arg, 1) end
 local n = tonumber(arg[1]) or 1000
 local seed0 = tonumber(arg[2]) or os.time()
 local outdir = os.getenv("GPUJIT_FUZZ_OUT") or "build/fuzz"
@@ -111,13 +118,14 @@ local function run(batch)
   end
 end
 
-print(string.format("fuzz: %d kernels from seed %d on %s, %d per compile", n, seed0,
-  table.concat(backends, ","), C.BATCH))
-local pending = {}
-for _, key in ipairs(GG.batch_keys) do pending[key] = {} end
+print(string.format("fuzz: %d kernels from seed %d on %s, %d per compile%s", n, seed0,
+  table.concat(backends, ","), C.BATCH, as_lua and ", precision = \"lua\"" or ""))
+local pending, keys = {}, {}
 for seed = seed0, seed0 + n - 1 do
-  local case = GG.generate(seed)
+  local case = GG.generate(seed, as_lua and { precision = "double" } or nil)
+  if as_lua then case.precision = "lua" end
   local key = GG.batch_key(case)
+  if not pending[key] then pending[key] = {}; keys[#keys + 1] = key end
   local list = pending[key]
   list[#list + 1] = case
   if #list == C.BATCH then
@@ -125,6 +133,6 @@ for seed = seed0, seed0 + n - 1 do
     pending[key] = {}
   end
 end
-for _, key in ipairs(GG.batch_keys) do if #pending[key] > 0 then run(pending[key]) end end
+for _, key in ipairs(keys) do if #pending[key] > 0 then run(pending[key]) end end
 print(string.format("fuzz: %d kernels, %d failed, %d invalid, %d s", n, failed, invalid, os.time() - t0))
 os.exit((failed == 0 and invalid == 0) and 0 or 1)
