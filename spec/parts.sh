@@ -23,7 +23,10 @@
 # is printed.  The last line is "N passed, N failed, N skipped", and the exit
 # status is non-zero when a part failed or ended without busted's summary.
 # Extra busted options: GJ_PARTS_BUSTED_OPTS; only some spec files:
-# GJ_PARTS_FILES="spec/a_spec.lua spec/b_spec.lua".
+# GJ_PARTS_FILES="spec/a_spec.lua spec/b_spec.lua".  A part still running
+# after GJ_PART_TIMEOUT seconds (default 1500, several times the longest
+# part under ASan) is killed and fails, its log saying so: a hang fails the
+# run instead of holding it.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 runs=("$@")
@@ -54,10 +57,15 @@ run_part() {
     last)  env=(GPUJIT_SPEC_BACKENDS="$GJ_BACKENDS_" GJ_SPEC_PTX_FROM="$GJ_PTXDIR_") ;;
   esac
   t0=$(date +%s)
+  # a watchdog, not a speed limit: a part that hangs fails with its log
+  # instead of holding the whole run until CI's own limit
   # shellcheck disable=SC2086
-  env GJ_SPEC_RUNS="$GJ_RUNS_" "${env[@]}" luajit "$GJ_BUSTED_" --ignore-lua -o utfTerminal \
-    $GJ_PARTS_BUSTED_OPTS "$file" > "$log" 2>&1
+  timeout -k 30 "$GJ_PART_TIMEOUT_" env GJ_SPEC_RUNS="$GJ_RUNS_" "${env[@]}" \
+    luajit "$GJ_BUSTED_" --ignore-lua -o utfTerminal $GJ_PARTS_BUSTED_OPTS "$file" > "$log" 2>&1
   t1=$(date +%s)
+  if [ $((t1 - t0)) -ge "$GJ_PART_TIMEOUT_" ]; then
+    echo "spec/parts.sh: $run $name killed after $((t1 - t0)) s (GJ_PART_TIMEOUT=$GJ_PART_TIMEOUT_): hung, or far slower than it should be" >> "$log"
+  fi
   line=$(grep -E '^[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' "$log" | tail -n 1)
   if [ -z "$line" ]; then
     echo "0 1 0 $((t1 - t0)) nosummary" > "$GJ_PARTS_DIR_/res/$run-$name"
@@ -70,6 +78,7 @@ run_part() {
     "$([ "$st" = ok ] || echo ' (no summary)')"
 }
 export -f run_part
+export GJ_PART_TIMEOUT_="${GJ_PART_TIMEOUT:-1500}"
 export GJ_RUNS_="${runs[*]}" GJ_PARTS_DIR_="$dir" GJ_BACKENDS_="$backends" GJ_FIRST_="$first" GJ_PTXDIR_="$ptxdir" \
        GJ_BUSTED_="$busted" GJ_PARTS_BUSTED_OPTS="${GJ_PARTS_BUSTED_OPTS:-}"
 
