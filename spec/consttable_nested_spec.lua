@@ -16,20 +16,8 @@ local RLEN = { 3, 2, 4, 0 }
 local CUBE = { { { 1, 2 }, { 3, 4 } }, { { 5, 6 }, { 7, 8e300 } } }
 local WIDE = { { 2 ^ 31 - 1, -2 ^ 31 }, { 7, -0.0 } }
 
--- f(o, src, i) for i = 0 .. n-1 on bk and in plain LuaJIT, o compared.
-local function run(bk, name, f, n)
-  local k = H.kernel(bk, function(o, src, m)
-    local i = gpu.global_id(0)
-    if i < m then f(o, src, i) end
-  end, { name = name })
-  local src = ffi.new("double[?]", n + 8)
-  for j = 0, n + 7 do src[j] = (j * 37) % 11 - 5 + j / 8 end
-  local got, ref = ffi.new("double[?]", n), ffi.new("double[?]", n)
-  k:launch(n, got, src, n)
-  H.interp(function() for i = 0, n - 1 do f(ref, src, i) end end)
-  H.check("double", got, function(i) return ref[i] end, n, { what = name .. " on " .. bk })
-  return k
-end
+-- f(o, src, i) on bk and in plain LuaJIT, o compared (spec/helpers.lua)
+local run = H.rows_vs_lua
 
 for _, bk in ipairs(H.backends) do
   describe("nested constant tables [" .. bk .. "]", function()

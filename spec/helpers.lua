@@ -794,6 +794,24 @@ function H.luajit_cmd(env)
   return vars .. "LUA_PATH=" .. q(package.path) .. " LUA_CPATH=" .. q(package.cpath) .. " luajit"
 end
 
+-- The constant-data specs' check: a kernel calling the device function
+-- f(o, src, i) for i = 0 .. n-1 (src: n + 8 doubles of a fixed pattern) on
+-- bk, and f over the same i in plain LuaJIT, o compared element by element
+-- (H.check); returns the kernel.
+function H.rows_vs_lua(bk, name, f, n)
+  local k = H.kernel(bk, function(o, src, m)
+    local i = gpu.global_id(0)
+    if i < m then f(o, src, i) end
+  end, { name = name })
+  local src = ffi.new("double[?]", n + 8)
+  for j = 0, n + 7 do src[j] = (j * 37) % 11 - 5 + j / 8 end
+  local got, ref = ffi.new("double[?]", n), ffi.new("double[?]", n)
+  k:launch(n, got, src, n)
+  H.interp(function() for i = 0, n - 1 do f(ref, src, i) end end)
+  H.check("double", got, function(i) return ref[i] end, n, { what = name .. " on " .. bk })
+  return k
+end
+
 -- Run code in a child luajit (under `timeout seconds`, GPUJIT_TIMEOUT unset
 -- and env added): the script is prelude, then code as the body of
 -- `main(...)` called with arg (a string).  The child says what it saw in
