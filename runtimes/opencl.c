@@ -463,6 +463,8 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   j->serial_groups = 0;
   j->join_barriers = d->is_pocl;   /* a PoCL bug's workaround (gj_job.h) */
   j->block_by_address = d->in_process;
+  j->narrow_ints = 1;   /* GPUs' 64-bit integer ops are two or more; PoCL
+                        ** vectorizes twice as many 32-bit lanes */
   j->codegen_opt = LLVMCodeGenLevelDefault;
   j->reloc = LLVMRelocDefault;
   j->code_model = LLVMCodeModelDefault;

@@ -308,7 +308,7 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
           char target_id[256]; unsigned as_global, as_shared, as_local; int serial_groups;
           const char *intrinsics_ir; int nlibs; spec_gj_job_lib libs[4]; char passes[1024];
           int codegen_opt, reloc, code_model; char format[16]; int join_barriers;
-          int vectorize, block_by_address;
+          int vectorize, block_by_address, narrow_ints;
         } spec_gj_job;
         size_t gj_job_size(void);
         typedef struct { const char *name, *lua; size_t offset, size; int flags; } spec_gj_job_field;
@@ -348,6 +348,7 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
       end
       assert.equal(j.block_by_address, job.block_by_address ~= 0)
       assert.equal(j.join_barriers, job.join_barriers ~= 0)
+      assert.equal(j.narrow_ints, job.narrow_ints ~= 0)
       assert.equal(j.triple, ffi.string(job.triple))
       assert.equal(j.passes, ffi.string(job.passes))
       assert.equal(j.format, ffi.string(job.format))

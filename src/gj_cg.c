@@ -78,6 +78,15 @@ static LLVMTypeRef ret_type(gj_cg *g, gj_fn *fn)
   return LLVMStructTypeInContext(g->C, el, (unsigned)n, 0);
 }
 
+/* A kernel's scalar parameter arrives as the signature holds it (an lnum
+** in 64 bits), whatever type the body keeps it in (gj_ty_scalar:
+** narrow_ints); a device function's as its slot holds it. */
+static LLVMTypeRef param_llvm(gj_cg *g, const gj_fn *fn, gj_ty t)
+{
+  if (fn->kv < 0 && t.k == GJ_T_NUM) return gj_cg_scalar_type(g, (gj_scalar)t.s);
+  return gj_cg_type(g, t);
+}
+
 static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
 {
   LLVMTypeRef ps[GJ_MAXPARAMS * 2 + 2];   /* nextra: within GJ_MAXPARAMS */
@@ -93,7 +102,7 @@ static LLVMValueRef declare_fn(gj_cg *g, gj_fn *fn, const char *name)
       ps[n++] = g->ptr_global;
       ps[n++] = g->lt[LT_I64];
     } else if (gj_cg_type(g, t)) {
-      ps[n++] = gj_cg_type(g, t);
+      ps[n++] = param_llvm(g, fn, t);
     }
   }
   if (fn->kv < 0)
@@ -713,6 +722,8 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
       v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 1, "");
     } else if (gj_cg_type(g, t)) {
       v = LLVMGetParam(g->llfn, (unsigned)k++);
+      if (fn->kv < 0 && t.k == GJ_T_NUM)
+        v = gj_cg_to_scalar(g, v, gj_ty_num((gj_scalar)t.s), gj_ty_scalar(g->cs, t));
     } else {
       continue;
     }
@@ -824,7 +835,8 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
     gj_param *pp = &sig->params[j];
     /* a struct argument is passed as an array of one (gj_pipeline.c) */
     pp->is_array = t.k == GJ_T_ARR || t.k == GJ_T_SREF;
-    pp->elem = (uint8_t)(pp->is_array ? (t.sid ? GJ_U8 : t.s) : gj_ty_scalar(cs, t));
+    pp->elem = (uint8_t)(pp->is_array ? (t.sid ? GJ_U8 : t.s)
+                         : t.k == GJ_T_NUM ? t.s : gj_ty_scalar(cs, t));
     if (gj_ty_struct(cs, t)) pp->esize = (uint16_t)gj_ty_struct(cs, t)->size;
     if (t.k == GJ_T_NUM && t.lnum) {   /* the class the launch tests */
       pp->lnum = (uint8_t)gj_lnum_of(t.lo, t.hi);

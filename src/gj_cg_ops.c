@@ -376,13 +376,31 @@ static LLVMValueRef modulo(gj_cg *g, LLVMValueRef a, LLVMValueRef b,
   return r;
 }
 
+/* Does converting integer operand t to result scalar s change its value
+** (narrow_ints: an int32_t result whose operand's range does not fit)? */
+static int cut(gj_cg *g, gj_ty t, gj_scalar s)
+{
+  gj_scalar ts = gj_ty_scalar(g->cs, t);
+  double lo, hi;
+  if (s != GJ_I32 || !gj_scalar_isint(ts)) return 0;
+  return !(gj_ty_bounds(t, &lo, &hi) && lo >= -2147483648.0 && hi <= 2147483647.0);
+}
+
 LLVMValueRef gj_cg_arith(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
                          LLVMValueRef b, gj_ty tb, gj_ty res)
 {
   LLVMBuilderRef B = g->B;
   gj_scalar s = gj_ty_scalar(g->cs, res);
   int fl = gj_scalar_isfloat(s);
+  int nsw = res.rng && !cut(g, ta, s) && !cut(g, tb, s);
   gj_scalar s64;
+  if (!fl && op == GJ_BC_MODVV && (cut(g, ta, s) || cut(g, tb, s))) {
+    /* % needs its operands whole: in 64 bits, the result then cut */
+    gj_ty wide = res;
+    wide.rng = 0;
+    return LLVMBuildTrunc(B, gj_cg_arith(g, op, a, ta, b, tb, wide),
+                          gj_cg_scalar_type(g, s), "");
+  }
   if (gj_typer_carith(ta, tb, &s64)) {   /* C integers (gj_typer_carith) */
     a = to64(g, a, ta, s64);
     b = to64(g, b, tb, s64);
@@ -393,16 +411,18 @@ LLVMValueRef gj_cg_arith(gj_cg *g, int op, LLVMValueRef a, gj_ty ta,
     b = gj_cg_to_scalar(g, b, tb, s);
   }
   switch (op) {
-  /* an integer result with a range (below 2^53) cannot wrap: nsw */
+  /* an integer result with a range (below 2^53) cannot wrap: nsw, unless
+  ** an operand was cut to the result's 32 bits (narrow_ints), where the
+  ** wrapping operation gives the exact result modulo 2^32, which is it */
   case GJ_BC_ADDVV:
     return fl ? LLVMBuildFAdd(B, a, b, "")
-              : res.rng ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+              : nsw ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
   case GJ_BC_SUBVV:
     return fl ? LLVMBuildFSub(B, a, b, "")
-              : res.rng ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+              : nsw ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
   case GJ_BC_MULVV:
     return fl ? LLVMBuildFMul(B, a, b, "")
-              : res.rng ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+              : nsw ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
   case GJ_BC_DIVVV: return LLVMBuildFDiv(B, a, b, "");
   case GJ_BC_MODVV: return modulo(g, a, b, s);
   default: return math2(g, "pow", s, a, b);
@@ -414,7 +434,8 @@ LLVMValueRef gj_cg_unm(gj_cg *g, LLVMValueRef a, gj_ty ta, gj_ty res)
   gj_scalar s = gj_ty_scalar(g->cs, res);
   a = res.k == GJ_T_NUM && res.cint ? to64(g, a, ta, s) : gj_cg_to_scalar(g, a, ta, s);
   return gj_scalar_isfloat(s) ? LLVMBuildFNeg(g->B, a, "")
-         : res.rng ? LLVMBuildNSWNeg(g->B, a, "") : LLVMBuildNeg(g->B, a, "");
+         : res.rng && !cut(g, ta, s) ? LLVMBuildNSWNeg(g->B, a, "")
+                                     : LLVMBuildNeg(g->B, a, "");
 }
 
 /* An integer that int64_t holds: a weak int, or any integer kind but
@@ -587,8 +608,8 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   int j;
   const char *fn1;
   (void)i;
-  if (intr <= GJ_I_GLOBAL_SIZE) {
-    res[0] = id_call(g, intr, nargs, args, at);
+  if (intr <= GJ_I_GLOBAL_SIZE) {   /* in 64 bits: held as the type says */
+    res[0] = gj_cg_to_scalar(g, id_call(g, intr, nargs, args, at), gj_ty_num(GJ_I64), s);
     return 0;
   }
   if (intr <= GJ_I_ATOMIC_CAS)

@@ -75,7 +75,12 @@ typedef struct gj_job_lib {
 **   0 passes it by value: a device that runs kernels in this process
 **   (PoCL's CPU devices), for which each launch's by-value argument costs
 **   an aligned allocation.  It changes the entry point after the key is
-**   taken (stage 6), so it is keyed like the rest. */
+**   taken (stage 6), so it is keyed like the rest.
+** narrow_ints: 1 holds a Lua number computed as an integer (and a work-item
+**   id) in 32 bits wherever its range fits int32_t (docs/typing.md,
+**   "32-bit integers"): counters and index math in 32-bit registers and
+**   instructions, where 64-bit integer operations cost two or more (NVPTX,
+**   SPIR devices).  The values are the same; only their LLVM type changes. */
 #define GJ_JOBDEF(_) \
   _(STR,    triple,           [64],              "triple",     KEY, RO) \
   _(STR,    datalayout,       [256],             "datalayout", KEY, RO) \
@@ -95,7 +100,8 @@ typedef struct gj_job_lib {
   _(STR,    format,           [16],              "format",     KEY, RO) \
   _(BOOL,   join_barriers,    ,                  "join_barriers", KEY, RO) \
   _(BOOL,   vectorize,        ,                  "vectorize",  KEY, RW) \
-  _(BOOL,   block_by_address, ,                  "block_by_address", KEY, RO)
+  _(BOOL,   block_by_address, ,                  "block_by_address", KEY, RO) \
+  _(BOOL,   narrow_ints,      ,                  "narrow_ints", KEY, RW)
 
 /* The members of each kind. */
 #define GJ_JOB_MEMBER_STR(f, dim)    char f dim;

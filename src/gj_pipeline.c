@@ -585,6 +585,7 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   /* 1. the compile job */
   if (stage_job(ctx, o, ps, &mid->kd, &mid->job, err)) goto done;
   mid->kd.job = &mid->job;
+  cs.narrow32 = mid->job.narrow_ints;
   if (primal_opts(o, &po, err)) goto done;
   if (param_types(&cs, &po, params, err)) goto done;
   lap(out, GJ_ST_JOB, &t0);

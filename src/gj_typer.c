@@ -271,8 +271,9 @@ int gj_typer_block(gj_cs *cs, gj_fn *fn, int b, gj_tstate *st, gj_edges *ed)
 /* The state on edge s of block blk when its last instruction compares two
 ** numbers: st with the operands' ranges cut by the comparison's outcome
 ** (gj_typer_refine), in out.  0: the edge takes st as it is.  Codegen reads
-** the result only through the successors' entry states, and a range does
-** not change how a value is held, so the edge needs no conversion. */
+** the result only through the successors' entry states: where a narrowed
+** range changes how a value is held (narrow_ints: int32_t), its edge
+** converts the slot as any edge does. */
 static int guard(gj_fn *fn, const gj_block *blk, int s, const gj_ty *st,
                  gj_ty *out)
 {

@@ -167,6 +167,8 @@ typedef struct gj_cs {
                          ** scalar parameter is read as the double LuaJIT
                          ** makes of it (gj_ty_read), so float kernels
                          ** compute in double and round only at stores */
+  int narrow32;          /* the job's narrow_ints: gj_ty_scalar holds an
+                         ** integer whose range fits int32_t in 32 bits */
   int id_ranges;         /* the ids have rng [0, 2^31 - 1]: set when a
                          ** parameter is lnum, since such kernels run only
                          ** in launches whose dimensions are below 2^31 */
@@ -232,7 +234,11 @@ int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
 gj_ty gj_ty_num(gj_scalar s);
 gj_scalar gj_ty_deffloat(const gj_cs *cs);
 /* The concrete scalar a numeric/bool type is held in (weak ones
-** materialized).  GJ_SCALAR__MAX for non-scalars. */
+** materialized).  GJ_SCALAR__MAX for non-scalars.  With cs->narrow32, an
+** int64_t that stands for a Lua number or an id (not a C integer) and
+** whose range fits int32_t is held as int32_t: its add, sub and mul then
+** wrap modulo 2^32 and give the exact result, which the range says fits
+** (docs/typing.md, "32-bit integers"). */
 gj_scalar gj_ty_scalar(const gj_cs *cs, gj_ty t);
 int gj_ty_isnumeric(gj_ty t);
 /* Join for merges and for operands of arithmetic (docs/typing.md). */

@@ -221,6 +221,13 @@ gj_ty gj_typer_fortype(const gj_cs *cs, gj_ty start, gj_ty stop, gj_ty step)
       t.lo = plo >= 0 ? slo : fmin(slo, llo);
       t.hi = phi <= 0 ? shi : fmax(shi, lhi);
       if (t.hi < t.lo) t.hi = t.lo;   /* the body never runs */
+      /* FORL adds the step once more before the test that ends the loop:
+      ** the hidden counter reaches a step past the limit, which a counter
+      ** held in 32 bits (narrow_ints) must hold too */
+      if (t.hi + fmax(phi, 0) < GJ_EXACT && t.lo + fmin(plo, 0) > -GJ_EXACT) {
+        t.hi += fmax(phi, 0);
+        t.lo += fmin(plo, 0);
+      }
     } else if (t.k == GJ_T_NUM && t.lnum) {
       t = gj_ty_num(gj_ty_deffloat(cs));
     }

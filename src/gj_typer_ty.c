@@ -27,7 +27,11 @@ gj_scalar gj_ty_scalar(const gj_cs *cs, gj_ty t)
 {
   switch (t.k) {
   case GJ_T_BOOL: return GJ_BOOL;
-  case GJ_T_NUM: return (gj_scalar)t.s;
+  case GJ_T_NUM:
+    if (cs && cs->narrow32 && t.s == GJ_I64 && t.rng && !t.cint &&
+        t.lo >= -2147483648.0 && t.hi <= 2147483647.0)
+      return GJ_I32;
+    return (gj_scalar)t.s;
   case GJ_T_WINT: return GJ_I64;
   case GJ_T_WFLT: return gj_ty_deffloat(cs);
   default: return GJ_SCALAR__MAX;

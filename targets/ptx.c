@@ -124,6 +124,7 @@ int gj_ptx_job(gj_job *j, int sm, gj_err *err)
   j->as_shared = 3;
   j->as_local = 0;
   j->serial_groups = 0;
+  j->narrow_ints = 1;   /* 64-bit integer ops are two or more on NVIDIA GPUs */
   j->codegen_opt = LLVMCodeGenLevelAggressive;
   j->reloc = LLVMRelocDefault;
   j->code_model = LLVMCodeModelDefault;
