@@ -99,7 +99,8 @@ for _, bk in ipairs(H.backends) do
       it("mandelbrot's escape loop agrees with plain LuaJIT", function()
         local W, Hh, MAXIT = 24, 16, 64
         local out = ffi.new("int32_t[?]", W * Hh)
-        mandelbrot(bk, { name = "mb" }):launch({ global = { W, Hh } }, out, W, Hh, -2.2, -1.2, 2.4 / Hh, MAXIT)
+        mandelbrot(bk, { name = "mb" })
+          :launch({ global = { W, Hh } }, out, W, Hh, -2.2, -1.2, 2.4 / Hh, MAXIT)
         H.check("int32_t", out, function(i)
           local px, py = i % W, math.floor(i / W)
           return escape(-2.2 + px * (2.4 / Hh), -1.2 + py * (2.4 / Hh), MAXIT)
