@@ -6,8 +6,10 @@
 -- the two launches should run the same code).
 --
 --   make && LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="build/?.so;;" \
---     luajit bench/lnum.lua [backend] [runs]
+--     luajit bench/lnum.lua [backend] [runs] [narrow]
 --
+-- narrow: 0 or 1 sets every kernel's job.narrow_ints (docs/typing.md,
+-- "32-bit integers"); default: the backend's (on for opencl, off for cpu).
 -- backend: cpu (default) or opencl.  Data lives in host FFI arrays on cpu
 -- and in device arrays (gpu.array) on opencl, so that the copies do not
 -- hide the kernels.  Prints one line per kernel: ms each way and the ratio
@@ -20,7 +22,16 @@ local T = dofile(here .. "timing.lua")
 
 local BK = arg and arg[1] or "cpu"
 local RUNS = tonumber(arg and arg[2]) or 9
+local NARROW = arg and arg[3]
 gpu.use(BK)
+do   -- every kernel of this file with the job's narrow_ints as asked
+  local kernel = gpu.kernel
+  function gpu.kernel(f, o) -- luacheck: ignore 122
+    o = o or {}
+    if NARROW then o.job = function(j) j.narrow_ints = NARROW == "1" end end
+    return kernel(f, o)
+  end
+end
 
 local function data(ct, n, init)
   local a = ffi.new(ct .. "[?]", n)

@@ -277,7 +277,8 @@ static void describe(gj_bstate *st, ocl_device *d)
   /* PoCL's CPU devices run kernels on threads of this process and link
   ** them against its libraries. */
   d->is_pocl = strstr(pname, "Portable Computing Language") != NULL;
-  d->in_process = (type & CL_DEVICE_TYPE_CPU) && d->is_pocl;
+  d->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+  d->in_process = d->is_cpu && d->is_pocl;
   d->host_libm = d->format == OCL_SPIR && d->in_process;
   i->host_math = d->host_libm;
   d->starts_on_enqueue = d->in_process;
@@ -463,8 +464,11 @@ static int ocl_job(gj_bstate *st, int dev, gj_job *j, gj_err *err)
   j->serial_groups = 0;
   j->join_barriers = d->is_pocl;   /* a PoCL bug's workaround (gj_job.h) */
   j->block_by_address = d->in_process;
-  j->narrow_ints = 1;   /* GPUs' 64-bit integer ops are two or more; PoCL
-                        ** vectorizes twice as many 32-bit lanes */
+  /* A GPU's 64-bit integer ops are two instructions or more.  PoCL's CPU
+  ** device was not faster with 32-bit indices (bench/lnum.lua: the blur
+  ** 1.5x slower, matmul 1.5x faster; each load's index is widened per
+  ** lane), so CPU devices keep 64 bits. */
+  j->narrow_ints = !d->is_cpu;
   j->codegen_opt = LLVMCodeGenLevelDefault;
   j->reloc = LLVMRelocDefault;
   j->code_model = LLVMCodeModelDefault;

@@ -70,6 +70,7 @@ typedef struct ocl_device {
   int host_libm;
   int is_pocl;             /* the platform is PoCL (Portable Computing
                            ** Language): gj_job.join_barriers */
+  int is_cpu;              /* CL_DEVICE_TYPE_CPU: gj_job.narrow_ints off */
   /* Commands start as they are enqueued, without a clFlush: PoCL's CPU
   ** devices submit each command to their workers in clEnqueue* (checked on
   ** PoCL 3.1: a stream launch of a 2 s kernel had finished after 3 s of

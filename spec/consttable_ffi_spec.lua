@@ -22,6 +22,7 @@ typedef struct {
 local P = ffi.new("ctf_params", { g = -9.81, n = 7, v = { 0.1, -2.5, 1e30 }, u = 200, on = true,
   pos = { 0.25, -3 }, pts = { { 1, 2 }, { 3, 4.5 } }, taps = { 1, -4, 6, -4, 1 } })
 local GRAVITY = ffi.new("ctf_vec2", 0, -9.81)
+local WIDE = ffi.new("struct { int64_t big; double d; }", -5, 0.5)
 
 -- f(o, src, i) on bk and in plain LuaJIT, o compared (spec/helpers.lua)
 local run = H.rows_vs_lua
@@ -167,6 +168,13 @@ for _, bk in ipairs(H.compilers) do
         H.check_compile_error(err, "consttable_ffi_spec.lua", debug.getinfo(c[1], "S").linedefined,
           "bad", { c[2] })
       end
+    end)
+
+    it("a 64-bit integer field is refused at its line, saying what to do instead", function()
+      local f = function(o, n) o[0] = WIDE.big * n + WIDE.d end
+      local err = H.compile_error(bk, f, { "double[]", "lua_pos20" })
+      H.check_compile_error(err, "consttable_ffi_spec.lua", debug.getinfo(f, "S").linedefined,
+        "bad", { "'WIDE.big' is a cdata", "pass it as an argument", "FFI array" })
     end)
 
     it("the values are in the disk cache key; a compiled kernel keeps what it read", function()

@@ -1,5 +1,5 @@
 -- 32-bit integers (docs/typing.md, "32-bit integers"): where the compile job
--- says narrow_ints (cuda and opencl by default), whole-number Lua values and
+-- says narrow_ints (cuda and opencl GPUs by default), whole-number Lua values and
 -- ids whose range fits int32_t are held in 32 bits.  The values must not
 -- change: every case here is compared bit for bit with plain LuaJIT, on
 -- every backend, with narrow_ints as the backend has it and with it turned
@@ -125,13 +125,17 @@ describe("32-bit integers in the code", function()
     assert.is_false(gpu.job(mandelbrot("cpu", { name = "mb" }), MTYPES, "cpu").narrow_ints)
   end)
 
-  it("mandelbrot's SPIR counts in 32 bits on opencl", function()
+  it("mandelbrot's SPIR counts in 32 bits on opencl with narrow_ints (a GPU device's default)", function()
     if not H.available("opencl") then
       pending("no OpenCL device")
       return
     end
-    local ir = mandelbrot("opencl", { name = "mb" }):inspect_llvm(MTYPES)
+    local on = function(j) j.narrow_ints = true end
+    local ir = mandelbrot("opencl", { name = "mb", job = on }):inspect_llvm(MTYPES)
     assert.truthy(ir:find("add nuw nsw i32 %%[%w._]+, 1"), "a 32-bit counter")
     assert.is_nil(ir:find("add nuw nsw i64 %%[%w._]+, 1\n"), "no 64-bit counter")
+    -- the default follows the device: off on CPU devices (PoCL here)
+    local dev = gpu.devices("opencl")[1]
+    assert.equal(dev.type ~= "cpu", gpu.job(mandelbrot("opencl", { name = "mb" }), MTYPES).narrow_ints)
   end)
 end)

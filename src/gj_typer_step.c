@@ -184,8 +184,13 @@ int gj_typer_resolve(gj_cs *cs, gj_fn *fn, int i, const char *name, int h,
                                      "number type", name);
   default:
     src->ops->release(src, h);
-    return gj_typer_error(cs, fn, i, "'%s' is a %s, which a kernel cannot use",
-                          name, info.str);
+    /* a boxed number (int64_t, or a struct value's 64-bit integer field):
+    ** constant data holds such numbers only as array elements */
+    return gj_typer_error(cs, fn, i, "'%s' is a %s, which a kernel cannot use%s",
+                          name, info.str, strcmp(info.str, "cdata") == 0 ?
+                          " (a boxed number such as an int64_t: pass it as an "
+                          "argument, or keep it in an FFI array, which a kernel "
+                          "reads as constant data)" : "");
   }
   src->ops->release(src, h);   /* the strings stay (gj_kv.h) */
   return 0;

@@ -63,8 +63,13 @@ end
 -- The number of arguments of a case's kernel.
 local function nparams(case) return 2 + #GG.layout(case) end
 
+-- GPUJIT_FUZZ_NARROW=0|1 sets the compile job's narrow_ints (docs/typing.md,
+-- "32-bit integers") on every backend: the 32-bit path on the cpu and PoCL.
+local NARROW = os.getenv("GPUJIT_FUZZ_NARROW")
 local function kopts(case)
-  return { name = case.name or "fuzz", precision = case.precision, cache = false }
+  local o = { name = case.name or "fuzz", precision = case.precision, cache = false }
+  if NARROW then o.job = function(j) j.narrow_ints = NARROW == "1" end end
+  return o
 end
 
 -- pcall(f, ...) with what the kernel prints kept (gpujit.printer.write):
