@@ -14,6 +14,8 @@ enum { V_UNI, V_LIN, V_VEC };   /* ordered: a value only moves up */
 #define VEC_MAX_STRIDE ((int64_t)1 << 40)
 #define VEC_MAX_ROUNDS 64
 #define VEC_MAX_ARGS 16      /* operands of a call or GEP built per lane */
+#define VX_MAXW 64           /* lanes at most (choose_width) */
+#define VX_INTERLEAVE 2      /* vectors per operation in kernels with loops */
 
 /* A value of the fast loop (key: an instruction, or a block as a value). */
 typedef struct vent {
@@ -36,7 +38,7 @@ typedef struct vctx {
   size_t nbbs, capbbs;
   vent *tab;                    /* open addressing, cap a power of two */
   size_t cap, n;
-  unsigned W;
+  unsigned W;                   /* lanes: 2 .. VX_MAXW */
   LLVMTypeRef i8, i32, i64;
   LLVMValueRef vlx, vnext, vend;
   LLVMBasicBlockRef vhead, vlatch, spre;

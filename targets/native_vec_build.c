@@ -35,7 +35,7 @@ LLVMValueRef vx_scal(const vctx *x, LLVMValueRef v)
 /* <0, st, 2 st, ...> of integer type t. */
 static LLVMValueRef steps(vctx *x, LLVMTypeRef t, int64_t st)
 {
-  LLVMValueRef c[16];
+  LLVMValueRef c[VX_MAXW];
   unsigned l;
   for (l = 0; l < x->W; l++) c[l] = LLVMConstInt(t, (unsigned long long)(st * l), 1);
   return LLVMConstVector(c, x->W);
@@ -159,7 +159,7 @@ static LLVMValueRef emit_masked_uniform(vctx *x, LLVMValueRef I, int store, LLVM
     /* W - 1 - ctlz: the last lane on (none on: out of range, poison, and
     ** nothing is stored) */
     last = LLVMBuildSub(x->b, LLVMConstInt(it, x->W - 1, 0), lz, "");
-    last = LLVMBuildZExtOrBitCast(x->b, last, x->i32, "");
+    last = LLVMBuildIntCast2(x->b, last, x->i32, 0, "");   /* W may be 64 */
     a[0] = LLVMBuildInsertElement(
         x->b, LLVMGetPoison(v1),
         LLVMBuildExtractElement(x->b, vx_vec(x, LLVMGetOperand(I, 0)), last, ""), zero, "");
