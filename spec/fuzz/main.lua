@@ -80,6 +80,34 @@ os.execute("mkdir -p '" .. outdir .. "'")
 local failed, invalid = 0, 0
 local t0 = os.time()
 
+-- What the cpu target's work-item vectorizer did with each compile (the
+-- compile event's note): how many were vectorized, and why the others
+-- were not (the reason without its line), most frequent first at the end.
+local vec = { compiles = 0, vectorized = 0, why = {} }
+require("gpujit").on_compile(function(e)
+  if e.phase ~= "done" or e.backend ~= "cpu" or not e.note then return end
+  vec.compiles = vec.compiles + 1
+  if e.note:match("^vectorized") then
+    vec.vectorized = vec.vectorized + 1
+  else
+    local why = e.note:match("^not vectorized: ([^;]*)") or e.note
+    why = why:gsub(" at line %d+", "")
+    vec.why[why] = (vec.why[why] or 0) + 1
+  end
+end)
+local function vec_report()
+  if vec.compiles == 0 then return end
+  print(string.format("fuzz: cpu compiles vectorized: %d of %d (%.0f%%), %d kernel%s per compile",
+    vec.vectorized, vec.compiles, 100 * vec.vectorized / vec.compiles, C.BATCH,
+    C.BATCH == 1 and "" or "s"))
+  local list = {}
+  for why, k in pairs(vec.why) do list[#list + 1] = { why, k } end
+  table.sort(list, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
+  for j = 1, math.min(#list, 8) do
+    print(string.format("  not vectorized %5d: %s", list[j][2], list[j][1]))
+  end
+end
+
 -- A failing case: confirmed alone, shrunk, written out.
 local function report(case, f)
   failed = failed + 1
@@ -134,5 +162,6 @@ for seed = seed0, seed0 + n - 1 do
   end
 end
 for _, key in ipairs(keys) do if #pending[key] > 0 then run(pending[key]) end end
+vec_report()
 print(string.format("fuzz: %d kernels, %d failed, %d invalid, %d s", n, failed, invalid, os.time() - t0))
 os.exit((failed == 0 and invalid == 0) and 0 or 1)
