@@ -408,6 +408,53 @@ describe("the work-item vectorizer [cpu]", function()
     assert.matches("^vectorized", notes.ifs_vec)
   end)
 
+  it("atomics lane by lane: slots, a histogram, sums under varying ifs and in loops", function()
+    local function f(o, slot, hist, sums, idx, n)
+      local i = gpu.global_id(0)
+      if i < n then
+        slot[i] = gpu.atomic_add(sums, 0, 1)          -- every item: a distinct slot
+        local j = idx[i]
+        if j >= 0 then                                -- off lanes: j far outside
+          gpu.atomic_add(hist, j % 7, 1)
+          gpu.atomic_add(sums, 1, j * 0.5)
+        end
+        for k = 1, 3 do
+          if k <= i % 4 then gpu.atomic_max(hist, 7, i * k) end
+        end
+        o[i] = i
+      end
+    end
+    local notes = both(f, "atom", function(kv, ks)
+      for _, n in ipairs(SIZES) do
+        local idx = darray(n + 1, function(i) return (i % 3 == 0) and -(2 ^ 40) or (i * 5) % 11 end)
+        local whist, wsum, wmax = {}, 0, 0
+        for b = 0, 6 do whist[b] = 0 end
+        for i = 0, n - 1 do
+          local j = idx[i]
+          if j >= 0 then whist[j % 7] = whist[j % 7] + 1; wsum = wsum + j * 0.5 end
+          for k = 1, i % 4 do wmax = math.max(wmax, i * k) end
+        end
+        for _, k in ipairs({ kv, ks }) do
+          local o, slot = darray(n + 1, function() return -1 end), ffi.new("int32_t[?]", n + 1)
+          local hist, sums = ffi.new("int32_t[8]"), ffi.new("double[2]")
+          if n > 0 then k:launch(n, o, slot, hist, sums, idx, n) end
+          local seen = {}
+          for i = 0, n - 1 do
+            assert.equals(i, o[i])
+            assert.is_nil(seen[slot[i]], "slot " .. slot[i] .. " given twice")
+            assert.is_true(slot[i] >= 0 and slot[i] < n)
+            seen[slot[i]] = true
+          end
+          for b = 0, 6 do assert.equals(whist[b], hist[b], "bin " .. b .. ", n=" .. n) end
+          assert.equals(wmax, hist[7])
+          assert.equals(n, sums[0])
+          assert.equals(wsum, sums[1])
+        end
+      end
+    end)
+    assert.matches("^vectorized", notes.atom_vec)
+  end)
+
   it("float kernels in single precision: vector code in the assembly, none when off", function()
     local function mm(C, A, B, n)
       local col, row = gpu.global_id(0), gpu.global_id(1)
@@ -705,10 +752,13 @@ describe("the work-item vectorizer [cpu]", function()
         end
         return s
       end },
-      { "atomics", "atomics", function(o, n)
+      { "atomics in a kernel with barriers", "atomics in a kernel with barriers", function(o, n)
         local i = gpu.global_id(0)
-        if i < n then o[i] = i * 2; gpu.atomic_add(o, n, 1) end
-      end, function(i, n) return i == n and n or i * 2 end },
+        local s = gpu.shared("double", 8)
+        s[gpu.local_id(0)] = i
+        gpu.barrier()
+        if i < n then o[i] = s[7 - gpu.local_id(0)]; gpu.atomic_add(o, n, 1) end
+      end, function(i, n) return i == n and n or i - i % 8 + 7 - i % 8 end, 8 },
       { "a private array", "private array", function(o, n)
         local i = gpu.global_id(0)
         if i < n then

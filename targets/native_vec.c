@@ -310,7 +310,12 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
   switch (op) {
   case LLVMAlloca:
     return vx_refuse(x, "a private array (gpu.local_array) in the loop");
-  case LLVMAtomicRMW: case LLVMAtomicCmpXchg: case LLVMFence:
+  case LLVMAtomicRMW:
+    /* each lane does its own, in lane order (native_vec_build.c): the
+    ** order the scalar loop does them in */
+    if (x->frame) return vx_refuse(x, "atomics in a kernel with barriers");
+    return V_VEC;
+  case LLVMAtomicCmpXchg: case LLVMFence:
     return vx_refuse(x, "atomics (or print, or a timeout's checks)");
   case LLVMLoad: case LLVMStore: {
     vslot *sl = vx_frame_slot(x, I);

@@ -120,6 +120,42 @@ static LLVMValueRef emit_call(vctx *x, LLVMValueRef I)
   return r;
 }
 
+/* An atomic read-modify-write, lane by lane in lane order: the work items'
+** operations in the order the scalar loop does them.  A lane that is off
+** (a varying if, a loop it has left) operates on a scratch word instead of
+** its address, which may be out of bounds; its result is never used. */
+static LLVMValueRef emit_atomic(vctx *x, LLVMValueRef I)
+{
+  LLVMValueRef p = LLVMGetOperand(I, 0), v = LLVMGetOperand(I, 1), r;
+  LLVMTypeRef pt = LLVMTypeOf(p);
+  unsigned l, align = LLVMGetAlignment(I);
+  if (x->curmask && !x->dummy) {
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(x->c);
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(x->fn);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(b, first);
+    else LLVMPositionBuilderAtEnd(b, entry);
+    x->dummy = LLVMBuildAlloca(b, LLVMArrayType(x->i8, 16), "vx.atomic.off");
+    LLVMSetAlignment(x->dummy, 16);
+    LLVMDisposeBuilder(b);
+  }
+  r = LLVMGetPoison(vx_vty(x, LLVMTypeOf(I)));
+  for (l = 0; l < x->W; l++) {
+    LLVMValueRef li = LLVMConstInt(x->i32, l, 0), pl = lane(x, p, l), c;
+    if (x->curmask) {
+      LLVMValueRef off = x->dummy;
+      if (LLVMGetPointerAddressSpace(pt) != LLVMGetPointerAddressSpace(LLVMTypeOf(off)))
+        off = LLVMBuildAddrSpaceCast(x->b, off, pt, "");
+      pl = LLVMBuildSelect(x->b, LLVMBuildExtractElement(x->b, x->curmask, li, ""), pl, off, "");
+    }
+    c = LLVMBuildAtomicRMW(x->b, LLVMGetAtomicRMWBinOp(I), pl, lane(x, v, l),
+                           LLVMGetOrdering(I), LLVMIsAtomicSingleThread(I));
+    if (align) LLVMSetAlignment(c, align);
+    r = LLVMBuildInsertElement(x->b, r, c, li, "");
+  }
+  return r;
+}
+
 /* A call of the masked memory intrinsic name, overloaded on t0 and t1. */
 static LLVMValueRef masked(vctx *x, const char *name, LLVMTypeRef t0,
                            LLVMTypeRef t1, LLVMValueRef *args)
@@ -281,6 +317,7 @@ static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
   case LLVMLoad: return emit_mem(x, I, 0);
   case LLVMStore: return emit_mem(x, I, 1);
   case LLVMCall: return emit_call(x, I);
+  case LLVMAtomicRMW: return emit_atomic(x, I);
   default: return NULL;   /* classify refused it */
   }
 }
