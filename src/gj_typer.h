@@ -154,6 +154,8 @@ typedef struct gj_fn {
   uint8_t *reached;      /* per block */
   int busy;              /* being typed: a call to it is recursion */
   int uses_barrier;      /* it calls gpu.barrier, itself or through a call */
+  int uses_deriv;        /* it calls gpu.derivative or gpu.gradient, itself
+                         ** or through a call */
   void *llfn;            /* codegen's LLVMValueRef */
   uint32_t frame_bytes;  /* codegen: its frame, when resumable */
 } gj_fn;
@@ -178,6 +180,11 @@ typedef struct gj_cs {
   gj_fn **fns;           /* fns[0] is the kernel */
   gj_structs *structs;   /* the struct types of the signature (NULL: none) */
   int depth;             /* device-function calls being typed, nested */
+  int derivs;            /* gpu.derivative/gradient calls typed (the
+                         ** compile then needs the codegen option ad and
+                         ** gj_ad_inner); the first one's place: */
+  const char *deriv_chunk;
+  int deriv_line;
 } gj_cs;
 
 /* Multiple results of the last call with C == 0 (MULTRES), tracked with the
