@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gj_ad_int.h"
+#include "gj_cg.h"
 
 #define ATTR "gj-derivative"
 #define ATTRLEN 13
@@ -68,6 +69,35 @@ static int differentiate(gj_ad *a, LLVMValueRef w, unsigned p)
   return 0;
 }
 
+/* The calls of gj.math.floor and gj.math.ceil (the option ad's, which gave
+** them a rule) back to LuaJIT's arithmetic (gj_cg_floor_at): the kernel's
+** own values stay LuaJIT's bit for bit.  (A loop limit's floor, also such a
+** call, is then computed that way too: the same integer.) */
+static void lower_floors(gj_ad *a)
+{
+  LLVMValueRef f, I, next;
+  LLVMBasicBlockRef bb;
+  for (f = LLVMGetFirstFunction(a->m); f; f = LLVMGetNextFunction(f))
+    for (bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (I = LLVMGetFirstInstruction(bb); I; I = next) {
+        LLVMValueRef callee, r;
+        size_t len = 0;
+        const char *name;
+        int ceil;
+        next = LLVMGetNextInstruction(I);
+        if (!LLVMIsACallInst(I) || !LLVMIsAFunction(callee = LLVMGetCalledValue(I)))
+          continue;
+        name = LLVMGetValueName2(callee, &len);
+        if (len > 14 && !strncmp(name, "gj.math.floor.", 14)) ceil = 0;
+        else if (len > 13 && !strncmp(name, "gj.math.ceil.", 13)) ceil = 1;
+        else continue;
+        LLVMPositionBuilderBefore(a->B, I);
+        r = gj_cg_floor_at(a->m, a->B, LLVMGetOperand(I, 0), ceil);
+        LLVMReplaceAllUsesWith(I, r);
+        LLVMInstructionEraseFromParent(I);
+      }
+}
+
 int gj_ad_inner(LLVMModuleRef m, LLVMValueRef body, const char *kname,
                 gj_err *err)
 {
@@ -91,6 +121,7 @@ int gj_ad_inner(LLVMModuleRef m, LLVMValueRef body, const char *kname,
     int p = active_param(f);
     if (p >= 0 && differentiate(&a, f, (unsigned)p)) goto done;
   }
+  lower_floors(&a);
   rc = 0;
 done:
   LLVMDisposeBuilder(a.B);
