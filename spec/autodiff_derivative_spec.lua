@@ -202,6 +202,26 @@ for _, bk in ipairs(H.backends) do
       end
     end)
 
+    it("takes constants as active arguments and passes arrays on", function()
+      -- w[0], w[1]: coefficients f reads (constants: no derivative)
+      local function lin(x, w) return w[0] * x * x + w[1] * x end
+      local function cube(x) if x > 2 then return x * x * x end return x end
+      local k = H.kernel(bk, function(x, w, y, n)
+        local i = gpu.global_id()
+        if i < n then
+          local p, q = gpu.gradient(g2, 1.5, x[i])
+          y[i] = gpu.derivative(lin, x[i], w) + 100 * gpu.derivative(cube, 2.5) + p + q
+        end
+      end)
+      local x, w = input(5), darr(2, function(i) return 0.5 + i end)
+      local y = darr(N, function() return 0 end)
+      k:launch({ global = N }, x, w, y, N)
+      for i = 0, N - 1 do
+        local p, q = dg2(1.5, x[i])
+        close(y[i], 2 * w[0] * x[i] + w[1] + 100 * 3 * 2.5 ^ 2 + p + q, HAND, "constants, arrays")
+      end
+    end)
+
     it("is used inside a larger computation that is not differentiated", function()
       -- one Newton step x - f(x)/f'(x) per element, then a plain store
       local k = H.kernel(bk, function(x, y, n)

@@ -39,12 +39,23 @@ static int differentiate(gj_ad *a, LLVMValueRef w, unsigned p)
   a->fn = w;
   gj_admap_free(&a->tan);
   gj_admap_free(&a->roots);
-  /* arrays f reads: no shadow (tangent 0); their loads are allowed */
-  for (j = 0; j < n; j++) {
+  /* arrays f reads (a pointer parameter, or the pointer of an array
+  ** parameter's { pointer, length }): no shadow, tangent 0; their loads are
+  ** allowed */
+  for (j = 1; j < n; j++) {
     LLVMValueRef q = LLVMGetParam(w, j);
-    if (j > 0 && LLVMGetTypeKind(LLVMTypeOf(q)) == LLVMPointerTypeKind &&
+    if (LLVMGetTypeKind(LLVMTypeOf(q)) == LLVMPointerTypeKind &&
         gj_admap_put(&a->roots, q, q))
       return gj_err_set(a->err, "out of memory");
+  }
+  for (bb = LLVMGetFirstBasicBlock(w); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef I;
+    for (I = LLVMGetFirstInstruction(bb); I; I = LLVMGetNextInstruction(I))
+      if (LLVMGetInstructionOpcode(I) == LLVMExtractValue &&
+          LLVMIsAArgument(LLVMGetOperand(I, 0)) &&
+          LLVMGetTypeKind(LLVMTypeOf(I)) == LLVMPointerTypeKind &&
+          gj_admap_put(&a->roots, I, I))
+        return gj_err_set(a->err, "out of memory");
   }
   if (!gj_ad_isfloat(LLVMTypeOf(par)))
     return gj_err_set(a->err, "internal error: kernel %s: derivative parameter "
