@@ -156,6 +156,7 @@ typedef struct gj_fn {
   int uses_barrier;      /* it calls gpu.barrier, itself or through a call */
   int uses_deriv;        /* it calls gpu.derivative or gpu.gradient, itself
                          ** or through a call */
+  int uses_print;        /* it calls print, itself or through a call */
   void *llfn;            /* codegen's LLVMValueRef */
   uint32_t frame_bytes;  /* codegen: its frame, when resumable */
 } gj_fn;

@@ -270,8 +270,8 @@ static int float_number(gj_ty t)
 ** the arguments after it passed as they are), then f's first result;
 ** gradient: one partial per argument after f (each active), then the
 ** value.  Refused: an active argument that is not a float number, a first
-** result that is not a number, an f that writes memory, uses gpu.barrier or
-** takes a derivative itself (nested). */
+** result that is not a number, an f that writes memory, prints, uses
+** gpu.barrier or takes a derivative itself (nested). */
 static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                            const gj_ty *args, gj_ty *res, int *nres_out)
 {
@@ -322,6 +322,9 @@ static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
   if (callee->uses_barrier)
     return gj_typer_error(cs, fn, i, "%s: device function '%s' calls "
                           "gpu.barrier, which has no derivative", nm, fname);
+  if (callee->uses_print)
+    return gj_typer_error(cs, fn, i, "%s: device function '%s' calls print, "
+                          "which its derivative would run again", nm, fname);
   if (callee->wmask)
     return gj_typer_error(cs, fn, i, "%s: device function '%s' writes into an "
                           "array: a function differentiated inside a kernel "
@@ -366,6 +369,7 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
   case GJ_I_ATOMIC_XOR: case GJ_I_ATOMIC_XCHG: case GJ_I_ATOMIC_CAS:
     return type_group_intr(cs, fn, i, intr, nargs, args, res, nres_out);
   case GJ_I_PRINT:
+    fn->uses_print = 1;
     return type_print(cs, fn, i, nargs, args, nres_out);
   case GJ_I_TYPE:
     return type_type(cs, fn, i, nargs, args, res);
