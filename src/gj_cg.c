@@ -353,7 +353,7 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
     int intr = cs->kv[f.aux].intr;
     if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;
     if (intr == GJ_I_DERIVATIVE || intr == GJ_I_GRADIENT)
-      return gj_cg_derivative(g, i, nargs, args, at, rt, *nout, res);
+      return gj_cg_derivative(g, i, intr, nargs, args, at, rt, *nout, res);
     return gj_cg_intr(g, i, intr, nargs, args, at, rt, *nout, res);
   }
   (void)nres;

@@ -63,16 +63,22 @@ static LLVMValueRef wrapper(gj_cg *g, const gj_fn *callee, int k, gj_ty rt)
   return w;
 }
 
-int gj_cg_derivative(gj_cg *g, int i, int nargs, LLVMValueRef *args,
+int gj_cg_derivative(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                      const gj_ty *at, const gj_ty *rt, int nout,
                      LLVMValueRef *res)
 {
   gj_cs *cs = g->cs;
-  gj_ty vt[GJ_MAXRET];
+  gj_ty vt[GJ_MAXRET], ta[GJ_MAXPARAMS];
   LLVMValueRef vr[GJ_MAXRET], cargs[GJ_MAXPARAMS * 2 + 2];
   gj_fn *callee;
-  int nv = 0, k;
+  int nv = 0, k, j;
   unsigned n;
+  /* integers made floats, as the typer typed f */
+  gj_typer_deriv_args(cs, intr, nargs, at, ta);
+  for (j = 1; j < nargs; j++)
+    if (ta[j].k != at[j].k || ta[j].s != at[j].s)
+      args[j] = gj_cg_convert(g, args[j], at[j], ta[j]);
+  at = ta;
   /* the value, and f emitted */
   if (gj_cg_call_lua(g, i, at[0].aux, nargs - 1, args + 1, at + 1, vr, vt, &nv) ||
       gj_typer_callee(cs, at[0].aux, nargs - 1, at + 1,

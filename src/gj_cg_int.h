@@ -185,9 +185,9 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
 ** number. */
 unsigned gj_cg_call_args(gj_cg *g, const gj_fn *callee, LLVMValueRef *args,
                          const gj_ty *at, LLVMValueRef *cargs);
-/* gpu.derivative(f, ...) / gpu.gradient(f, ...) at instruction i
+/* gpu.derivative(f, ...) / gpu.gradient(f, ...) (intr) at instruction i
 ** (gj_cg_deriv.c): nout results of types rt (the typer's) into res. */
-int gj_cg_derivative(gj_cg *g, int i, int nargs, LLVMValueRef *args,
+int gj_cg_derivative(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
                      const gj_ty *at, const gj_ty *rt, int nout,
                      LLVMValueRef *res);
 /* The metamethod call m at instruction i (gj_typer_meta, the state before

@@ -239,6 +239,12 @@ int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
 /* Type helpers shared with codegen. */
 gj_ty gj_ty_num(gj_scalar s);
 gj_scalar gj_ty_deffloat(const gj_cs *cs);
+/* The argument types (f first) at which gpu.derivative / gpu.gradient
+** (intr) call f: an active argument that is an integer (a Lua number the
+** typer knows as one) is converted to the default float, as a number it
+** is; a C integer (cdata) stays, and is refused. */
+void gj_typer_deriv_args(gj_cs *cs, int intr, int nargs, const gj_ty *args,
+                         gj_ty *out);
 /* The concrete scalar a numeric/bool type is held in (weak ones
 ** materialized).  GJ_SCALAR__MAX for non-scalars. */
 gj_scalar gj_ty_scalar(const gj_cs *cs, gj_ty t);

@@ -257,11 +257,23 @@ static int type_type(gj_cs *cs, gj_fn *fn, int i, int nargs,
 
 /* --- gpu.derivative, gpu.gradient ----------------------------------------- */
 
-/* A float number (an active argument of a derivative)? */
+/* A float number? */
 static int float_number(gj_ty t)
 {
   return t.k == GJ_T_WFLT ||
          (t.k == GJ_T_NUM && gj_scalar_isfloat((gj_scalar)t.s) && !t.cint);
+}
+
+void gj_typer_deriv_args(gj_cs *cs, int intr, int nargs, const gj_ty *args,
+                         gj_ty *out)
+{
+  int j, nact = intr == GJ_I_DERIVATIVE ? 1 : nargs - 1;
+  for (j = 0; j < nargs; j++) {
+    out[j] = args[j];
+    if (j >= 1 && j <= nact && !float_number(args[j]) && gj_ty_isnumeric(args[j]) &&
+        !args[j].cint)
+      out[j] = gj_ty_num(gj_ty_deffloat(cs));
+  }
 }
 
 /* gpu.derivative(f, x, ...) and gpu.gradient(f, a, b, ...) (docs/autodiff.md,
@@ -269,14 +281,16 @@ static int float_number(gj_ty t)
 ** arguments; its first result a number.  derivative: d f / d x (x active,
 ** the arguments after it passed as they are), then f's first result;
 ** gradient: one partial per argument after f (each active), then the
-** value.  Refused: an active argument that is not a float number, a first
+** value.  An active argument the typer knows as an integer is a number
+** like any (f is typed at the default float for it: gj_typer_deriv_args).
+** Refused: an active argument that is not a number (a C integer), a first
 ** result that is not a number, an f that writes memory, prints, uses
 ** gpu.barrier or takes a derivative itself (nested). */
 static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                            const gj_ty *args, gj_ty *res, int *nres_out)
 {
   const char *nm = intr == GJ_I_DERIVATIVE ? "gpu.derivative" : "gpu.gradient";
-  gj_ty fr[GJ_MAXRET];
+  gj_ty fr[GJ_MAXRET], ta[GJ_MAXPARAMS];
   gj_fn *callee;
   const char *fname;
   char b[200];
@@ -295,17 +309,18 @@ static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
   if (nact + 1 > GJ_MAXRET)
     return gj_typer_error(cs, fn, i, "%s: at most %d arguments after the "
                           "function", nm, GJ_MAXRET - 1);
+  gj_typer_deriv_args(cs, intr, nargs, args, ta);
   for (j = 1; j <= nact; j++)
-    if (!float_number(args[j])) {
+    if (!float_number(ta[j])) {
       gj_ty_str(cs, args[j], b, sizeof(b));
-      return gj_typer_error(cs, fn, i, "%s: argument %d is %s, not a float "
-                            "number: only floats have a derivative%s", nm,
+      return gj_typer_error(cs, fn, i, "%s: argument %d is %s, not a number "
+                            "(a C integer: convert it with tonumber)%s", nm,
                             j + 1, b, intr == GJ_I_GRADIENT ?
-                            " (gpu.derivative passes the arguments after its "
-                            "first as they are)" : "");
+                            "; gpu.derivative passes the arguments after its "
+                            "first as they are" : "");
     }
-  if (gj_typer_call_lua(cs, fn, i, args[0].aux, nargs - 1, args + 1, fr, &nf) ||
-      gj_typer_callee(cs, args[0].aux, nargs - 1, args + 1,
+  if (gj_typer_call_lua(cs, fn, i, args[0].aux, nargs - 1, ta + 1, fr, &nf) ||
+      gj_typer_callee(cs, args[0].aux, nargs - 1, ta + 1,
                       fn->proto->ins[i].line, fn, &callee))
     return -1;
   if (nf < 1 || !gj_ty_isnumeric(fr[0])) {
