@@ -391,9 +391,14 @@ for _, bk in ipairs(H.backends) do
 
     it("keeps kernels with different derivatives apart in the disk cache", function()
       local dir = H.tmpdir()
-      H.with_cache_dir(dir, function()
+      local seen = {}
+      local off = gpu.on_compile(function(e)
+        if e.phase == "done" then seen[#seen + 1] = e.kernel .. " " .. e.cache end
+      end)
+      local ok, err = pcall(H.with_cache_dir, dir, function()
         for round = 1, 2 do   -- the second round loads them from disk
           for ci, c in ipairs({ cases[1], cases[4] }) do
+            -- the same code, another f: another entry
             local k = gpu.kernel(function(x, d, v, m, n)
               local i = gpu.global_id()
               if i < n then
@@ -401,13 +406,18 @@ for _, bk in ipairs(H.backends) do
                 d[i] = di
                 v[i] = vi
               end
-            end, { backend = bk })
+            end, { backend = bk, name = "dcache" .. ci })
             local x = input(ci + round)
             local d = run(k, x, 0)
             for i = 0, N - 1 do close(d[i], c.df(x[i]), HAND, c.name .. ", round " .. round) end
           end
         end
       end)
+      off()
+      assert(ok, err)
+      if bk ~= "sim" then   -- sim compiles nothing
+        assert.same({ "dcache1 written", "dcache2 written", "dcache1 hit", "dcache2 hit" }, seen)
+      end
     end)
   end)
 end
