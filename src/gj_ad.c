@@ -283,7 +283,7 @@ static LLVMValueRef extracted(LLVMValueRef I)
 /* Each float extractvalue that extracted() resolves is replaced by what it
 ** reads (forwarding only: no new operation), and the insertvalues left
 ** without a use are removed. */
-static void forward_extracts(LLVMValueRef body)
+void gj_ad_forward_extracts(LLVMValueRef body)
 {
   LLVMBasicBlockRef bb;
   int changed = 1;
@@ -316,10 +316,7 @@ static void forward_extracts(LLVMValueRef body)
   }
 }
 
-/* Device functions inlined into @gj_body (all of them: a derivative sees
-** one function), slots in SSA, extractvalues forwarded.  No new float
-** operations appear: SROA and instsimplify only forward and fold. */
-static int prepare(gj_ad *a, LLVMValueRef body)
+int gj_ad_prepare(gj_ad *a, LLVMValueRef body, int mark)
 {
   LLVMValueRef f;
   LLVMPassBuilderOptionsRef po;
@@ -327,7 +324,7 @@ static int prepare(gj_ad *a, LLVMValueRef body)
   LLVMLinkage link;
   unsigned ai = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
   unsigned ni = LLVMGetEnumAttributeKindForName("noinline", 8);
-  for (f = LLVMGetFirstFunction(a->m); f; f = LLVMGetNextFunction(f)) {
+  for (f = LLVMGetFirstFunction(a->m); f && mark; f = LLVMGetNextFunction(f)) {
     if (f == body || LLVMIsDeclaration(f)) continue;
     LLVMRemoveEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, ni);
     LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
@@ -347,7 +344,7 @@ static int prepare(gj_ad *a, LLVMValueRef body)
     LLVMDisposeErrorMessage(msg);
     return -1;
   }
-  forward_extracts(body);
+  gj_ad_forward_extracts(body);
   return 0;
 }
 
@@ -571,7 +568,7 @@ int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
     return gj_err_set(err, "kernel %s: derivative: gpu.barrier (shared memory "
                       "phases) is not supported yet", a.kname);
   if (check_shadows(&a, sig, shadow, nfull)) return -1;
-  if (prepare(&a, *body)) return -1;
+  if (gj_ad_prepare(&a, *body, 1)) return -1;
   {
     LLVMBasicBlockRef *order = NULL;
     LLVMValueRef back = NULL;

@@ -60,4 +60,17 @@ int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
                     unsigned as_global, gj_sites *sites, const char *kname,
                     gj_err *err);
 
+/* The derivatives a kernel takes inside itself (gpu.derivative,
+** gpu.gradient; src/gj_cg_deriv.c): each function of m marked
+** "gj-derivative" = "P" (a wrapper that calls a device function f at its
+** own parameters and returns f's first result) gets the forward-mode
+** derivative of that result with respect to its parameter P as its body:
+** f inlined, its tangents computed with tangent 1 on P (0 on the others,
+** and on whatever f reads from arrays), the tangent returned.  The wrapper
+** is then an ordinary alwaysinline device function.  body (@gj_body) is
+** kept.  What has no exact rule is refused as gj_ad_transform refuses it
+** (needs the codegen option ad).  0, or -1 with err set. */
+int gj_ad_inner(LLVMModuleRef m, LLVMValueRef body, const char *kname,
+                gj_err *err);
+
 #endif

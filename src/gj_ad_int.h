@@ -89,6 +89,15 @@ int gj_ad_math(gj_ad *a, LLVMValueRef call, const char *fn, LLVMValueRef x,
                LLVMValueRef dx, LLVMValueRef z, LLVMValueRef dz, LLVMValueRef y,
                LLVMValueRef *out);
 
+/* Device functions inlined (mark: all of them made alwaysinline first, so
+** that a derivative sees one function; else those codegen marked), slots
+** in SSA (every function), then body's extractvalues forwarded.  No new
+** float operations appear: SROA and instsimplify only forward and fold. */
+int gj_ad_prepare(gj_ad *a, LLVMValueRef body, int mark);
+/* Each float extractvalue of fn that reads an inserted value or a constant
+** aggregate's element through a chain of insertvalues is replaced by it. */
+void gj_ad_forward_extracts(LLVMValueRef fn);
+
 /* Forward mode over a->fn, whose shadows are in a->tan and a->sh. */
 int gj_ad_forward(gj_ad *a);
 /* Reverse mode over a->fn (gj_ad_rev.c): adjoints of the arguments with

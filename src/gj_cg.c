@@ -361,10 +361,27 @@ static int emit_call(gj_cg *g, fnstate *fs, int i, LLVMValueRef *res,
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
     int intr = cs->kv[f.aux].intr;
     if (gj_typer_intr(cs, g->fn, i, intr, &nargs, at, rt, nout)) return -1;
+    if (intr == GJ_I_DERIVATIVE || intr == GJ_I_GRADIENT)
+      return gj_cg_derivative(g, i, intr, nargs, args, at, rt, *nout, res);
     return gj_cg_intr(g, i, intr, nargs, args, at, rt, *nout, res);
   }
   (void)nres;
   return gj_cg_call_lua(g, i, f.aux, nargs, args, at, res, rt, nout);
+}
+
+unsigned gj_cg_call_args(gj_cg *g, const gj_fn *callee, LLVMValueRef *args,
+                         const gj_ty *at, LLVMValueRef *cargs)
+{
+  unsigned n = 0;
+  int j;
+  cargs[n++] = g->wi;
+  if (gj_cg_is_resumable(g, callee)) cargs[n++] = NULL;   /* its frame */
+  for (j = 0; j < callee->nparams; j++) {
+    gj_ty pt = callee->params[j];
+    if (!gj_cg_type(g, pt)) continue;
+    cargs[n++] = gj_cg_convert(g, args[j], at[j], pt);
+  }
+  return n;
 }
 
 int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
@@ -400,13 +417,7 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
       g->nshared = sub.nshared;
     }
     g->fn = saved;
-    cargs[n++] = g->wi;
-    if (gj_cg_is_resumable(g, callee)) cargs[n++] = NULL;   /* its frame */
-    for (j = 0; j < callee->nparams; j++) {
-      gj_ty pt = callee->params[j];
-      if (!gj_cg_type(g, pt)) continue;
-      cargs[n++] = gj_cg_convert(g, args[j], at[j], pt);
-    }
+    n = gj_cg_call_args(g, callee, args, at, cargs);
     fty = LLVMGlobalGetValueType((LLVMValueRef)callee->llfn);
     if (gj_cg_is_resumable(g, callee))
       r = gj_cg_call_resumable(g, callee, fty, cargs, n);

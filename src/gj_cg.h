@@ -45,6 +45,13 @@ typedef struct gj_cgopts {
   struct gj_psites *prints;
 } gj_cgopts;
 
+/* math.floor (ceil: math.ceil) of float or double x as LuaJIT computes it
+** (the sign of a zero result included, where C's ceil differs), built at B
+** in module M: for gj_ad_inner, which turns the gj.math.floor/ceil calls of
+** a compile with the option ad back into it. */
+LLVMValueRef gj_cg_floor_at(LLVMModuleRef M, LLVMBuilderRef B, LLVMValueRef x,
+                            int ceil);
+
 /* Emit the kernel fn (typed) into a new module in C.  Fills sig (params,
 ** read/written flags, layout) and *body (@gj_body). */
 int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,

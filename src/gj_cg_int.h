@@ -180,6 +180,16 @@ LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
 ** when first called): results into res[] (types rt[], *nout of them). */
 int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
                    const gj_ty *at, LLVMValueRef *res, gj_ty *rt, int *nout);
+/* The arguments of a call of callee (cargs: %wi, its frame where it is
+** resumable, each parameter with storage converted to its type); their
+** number. */
+unsigned gj_cg_call_args(gj_cg *g, const gj_fn *callee, LLVMValueRef *args,
+                         const gj_ty *at, LLVMValueRef *cargs);
+/* gpu.derivative(f, ...) / gpu.gradient(f, ...) (intr) at instruction i
+** (gj_cg_deriv.c): nout results of types rt (the typer's) into res. */
+int gj_cg_derivative(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
+                     const gj_ty *at, const gj_ty *rt, int nout,
+                     LLVMValueRef *res);
 /* The metamethod call m at instruction i (gj_typer_meta, the state before
 ** i in the slots): *out is the result (NULL where it has no storage, or m
 ** is an __index table's value), for a comparison the i1 the branch takes

@@ -192,14 +192,13 @@ static LLVMValueRef math2(gj_cg *g, const char *fn, gj_scalar s,
   return gj_cg_call(g, name, t, ps, 2, args);
 }
 
-/* |mag| with the sign bit of sgn. */
-static LLVMValueRef copysign_of(gj_cg *g, LLVMValueRef mag, LLVMValueRef sgn,
-                                gj_scalar s)
+/* |mag| with the sign bit of sgn (float or double), built at B. */
+static LLVMValueRef copysign_at(LLVMBuilderRef B, LLVMValueRef mag, LLVMValueRef sgn)
 {
-  LLVMBuilderRef B = g->B;
-  LLVMTypeRef t = gj_cg_scalar_type(g, s);
-  LLVMTypeRef it = s == GJ_F32 ? g->lt[LT_I32] : g->lt[LT_I64];
-  LLVMValueRef bit = LLVMConstInt(it, s == GJ_F32 ? 0x80000000ull : 1ull << 63, 0);
+  LLVMTypeRef t = LLVMTypeOf(mag);
+  int f32 = LLVMGetTypeKind(t) == LLVMFloatTypeKind;
+  LLVMTypeRef it = LLVMIntTypeInContext(LLVMGetTypeContext(t), f32 ? 32 : 64);
+  LLVMValueRef bit = LLVMConstInt(it, f32 ? 0x80000000ull : 1ull << 63, 0);
   LLVMValueRef m = LLVMBuildAnd(B, LLVMBuildBitCast(B, mag, it, ""), LLVMBuildNot(B, bit, ""), "");
   LLVMValueRef sg = LLVMBuildAnd(B, LLVMBuildBitCast(B, sgn, it, ""), bit, "");
   return LLVMBuildBitCast(B, LLVMBuildOr(B, m, sg, ""), t, "");
@@ -209,25 +208,33 @@ static LLVMValueRef copysign_of(gj_cg *g, LLVMValueRef mag, LLVMValueRef sgn,
 ** to nearest by adding and subtracting 2^52 (2^23 for float), put the sign
 ** back, then step by one toward the requested side.  This differs from C's
 ** floor/ceil in the sign of some zeros: ceil(-0.75) is +0 in LuaJIT. */
-LLVMValueRef gj_cg_floor(gj_cg *g, LLVMValueRef x, gj_scalar s, int ceil)
+LLVMValueRef gj_cg_floor_at(LLVMModuleRef M, LLVMBuilderRef B, LLVMValueRef x,
+                            int ceil)
 {
-  LLVMBuilderRef B = g->B;
-  LLVMTypeRef t = gj_cg_scalar_type(g, s);
-  double big = s == GJ_F32 ? 8388608.0 : 4503599627370496.0;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  int f32 = LLVMGetTypeKind(t) == LLVMFloatTypeKind;
+  double big = f32 ? 8388608.0 : 4503599627370496.0;
   LLVMValueRef two = LLVMConstReal(t, big), one = LLVMConstReal(t, 1.0);
-  LLVMValueRef ax;
-  if (g->opts->ad)   /* a derivative's compile: one call, one rule */
-    return math1(g, ceil ? "ceil" : "floor", s, x);
-  ax = math1(g, "fabs", s, x);
-  LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFAdd(B, ax, two, ""), two, "");
-  LLVMValueRef step;
-  r = copysign_of(g, r, x, s);
+  LLVMValueRef ax, r, step, fabs_fn;
+  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
+  const char *fname = f32 ? "gj.math.fabs.f32" : "gj.math.fabs.f64";
+  if (!(fabs_fn = LLVMGetNamedFunction(M, fname))) fabs_fn = LLVMAddFunction(M, fname, fty);
+  ax = LLVMBuildCall2(B, fty, fabs_fn, &x, 1, "");
+  r = LLVMBuildFSub(B, LLVMBuildFAdd(B, ax, two, ""), two, "");
+  r = copysign_at(B, r, x);
   step = ceil ? LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, x, r, ""),
                                 LLVMBuildFAdd(B, r, one, ""), r, "")
               : LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, r, ""),
                                 LLVMBuildFSub(B, r, one, ""), r, "");
   /* |x| >= 2^52 (or NaN): x is already integral */
   return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, ax, two, ""), step, x, "");
+}
+
+LLVMValueRef gj_cg_floor(gj_cg *g, LLVMValueRef x, gj_scalar s, int ceil)
+{
+  if (g->opts->ad)   /* a derivative's compile: one call, one rule */
+    return math1(g, ceil ? "ceil" : "floor", s, x);
+  return gj_cg_floor_at(g->M, g->B, x, ceil);
 }
 
 /* An operand of a 64-bit bit.* operation on kind s (int64_t or uint64_t),
@@ -678,7 +685,7 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
     LLVMValueRef fr = LLVMBuildSelect(B, inf, LLVMConstReal(t, 0.0),
                                       LLVMBuildFSub(B, x, ip, ""), "");
     res[0] = ip;
-    if (nres > 1) res[1] = copysign_of(g, fr, x, s);
+    if (nres > 1) res[1] = copysign_at(g->B, fr, x);
     return 0;
   }
   default:

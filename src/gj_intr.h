@@ -29,7 +29,8 @@
   _(B_BNOT, "bit.bnot") _(B_LSHIFT, "bit.lshift") _(B_RSHIFT, "bit.rshift") \
   _(B_ARSHIFT, "bit.arshift") _(B_ROL, "bit.rol") _(B_ROR, "bit.ror") \
   _(B_TOBIT, "bit.tobit") \
-  _(PRINT, "print") _(TYPE, "type")
+  _(PRINT, "print") _(TYPE, "type") \
+  _(DERIVATIVE, "derivative") _(GRADIENT, "gradient")
 
 typedef enum gj_intr {
 #define GJ_INTRENUM(id, name) GJ_I_##id,

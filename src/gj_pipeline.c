@@ -614,7 +614,14 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   cgo.cancel = o->timeout > 0;
   cgo.prints = &mid->prints;
   cgo.argnames = po.argnames;
-  cgo.ad = o->derivative != 0;
+  cgo.ad = o->derivative != 0 || cs.derivs > 0;
+  if (o->derivative && cs.derivs) {
+    gj_err_set(err, "%s:%d: gpu.derivative or gpu.gradient in a kernel that "
+               "is itself differentiated (gpu.jvp, gpu.grad, a tape) is not "
+               "supported yet (in kernel %s)", cs.deriv_chunk, cs.deriv_line,
+               o->name);
+    goto done;
+  }
   gj_plugset_buffers(ps, xbuf, xnames, xelems);
   cgo.nextra = ps->nbuf;
   cgo.extra_names = xnames;
@@ -626,7 +633,9 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   /* not in the module (the record's size is the program's, at load) */
   mid->sig.print_cap = mid->sig.prints ?
       (o->print_cap ? o->print_cap : GJ_PRINT_DEFAULT_CAP) : 0;
-  /* 3a. the derivative (gj_ad.h), before the plugins see the module */
+  /* 3a. the derivative (gj_ad.h), before the plugins see the module; or
+  ** those the kernel takes inside */
+  if (cs.derivs && gj_ad_inner(mid->m, body, o->name, err)) goto done;
   if (o->derivative &&
       gj_ad_transform(mid->m, &body, &mid->sig, o->derivative, o->shadow,
                       o->nparams, mid->job.as_global, &mid->sites, o->name,

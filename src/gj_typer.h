@@ -154,6 +154,9 @@ typedef struct gj_fn {
   uint8_t *reached;      /* per block */
   int busy;              /* being typed: a call to it is recursion */
   int uses_barrier;      /* it calls gpu.barrier, itself or through a call */
+  int uses_deriv;        /* it calls gpu.derivative or gpu.gradient, itself
+                         ** or through a call */
+  int uses_print;        /* it calls print, itself or through a call */
   void *llfn;            /* codegen's LLVMValueRef */
   uint32_t frame_bytes;  /* codegen: its frame, when resumable */
 } gj_fn;
@@ -180,6 +183,11 @@ typedef struct gj_cs {
   gj_fn **fns;           /* fns[0] is the kernel */
   gj_structs *structs;   /* the struct types of the signature (NULL: none) */
   int depth;             /* device-function calls being typed, nested */
+  int derivs;            /* gpu.derivative/gradient calls typed (the
+                         ** compile then needs the codegen option ad and
+                         ** gj_ad_inner); the first one's place: */
+  const char *deriv_chunk;
+  int deriv_line;
 } gj_cs;
 
 /* Multiple results of the last call with C == 0 (MULTRES), tracked with the
@@ -233,6 +241,12 @@ int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
 /* Type helpers shared with codegen. */
 gj_ty gj_ty_num(gj_scalar s);
 gj_scalar gj_ty_deffloat(const gj_cs *cs);
+/* The argument types (f first) at which gpu.derivative / gpu.gradient
+** (intr) call f: an active argument that is an integer (a Lua number the
+** typer knows as one) is converted to the default float, as a number it
+** is; a C integer (cdata) stays, and is refused. */
+void gj_typer_deriv_args(gj_cs *cs, int intr, int nargs, const gj_ty *args,
+                         gj_ty *out);
 /* The concrete scalar a numeric/bool type is held in (weak ones
 ** materialized).  GJ_SCALAR__MAX for non-scalars.  With cs->narrow32, an
 ** int64_t that stands for a Lua number or an id (not a C integer) and

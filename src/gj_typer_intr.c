@@ -4,6 +4,7 @@
 ** (docs/typing.md, docs/kernels.md).
 */
 #include <math.h>
+#include <stdio.h>
 
 #include "gj_intr.h"
 #include "gj_typer.h"
@@ -254,6 +255,106 @@ static int type_type(gj_cs *cs, gj_fn *fn, int i, int nargs,
   return 0;
 }
 
+/* --- gpu.derivative, gpu.gradient ----------------------------------------- */
+
+/* A float number? */
+static int float_number(gj_ty t)
+{
+  return t.k == GJ_T_WFLT ||
+         (t.k == GJ_T_NUM && gj_scalar_isfloat((gj_scalar)t.s) && !t.cint);
+}
+
+void gj_typer_deriv_args(gj_cs *cs, int intr, int nargs, const gj_ty *args,
+                         gj_ty *out)
+{
+  int j, nact = intr == GJ_I_DERIVATIVE ? 1 : nargs - 1;
+  for (j = 0; j < nargs; j++) {
+    out[j] = args[j];
+    if (j >= 1 && j <= nact && !float_number(args[j]) && gj_ty_isnumeric(args[j]) &&
+        !args[j].cint)
+      out[j] = gj_ty_num(gj_ty_deffloat(cs));
+  }
+}
+
+/* gpu.derivative(f, x, ...) and gpu.gradient(f, a, b, ...) (docs/autodiff.md,
+** "Inside kernels"): f a device function, typed as called at the other
+** arguments; its first result a number.  derivative: d f / d x (x active,
+** the arguments after it passed as they are), then f's first result;
+** gradient: one partial per argument after f (each active), then the
+** value.  An active argument the typer knows as an integer is a number
+** like any (f is typed at the default float for it: gj_typer_deriv_args).
+** Refused: an active argument that is not a number (a C integer), a first
+** result that is not a number, an f that writes memory, prints, uses
+** gpu.barrier or takes a derivative itself (nested). */
+static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                           const gj_ty *args, gj_ty *res, int *nres_out)
+{
+  const char *nm = intr == GJ_I_DERIVATIVE ? "gpu.derivative" : "gpu.gradient";
+  gj_ty fr[GJ_MAXRET], ta[GJ_MAXPARAMS];
+  gj_fn *callee;
+  const char *fname;
+  char b[200];
+  int nf = 0, j, nact;
+  if (nargs < 2)
+    return gj_typer_error(cs, fn, i, "%s expects a device function and at least "
+                          "one number, got %d argument%s", nm, nargs,
+                          nargs == 1 ? "" : "s");
+  if (args[0].k != GJ_T_KV || cs->kv[args[0].aux].kind != GJ_KV_FUNC) {
+    gj_ty_str(cs, args[0], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "%s: argument 1 is %s, not a device "
+                          "function (a Lua function the kernel can call)", nm, b);
+  }
+  fname = cs->kv[args[0].aux].name;
+  nact = intr == GJ_I_DERIVATIVE ? 1 : nargs - 1;
+  if (nact + 1 > GJ_MAXRET)
+    return gj_typer_error(cs, fn, i, "%s: at most %d arguments after the "
+                          "function", nm, GJ_MAXRET - 1);
+  gj_typer_deriv_args(cs, intr, nargs, args, ta);
+  for (j = 1; j <= nact; j++)
+    if (!float_number(ta[j])) {
+      gj_ty_str(cs, args[j], b, sizeof(b));
+      return gj_typer_error(cs, fn, i, "%s: argument %d is %s, not a number "
+                            "(a C integer: convert it with tonumber)%s", nm,
+                            j + 1, b, intr == GJ_I_GRADIENT ?
+                            "; gpu.derivative passes the arguments after its "
+                            "first as they are" : "");
+    }
+  if (gj_typer_call_lua(cs, fn, i, args[0].aux, nargs - 1, ta + 1, fr, &nf) ||
+      gj_typer_callee(cs, args[0].aux, nargs - 1, ta + 1,
+                      fn->proto->ins[i].line, fn, &callee))
+    return -1;
+  if (nf < 1 || !gj_ty_isnumeric(fr[0])) {
+    if (nf < 1) snprintf(b, sizeof(b), "nothing");
+    else gj_ty_str(cs, fr[0], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "%s: the first result of device function "
+                          "'%s' is %s: only a number can be differentiated",
+                          nm, fname, b);
+  }
+  if (callee->uses_deriv)
+    return gj_typer_error(cs, fn, i, "%s: device function '%s' takes a "
+                          "derivative itself (gpu.derivative or gpu.gradient): "
+                          "nested derivatives are not supported", nm, fname);
+  if (callee->uses_barrier)
+    return gj_typer_error(cs, fn, i, "%s: device function '%s' calls "
+                          "gpu.barrier, which has no derivative", nm, fname);
+  if (callee->uses_print)
+    return gj_typer_error(cs, fn, i, "%s: device function '%s' calls print, "
+                          "which its derivative would run again", nm, fname);
+  if (callee->wmask)
+    return gj_typer_error(cs, fn, i, "%s: device function '%s' writes into an "
+                          "array: a function differentiated inside a kernel "
+                          "must not write memory", nm, fname);
+  fn->uses_deriv = 1;
+  if (!cs->derivs++) {
+    cs->deriv_chunk = fn->proto->chunk;
+    cs->deriv_line = fn->proto->ins[i].line;
+  }
+  for (j = 0; j < nact; j++) res[j] = float_of(cs, fr[0]);
+  res[nact] = fr[0];
+  *nres_out = nact + 1;
+  return 0;
+}
+
 int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
                   const gj_ty *args, gj_ty *res, int *nres_out)
 {
@@ -283,9 +384,12 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
   case GJ_I_ATOMIC_XOR: case GJ_I_ATOMIC_XCHG: case GJ_I_ATOMIC_CAS:
     return type_group_intr(cs, fn, i, intr, nargs, args, res, nres_out);
   case GJ_I_PRINT:
+    fn->uses_print = 1;
     return type_print(cs, fn, i, nargs, args, nres_out);
   case GJ_I_TYPE:
     return type_type(cs, fn, i, nargs, args, res);
+  case GJ_I_DERIVATIVE: case GJ_I_GRADIENT:
+    return type_derivative(cs, fn, i, intr, nargs, args, res, nres_out);
   default:
     break;
   }

@@ -416,6 +416,8 @@ int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
   *nout = callee->nret;
   for (j = 0; j < *nout; j++) res[j] = gj_ty_returned(callee->ret[j], nargs, args);
   fn->uses_barrier |= callee->uses_barrier;
+  fn->uses_deriv |= callee->uses_deriv;
+  fn->uses_print |= callee->uses_print;
   for (j = 0; j < nargs && j < callee->nparams; j++)
     if (args[j].k == GJ_T_ARR || args[j].k == GJ_T_SREF) {
       if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;

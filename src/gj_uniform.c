@@ -126,7 +126,8 @@ static int call_bits(ufn *a, int b, int i, const gj_tstate *st, int report,
     int intr = cs->kv[f.aux].intr;
     *x = vor(a, arg0, nargs);
     if (intr == GJ_I_GLOBAL_ID || intr == GJ_I_LOCAL_ID ||
-        (intr >= GJ_I_ATOMIC_ADD && intr <= GJ_I_ATOMIC_CAS))
+        (intr >= GJ_I_ATOMIC_ADD && intr <= GJ_I_ATOMIC_CAS) ||
+        intr == GJ_I_DERIVATIVE || intr == GJ_I_GRADIENT)   /* f may read ids */
       *x = 1;
     if (intr == GJ_I_BARRIER) a->hasbar[b] = 1;
     if (report && intr == GJ_I_BARRIER && a->div[b])

@@ -393,6 +393,68 @@ return function(raise, set_dims)
     end
   end
 
+  -- gpu.derivative(f, x, ...) and gpu.gradient(f, a, b, ...) inside a kernel
+  -- (sim.derivative, sim.gradient; docs/autodiff.md, "Inside kernels"): f
+  -- runs on duals once per active argument (x alone; each argument of
+  -- gradient) with tangent 1 there, the partials are the tangents of its
+  -- first result, and the value (the last result) is f's plain call.  As on
+  -- the compiled backends: nested derivatives and derivatives in a kernel
+  -- that is itself differentiated are refused.
+  local NESTED, depth = {}, 0
+  local function inner(name, gradient)
+    local what = "gpu." .. name
+    return function(f, ...)
+      local n = select("#", ...)
+      if type(f) ~= "function" then
+        error(what .. ": argument 1 is a " .. type(f) .. ", not a device function (a Lua "
+          .. "function the kernel can call)", 3)
+      end
+      if n < 1 then
+        error(what .. " expects a device function and at least one number, got 1 argument", 3)
+      end
+      if depth > 0 then error(NESTED, 0) end
+      if math.sqrt == R.sqrt then
+        error("gpu.derivative or gpu.gradient in a kernel that is itself differentiated "
+          .. "(gpu.jvp, gpu.grad, a tape) is not supported yet", 3)
+      end
+      local args = { ... }
+      local nact = gradient and n or 1
+      for k = 1, nact do
+        if type(args[k]) ~= "number" then
+          error(what .. ": argument " .. (k + 1) .. " is a " .. type(args[k]) .. ", not a float "
+            .. "number: only floats have a derivative", 3)
+        end
+      end
+      local out, bad = {}, nil
+      depth = depth + 1
+      local ok, err = pcall(with_duals, function()
+        for k = 1, nact do
+          local a = { unpack(args, 1, n) }
+          a[k] = dual(args[k], 1)
+          local r = f(unpack(a, 1, n))
+          if isdual(r) then out[k] = r.d
+          elseif type(r) == "number" then out[k] = 0
+          else bad = type(r) end
+        end
+      end)
+      depth = depth - 1
+      if not ok then
+        if err == NESTED then
+          error(what .. ": the device function takes a derivative itself (gpu.derivative or "
+            .. "gpu.gradient): nested derivatives are not supported", 3)
+        end
+        error(err, 0)
+      end
+      if bad then
+        error(what .. ": the first result of the device function is a " .. bad .. ": only a "
+          .. "number can be differentiated", 3)
+      end
+      out[nact + 1] = (f(...))
+      return unpack(out, 1, nact + 1)
+    end
+  end
+  sim.inner_ad = { derivative = inner("derivative", false), gradient = inner("gradient", true) }
+
   function M.launch(D, cfg, out, pattern)
     if D.mode == "reverse" then return reverse(D.kernel, cfg, out, pattern) end
     return forward(D.kernel, cfg, out, pattern)

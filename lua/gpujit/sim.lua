@@ -237,11 +237,23 @@ function M.atomic_cas(a, i, expected, new)
   return old
 end
 
+-- gpu.derivative(f, x, ...) and gpu.gradient(f, a, b, ...) (docs/autodiff.md,
+-- "Inside kernels"): dual numbers, gpujit.adsim's, which sets M.inner_ad
+-- when it is loaded (with gpujit).  They also work outside kernels.
+local function pass(...) return ... end
+local function inner_ad(name)
+  M[name] = function(...)
+    return pass(M.inner_ad[name](...))   -- not a tail call: errors name the caller's line
+  end
+end
+inner_ad("derivative")
+inner_ad("gradient")
+
 M.intrinsics = {
   "global_id", "local_id", "group_id", "group_size", "num_groups", "global_size",
   "barrier", "shared", "local_array",
   "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and", "atomic_or",
-  "atomic_xor", "atomic_xchg", "atomic_cas",
+  "atomic_xor", "atomic_xchg", "atomic_cas", "derivative", "gradient",
 }
 
 ---------------------------------------------------------------------------

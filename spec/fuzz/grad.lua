@@ -112,8 +112,10 @@ local function expr(r, d, vars, ctx)
 end
 
 -- The body of one kernel: statements over float locals, then y[i] = ...
+-- (ctx.fn: of a device function of p and q instead, without arrays or
+-- atomics, whose early return and end return a value: spec/fuzz/grad_inner.lua)
 local function body(r, out, ind, ctx)
-  local vars = { "y0", "x[i]", "a" }
+  local vars = ctx.fn and { "p", "q" } or { "y0", "x[i]", "a" }
   local nv = 0
   local function fresh()
     nv = nv + 1
@@ -159,8 +161,12 @@ local function body(r, out, ind, ctx)
         .. ", " .. expr(r, 2, vars, ctx) .. ")")
       vars[#vars + 1] = p
       vars[#vars + 1] = q
-    elseif c == 8 then
+    elseif c == 8 and not ctx.fn then
       line("gpu.atomic_add(z, i % 2, " .. expr(r, 2, vars, ctx) .. ")")
+    elseif ctx.fn then
+      line("if " .. expr(r, 2, vars, ctx) .. " > " .. CONSTS[r(#CONSTS)] .. " then")
+      line("  return " .. expr(r, 2, vars, ctx))
+      line("end")
     else
       line("if " .. expr(r, 2, vars, ctx) .. " > " .. CONSTS[r(#CONSTS)] .. " then")
       line("  y[i] = " .. expr(r, 2, vars, ctx))
@@ -168,14 +174,16 @@ local function body(r, out, ind, ctx)
       line("end")
     end
   end
-  line("y[i] = " .. expr(r, 3, vars, ctx))
+  line((ctx.fn and "return " or "y[i] = ") .. expr(r, 3, vars, ctx))
 end
 
-function GR.generate(seed)
-  local r = rng(seed)
-  local out = {}
-  local ctx = { fns = {}, fns2 = {} }
-  for f = 1, r(3) - 1 do   -- 0..2 device functions, each may call the earlier
+-- The generator's parts, for spec/fuzz/grad_inner.lua.
+GR.rng, GR.body = rng, body
+
+-- 0..2 device functions f1, f2 of (p, q) into out (each may call the
+-- earlier; ctx.fns: their names, ctx.fns2: those with two results).
+local function devfns(r, out, ctx)
+  for f = 1, r(3) - 1 do
     local name = "f" .. f
     local two = r(2) == 1
     local fvars = { "p", "q" }
@@ -187,6 +195,14 @@ function GR.generate(seed)
     if two then ctx.fns2[#ctx.fns2 + 1] = name end
     ctx.fns[#ctx.fns + 1] = name
   end
+end
+GR.devfns = devfns
+
+function GR.generate(seed)
+  local r = rng(seed)
+  local out = {}
+  local ctx = { fns = {}, fns2 = {} }
+  devfns(r, out, ctx)
   out[#out + 1] = "K = function(a, x, y, z, n)"
   out[#out + 1] = "  local i = gpu.global_id()"
   out[#out + 1] = "  if i >= n then return end"

@@ -8,6 +8,10 @@
 --                                            N kernels' gradients against finite
 --                                            differences and forward mode, on
 --                                            every backend listed (sim too)
+--   luajit spec/fuzz/main.lua --deriv [N [SEED]]  derivatives inside kernels
+--                                            (spec/fuzz/grad_inner.lua): N device
+--                                            functions' gpu.gradient against finite
+--                                            differences and sim's dual numbers
 --
 --   luajit spec/fuzz/main.lua --lua [N [SEED]]   every kernel generated as a
 --                                            "double" one and compiled with
@@ -35,11 +39,12 @@ if arg[1] == "--repro" then
   os.exit(#fails == 0 and 0 or 1)
 end
 
-if arg[1] == "--grad" then
-  local GR = require("spec.fuzz.grad")
+if arg[1] == "--grad" or arg[1] == "--deriv" then
+  local mode = arg[1]
+  local GR = require(mode == "--grad" and "spec.fuzz.grad" or "spec.fuzz.grad_inner")
   local n, seed0 = tonumber(arg[2]) or 1000, tonumber(arg[3]) or os.time()
   backends = H.backends   -- sim too: its derivatives run on dual numbers (gpujit.adsim)
-  print(string.format("fuzz --grad: %d kernels from seed %d on %s, %d per compile", n, seed0,
+  print(string.format("fuzz %s: %d kernels from seed %d on %s, %d per compile", mode, n, seed0,
     table.concat(backends, ","), GR.BATCH))
   local t0, bad = os.time(), 0
   for _, bk in ipairs(backends) do
@@ -62,8 +67,8 @@ if arg[1] == "--grad" then
         st.unsmooth = st.unsmooth + r.unsmooth
       end
     end
-    print(string.format("fuzz --grad on %s: %d kernels, %d mismatches, %d refused, %d skipped (out of "
-      .. "range), %d elements not compared (not smooth there), %d s", bk, n, st.fails, st.refused,
+    print(string.format("fuzz %s on %s: %d kernels, %d mismatches, %d refused, %d skipped (out of "
+      .. "range), %d elements not compared (not smooth there), %d s", mode, bk, n, st.fails, st.refused,
       st.skipped, st.unsmooth, os.time() - t0))
     bad = bad + st.fails
   end
