@@ -404,6 +404,7 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
     else
       r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
     gj_cg_cancel_here(g);   /* stopped inside the callee: stop here too */
+    gj_cg_assert_after_call(g);   /* failed inside it: return too */
     *nout = callee->nret;
     if (callee->nret == 1) {
       res[0] = ret_llvm(g, callee->ret[0]) ? r : NULL;
@@ -840,7 +841,8 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   sig->uses_barrier = (uint8_t)kernel->uses_barrier;
   sig->cancel = (uint8_t)(opts->cancel != 0);
   sig->prints = (uint8_t)(opts->prints && opts->prints->n > 0);
-  sig->faults = (opts->sites && opts->sites->n > 0) || sig->cancel || sig->prints;
+  sig->faults = (opts->sites && opts->sites->n > 0) || sig->cancel || sig->prints ||
+                (opts->asserts && opts->asserts->n > 0);
   *out = g.M;
   return 0;
 }

@@ -178,6 +178,9 @@ typedef struct gj_cs {
   gj_fn **fns;           /* fns[0] is the kernel */
   gj_structs *structs;   /* the struct types of the signature (NULL: none) */
   int depth;             /* device-function calls being typed, nested */
+  int fails;             /* an assert or error call was typed: codegen
+                         ** checks the fault record after device-function
+                         ** calls (gj_cg_assert.c) */
 } gj_cs;
 
 /* Multiple results of the last call with C == 0 (MULTRES), tracked with the
