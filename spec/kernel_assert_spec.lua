@@ -50,6 +50,12 @@ local function nonneg(v)
   return v * 2
 end
 
+-- error() ends its path: the function need not return a value after it
+local function halve(v)
+  if v % 2 == 0 then return v / 2 end
+  _G.error("odd value") --@odd
+end
+
 for _, bk in ipairs(H.backends) do
   describe("assert and error in kernels [" .. bk .. "]", function()
     it("an assert that holds: no error, the results of plain LuaJIT", function()
@@ -126,6 +132,19 @@ for _, bk in ipairs(H.backends) do
       x[8191], x[4097] = 8191, 4097
       k:launch(N, x, y, N)
       for i = 0, N - 1 do assert.equals(2 * i, y[i]) end
+    end)
+
+    it("a path that ends in error() returns nothing: the device function's other returns decide", function()
+      local k = H.kernel(bk, function(x, y, n)
+        local i = gpu.global_id()
+        if i < n then y[i] = halve(x[i]) end
+      end, { name = "half" })
+      local x, y = darr(N, function(i) return 2 * i end), darr(N, function() return 0 end)
+      k:launch(N, x, y, N)
+      for i = 0, N - 1 do assert.equals(i, y[i]) end
+      x[3001], x[2999] = 1, 3
+      check_fail(H.error_of(k.launch, k, N, x, y, N), H.line_of("--@odd"), "odd value", 2999,
+        "half")
     end)
 
     it("2-D launches: the work item is the linear global id x + width * y", function()

@@ -609,6 +609,10 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     gj_ty rt[GJ_MAXRET + 1];
     int nout = 0, j, fslot, arg0, nargs, nres;
     if (emit_call(g, fs, i, res, rt, &nout)) return -1;
+    if (ed->dead) {   /* error(msg): the rest of the block does not run */
+      LLVMBuildUnreachable(g->B);
+      return 1;
+    }
     if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT) {
       emit_return(g, fn, nout, res, rt);
       return 1;
@@ -749,6 +753,7 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
       term = emit_ins(g, &fs, b, i, &ed);
       if (term < 0) goto done;
       if (g->opts->ad) tag_lines(g, bb, last, i);
+      if (ed.dead) break;
     }
     if (!term) {
       if (blk->nsucc == 1)

@@ -198,6 +198,8 @@ typedef struct gj_edges {
   int live[2];
   int copy_a;       /* ISTC/ISFC: on the jump edge, slot copy_a = slot d */
   int copy_d;
+  int dead;         /* the instruction does not return (error(msg)): the
+                    ** rest of its block and every edge out are dead */
 } gj_edges;
 
 /* The session takes src over (NULL: memory ran out, which
