@@ -218,7 +218,7 @@ for _, bk in ipairs(H.backends) do
 end
 
 for _, bk in ipairs(H.compilers) do
-  describe("assert and error in kernels, refused messages [" .. bk .. "]", function()
+  describe("assert and error in compiled kernels [" .. bk .. "]", function()
     it("a message that is not a string constant is refused at its line", function()
       local msg = H.compile_error(bk, function(x, n)
         local i = gpu.global_id()
@@ -238,6 +238,23 @@ for _, bk in ipairs(H.compilers) do
       end, { "double[]", "int32_t" })
       H.check_compile_error(msg, FILE, H.line_of("--@level"), "bad", { "no level" })
       H.sanity(bk)
+    end)
+
+    it("a launch on a stream reports its failure at synchronize", function()
+      local k = H.kernel(bk, checked_pos, { name = "pos" })
+      local s = gpu.stream(bk)
+      local x = darr(1000, function(i) return i end)
+      x[600], x[300] = -1, -2
+      local gx, gy = gpu.to_device(x, "double", bk), gpu.to_device(x, "double", bk)
+      k:launch({ global = 1000, stream = s }, gx, gy, 1000)
+      check_fail(H.error_of(s.synchronize, s), H.line_of("--@pos"),
+        "assertion failed: x must be non-negative", 300, "pos")
+      -- the stream and the kernel go on
+      local gz = gpu.to_device(darr(1000, function(i) return i end), "double", bk)
+      k:launch({ global = 1000, stream = s }, gz, gy, 1000)
+      s:synchronize()
+      local y = gy:to_host()
+      for i = 0, 999 do assert.equals(2 * i + 1, y[i]) end
     end)
 
     it("a kernel without assert has no fail word in its code", function()
