@@ -734,9 +734,10 @@ static int cpu_run_plan(gj_bstate *st, cpu_plan *pl, void *args, gj_err *err)
   if (interrupted)
     return gj_err_set(err, "launch interrupted (Ctrl-C): no work group started "
                       "after the SIGINT");
-  /* stopped (a timeout): work items that returned early left others at a
-  ** barrier; the core reports the timeout */
-  if (fault && !(record && __atomic_load_n(&record->cancel, __ATOMIC_RELAXED)))
+  /* stopped (a timeout) or failed (assert, error): work items that
+  ** returned early left others at a barrier; the core reports why */
+  if (fault && !(record && (__atomic_load_n(&record->cancel, __ATOMIC_RELAXED) ||
+                            __atomic_load_n(&record->fail, __ATOMIC_RELAXED))))
     return gj_err_set(err, "launch: the work items of a group stopped at "
                       "different gpu.barrier() calls, or some finished while "
                       "others waited at one: a barrier must be reached by "

@@ -70,6 +70,16 @@
 **   in it (cpu: the record itself; a GPU: a small device buffer zeroed
 **   before the launch and read back after it).  With sig->faults 0 the
 **   kernel has no checks, launch gets NULL and nothing may change.
+** - assert and error in kernels (gj_cg_assert.c; sig->faults is 1): a
+**   work item that fails does an atomic umax (monotonic) of the 64-bit
+**   word ~(item << 16 | site) into the record's `fail` (item: the linear
+**   global id, below 2^48; site: the call's index in the kernel's table,
+**   below 2^16), so the smallest failing work item wins whatever the order
+**   the items ran in, and returns.  After a call of a device function the
+**   caller returns too when `fail` names a work item at or below its own
+**   (its own failure, or a smaller one that is reported anyway).  Other
+**   work items go on.  Nothing else is asked of a backend: the record is
+**   zeroed and read back as for the bounds checks.
 ** - Cancellation (gpu.kernel's timeout; sig->cancel is 1, and then
 **   sig->faults is 1 too): at every loop back-edge, and after every call
 **   of a device function, the core loads the record's `cancel` word
@@ -145,6 +155,10 @@ typedef struct gj_fault {
                      ** stops the work items (see the top of this file) */
   int64_t index;     /* the index used */
   int64_t length;    /* the array's length */
+  uint64_t fail;     /* assert/error: 0, or the largest ~(item << 16 |
+                     ** site) that failing work items wrote (an atomic
+                     ** max): the smallest failing work item (see the
+                     ** top of this file) */
 } gj_fault;
 
 /* The head of a print area (sig->prints; see the top of this file); the

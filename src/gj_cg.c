@@ -424,6 +424,7 @@ int gj_cg_call_lua(gj_cg *g, int i, int kv, int nargs, LLVMValueRef *args,
     else
       r = LLVMBuildCall2(g->B, fty, (LLVMValueRef)callee->llfn, cargs, n, "");
     gj_cg_cancel_here(g);   /* stopped inside the callee: stop here too */
+    gj_cg_assert_after_call(g);   /* failed inside it: return too */
     *nout = callee->nret;
     if (callee->nret == 1) {
       res[0] = ret_llvm(g, callee->ret[0]) ? r : NULL;
@@ -628,6 +629,10 @@ static int emit_ins(gj_cg *g, fnstate *fs, int b, int i, gj_edges *ed)
     gj_ty rt[GJ_MAXRET + 1];
     int nout = 0, j, fslot, arg0, nargs, nres;
     if (emit_call(g, fs, i, res, rt, &nout)) return -1;
+    if (ed->dead) {   /* error(msg): the rest of the block does not run */
+      LLVMBuildUnreachable(g->B);
+      return 1;
+    }
     if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT) {
       emit_return(g, fn, nout, res, rt);
       return 1;
@@ -770,6 +775,7 @@ static int emit_fn(gj_cg *g, gj_fn *fn)
       term = emit_ins(g, &fs, b, i, &ed);
       if (term < 0) goto done;
       if (g->opts->ad) tag_lines(g, bb, last, i);
+      if (ed.dead) break;
     }
     if (!term) {
       if (blk->nsucc == 1)
@@ -863,7 +869,8 @@ int gj_cg_module(gj_cs *cs, gj_fn *kernel, const gj_job *job,
   sig->uses_barrier = (uint8_t)kernel->uses_barrier;
   sig->cancel = (uint8_t)(opts->cancel != 0);
   sig->prints = (uint8_t)(opts->prints && opts->prints->n > 0);
-  sig->faults = (opts->sites && opts->sites->n > 0) || sig->cancel || sig->prints;
+  sig->faults = (opts->sites && opts->sites->n > 0) || sig->cancel || sig->prints ||
+                (opts->asserts && opts->asserts->n > 0);
   *out = g.M;
   return 0;
 }

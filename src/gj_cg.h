@@ -43,6 +43,9 @@ typedef struct gj_cgopts {
   int ad;
   /* print(...) calls: each is appended to prints (gj_cg_print.c). */
   struct gj_psites *prints;
+  /* assert(...) and error(...) calls: each is appended to asserts
+  ** (gj_cg_assert.c). */
+  struct gj_asites *asserts;
 } gj_cgopts;
 
 /* math.floor (ceil: math.ceil) of float or double x as LuaJIT computes it

@@ -141,6 +141,21 @@ void gj_cg_barrier(gj_cg *g);
 /* print(...) (gj_cg_print.c): append a record to the launch's print area. */
 int gj_cg_print(gj_cg *g, int i, int nargs, LLVMValueRef *args, const gj_ty *at);
 
+/* The work item's linear global id, x + gx * (y + gy * z), an i64
+** (gj_cg_print.c; the order of print's records and of assert's). */
+LLVMValueRef gj_cg_linear_id(gj_cg *g);
+
+/* assert(...) and error(...) (gj_cg_assert.c, intr GJ_I_ASSERT or
+** GJ_I_ERROR): where the call fails, record it in the fault record and
+** return from the function; assert's result (its first argument) in
+** res[0] (on OpenCL in a function with barriers: record and go on).
+** after_call: right after a device-function call in a kernel
+** that has such calls (cs->fails), return when the record names a failed
+** work item at or below this one; nothing otherwise. */
+int gj_cg_assert(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
+                 const gj_ty *at, LLVMValueRef *res);
+void gj_cg_assert_after_call(gj_cg *g);
+
 /* Structs (gj_cg_struct.c).  check: the device's data layout holds the
 ** layouts of cs->structs (an error naming struct and field otherwise).
 ** sref: the reference value for the struct at ptr.  field_get: the value of

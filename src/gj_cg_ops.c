@@ -622,6 +622,8 @@ int gj_cg_intr(gj_cg *g, int i, int intr, int nargs, LLVMValueRef *args,
   if (intr <= GJ_I_ATOMIC_CAS)
     return gj_cg_group_intr(g, i, intr, args, at, rt, res);
   if (intr == GJ_I_PRINT) return gj_cg_print(g, i, nargs, args, at);
+  if (intr == GJ_I_ASSERT || intr == GJ_I_ERROR)
+    return gj_cg_assert(g, i, intr, nargs, args, at, res);
   if (intr == GJ_I_TYPE) {   /* a string constant: no code */
     res[0] = NULL;
     return 0;

@@ -16,7 +16,7 @@
 #include "gj_cg_int.h"
 #include "gj_print.h"
 
-_Static_assert(sizeof(gj_fault) == 32 && sizeof(gj_print_head) == 32 &&
+_Static_assert(sizeof(gj_fault) == 40 && sizeof(gj_print_head) == 32 &&
                sizeof(gj_print_rec) == 16, "the print area's layout");
 
 static LLVMValueRef at_off(gj_cg *g, LLVMValueRef base, LLVMValueRef off)
@@ -34,6 +34,16 @@ static LLVMValueRef id(gj_cg *g, const char *name, int dim)
   LLVMTypeRef ps[2] = { g->ptr_wi, g->lt[LT_I32] };
   LLVMValueRef a[2] = { g->wi, LLVMConstInt(g->lt[LT_I32], (unsigned)dim, 0) };
   return gj_cg_call(g, name, g->lt[LT_I64], ps, 2, a);
+}
+
+LLVMValueRef gj_cg_linear_id(gj_cg *g)
+{
+  /* x + gx * (y + gy * z) */
+  LLVMValueRef item = LLVMBuildAdd(g->B, id(g, "gj.global_id", 1),
+                                   LLVMBuildMul(g->B, id(g, "gj.global_size", 1),
+                                                id(g, "gj.global_id", 2), ""), "");
+  return LLVMBuildAdd(g->B, id(g, "gj.global_id", 0),
+                      LLVMBuildMul(g->B, id(g, "gj.global_size", 0), item, ""), "item");
 }
 
 /* The kind of an argument of type t, as its record holds it. */
@@ -102,12 +112,7 @@ int gj_cg_print(gj_cg *g, int i, int nargs, LLVMValueRef *args, const gj_ty *at_
 
   LLVMPositionBuilderAtEnd(g->B, put);
   r = at_off(g, area, off);
-  /* the linear global id: x + gx * (y + gy * z) */
-  item = LLVMBuildAdd(g->B, id(g, "gj.global_id", 1),
-                      LLVMBuildMul(g->B, id(g, "gj.global_size", 1),
-                                   id(g, "gj.global_id", 2), ""), "");
-  item = LLVMBuildAdd(g->B, id(g, "gj.global_id", 0),
-                      LLVMBuildMul(g->B, id(g, "gj.global_size", 0), item, ""), "");
+  item = gj_cg_linear_id(g);
   LLVMSetAlignment(LLVMBuildStore(g->B, item, r), 8);
   LLVMSetAlignment(LLVMBuildStore(g->B, LLVMConstInt(i32, (unsigned)site, 0),
                                   at(g, r, offsetof(gj_print_rec, site))), 4);

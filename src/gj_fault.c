@@ -1,10 +1,11 @@
 /*
-** Check sites and the message of a bounds-check fault.
+** Check and assert sites, and the message of a launch's fault.
 */
 #include "gj_fault.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int gj_sites_add(gj_sites *s, const char *chunk, int line, const char *what,
                  int base, gj_err *err)
@@ -46,4 +47,50 @@ int gj_fault_error(const gj_sites *s, const gj_fault *f, gj_err *err)
                     "valid indices %d..%lld)", site->where,
                     (long long)f->index, site->what, len, site->base,
                     len - 1 + site->base);
+}
+
+int gj_asites_add(gj_asites *s, const char *chunk, int line, const char *text,
+                  gj_err *err)
+{
+  gj_asite *site;
+  if (s->n >= GJ_ASITES_MAX)
+    return gj_err_set(err, "%s:%d: more than %d assert and error calls in one "
+                      "kernel", chunk, line, GJ_ASITES_MAX);
+  if (s->n == s->max) {
+    int m = s->max ? s->max * 2 : 8;
+    gj_asite *v = realloc(s->v, (size_t)m * sizeof(gj_asite));
+    if (!v) return gj_err_set(err, "out of memory");
+    s->v = v;
+    s->max = m;
+  }
+  site = &s->v[s->n];
+  site->text = strdup(text);
+  if (!site->text) return gj_err_set(err, "out of memory");
+  snprintf(site->where, sizeof(site->where), "%s:%d", chunk, line);
+  return s->n++;
+}
+
+void gj_asites_free(gj_asites *s)
+{
+  int i;
+  for (i = 0; i < s->n; i++) free(s->v[i].text);
+  free(s->v);
+  s->v = NULL;
+  s->n = s->max = 0;
+}
+
+int gj_launch_fault(const gj_sites *s, const gj_asites *as, const gj_fault *f,
+                    gj_err *err)
+{
+  uint64_t w;
+  unsigned site;
+  if (f->site) return gj_fault_error(s, f, err);
+  if (!f->fail) return 0;
+  w = ~f->fail;
+  site = (unsigned)(w & 0xffff);
+  if (!as || (int)site >= as->n)   /* not from our code */
+    return gj_err_set(err, "assertion failed (site %u, work item %llu)", site,
+                      (unsigned long long)(w >> 16));
+  return gj_err_set(err, "%s: %s (work item %llu)", as->v[site].where,
+                    as->v[site].text, (unsigned long long)(w >> 16));
 }

@@ -1,6 +1,6 @@
 /*
 ** Intrinsics: the Lua functions a kernel may call that the compiler
-** replaces with code (gpu.*, math.*, bit.*, and Lua's print).  The Lua side registers the
+** replaces with code (gpu.*, math.*, bit.*, and Lua's print, assert and error).  The Lua side registers the
 ** gpu.* functions by identity (core.intrinsic); the core registers math.*
 ** and bit.* itself; `type` is known by its value while typing.  Names are "global_id", "math.sqrt", "bit.band", ...
 */
@@ -30,7 +30,8 @@
   _(B_ARSHIFT, "bit.arshift") _(B_ROL, "bit.rol") _(B_ROR, "bit.ror") \
   _(B_TOBIT, "bit.tobit") \
   _(PRINT, "print") _(TYPE, "type") \
-  _(DERIVATIVE, "derivative") _(GRADIENT, "gradient")
+  _(DERIVATIVE, "derivative") _(GRADIENT, "gradient") \
+  _(ASSERT, "assert") _(ERROR, "error")
 
 typedef enum gj_intr {
 #define GJ_INTRENUM(id, name) GJ_I_##id,

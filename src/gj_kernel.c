@@ -76,16 +76,14 @@ int gj_kernel_launch(gj_kernel *k, const gj_dims *dims, void *args)
   if (!(f = launch_record(k, &local))) return -1;
   if (!k->sig.cancel) {
     if (run_on_default(k, dims, args, f)) return -1;
-    if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
-    return 0;
+    return gj_launch_fault(&k->sites, &k->asserts, f, &k->ctx->err);
   }
   /* a timeout: the watchdog sets f->cancel at the deadline or on SIGINT */
   if (gj_watch_start(&w, &f->cancel, k->timeout, &k->ctx->err)) return -1;
   rc = run_on_default(k, dims, args, f);
   if (gj_watch_stop(&w, k->name, &k->ctx->err)) return -1;   /* stopped */
   if (rc) return -1;
-  if (f->site) return gj_fault_error(&k->sites, f, &k->ctx->err);
-  return 0;
+  return gj_launch_fault(&k->sites, &k->asserts, f, &k->ctx->err);
 }
 
 const void *gj_kernel_prints(const gj_kernel *k, uint64_t *written,
@@ -107,6 +105,7 @@ void gj_kernel_free(gj_kernel *k)
   if (k->prog && k->bst) k->be->unload(k->bst, k->prog);
   gj_sites_free(&k->sites);
   gj_psites_free(&k->prints);
+  gj_asites_free(&k->asserts);
   free(k->rec);
   free(k);
 }

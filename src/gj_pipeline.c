@@ -525,6 +525,7 @@ struct gj_pmid {
   gj_sig sig;
   gj_sites sites;             /* the kernel takes them at load */
   gj_psites prints;
+  gj_asites asserts;
   LLVMContextRef C;           /* this compile's own; m is in it */
   LLVMModuleRef m;
 };
@@ -536,6 +537,7 @@ void gj_pipeline_mid_free(gj_pmid *mid)
   if (mid->C) LLVMContextDispose(mid->C);
   gj_sites_free(&mid->sites);
   gj_psites_free(&mid->prints);
+  gj_asites_free(&mid->asserts);
   free(mid);
 }
 
@@ -613,6 +615,7 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   cgo.sites = o->boundscheck ? &mid->sites : NULL;
   cgo.cancel = o->timeout > 0;
   cgo.prints = &mid->prints;
+  cgo.asserts = &mid->asserts;
   cgo.argnames = po.argnames;
   cgo.ad = o->derivative != 0 || cs.derivs > 0;
   if (o->derivative && cs.derivs) {
@@ -696,6 +699,8 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
       mid->sites.v = NULL;
       out->kernel->prints = mid->prints;
       memset(&mid->prints, 0, sizeof(mid->prints));
+      out->kernel->asserts = mid->asserts;
+      memset(&mid->asserts, 0, sizeof(mid->asserts));
       out->cache = GJ_CACHE_HIT;
       lap(out, GJ_ST_CACHE, &t0);
       return 0;
@@ -795,6 +800,8 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
     mid->sites.v = NULL;
     k->prints = mid->prints;
     memset(&mid->prints, 0, sizeof(mid->prints));
+    k->asserts = mid->asserts;
+    memset(&mid->asserts, 0, sizeof(mid->asserts));
     out->kernel = k;
     lap(out, GJ_ST_LOAD, &t0);
     if (use_cache && cache_store(mid->stats, o, &key, k, art, artlen))

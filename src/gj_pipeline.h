@@ -129,6 +129,7 @@ struct gj_kernel {
   double timeout;         /* sig.cancel: seconds a launch may run */
   char name[64];          /* for the timeout's message */
   gj_psites prints;       /* sig.prints: the print calls */
+  gj_asites asserts;      /* sig.faults: the assert and error calls */
   gj_fault *rec;          /* sig.prints: the launch's record and print
                           ** area (gj_record_size), reused by launches */
 };

@@ -211,8 +211,8 @@ GJ_API int gj_stream_status(gj_queue *q, int i)
   }
   pe = &q->v[i];
   if (q->rc && q->failed >= 0 && i > q->failed) return 0;  /* did not run */
-  if (pe->k && pe->rec && pe->rec->site)
-    return gj_fault_error(&pe->k->sites, pe->rec, err);
+  if (pe->k && pe->rec)
+    return gj_launch_fault(&pe->k->sites, &pe->k->asserts, pe->rec, err);
   return 0;
 }
 

@@ -260,10 +260,15 @@ int gj_typer_block(gj_cs *cs, gj_fn *fn, int b, gj_tstate *st, gj_edges *ed)
   memcpy(st->slot, gj_fn_entry(fn, b), sizeof(gj_ty) * (size_t)fn->proto->framesize);
   st->mr_base = -1;
   st->mr_n = 0;
+  ed->dead = 0;
   for (i = blk->start; i < blk->end; i++) {
     ed->live[0] = ed->live[1] = 1;
     ed->copy_a = -1;
     if (gj_typer_step(cs, fn, i, st, ed)) return -1;
+    if (ed->dead) {
+      ed->live[0] = ed->live[1] = 0;
+      return 0;
+    }
   }
   return 0;
 }
@@ -317,7 +322,7 @@ static int fixpoint(gj_cs *cs, gj_fn *fn)
     blk = &fn->blocks[b];
     for (s = 0; s < blk->nsucc; s++) {
       const gj_ty *out = slots;
-      if (blk->nsucc == 2 && !ed.live[s]) continue;
+      if ((blk->nsucc == 2 || ed.dead) && !ed.live[s]) continue;
       if (s == 1 && ed.copy_a >= 0) {
         memcpy(taken, slots, sizeof(gj_ty) * (size_t)fs);
         taken[ed.copy_a] = taken[ed.copy_d];

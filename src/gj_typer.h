@@ -188,6 +188,9 @@ typedef struct gj_cs {
                          ** gj_ad_inner); the first one's place: */
   const char *deriv_chunk;
   int deriv_line;
+  int fails;             /* an assert or error call was typed: codegen
+                         ** checks the fault record after device-function
+                         ** calls (gj_cg_assert.c) */
 } gj_cs;
 
 /* Multiple results of the last call with C == 0 (MULTRES), tracked with the
@@ -205,6 +208,8 @@ typedef struct gj_edges {
   int live[2];
   int copy_a;       /* ISTC/ISFC: on the jump edge, slot copy_a = slot d */
   int copy_d;
+  int dead;         /* the instruction does not return (error(msg)): the
+                    ** rest of its block and every edge out are dead */
 } gj_edges;
 
 /* The session takes src over (NULL: memory ran out, which

@@ -203,6 +203,34 @@ static int type_print(gj_cs *cs, gj_fn *fn, int i, int nargs,
   return 0;
 }
 
+/* assert(v [, msg]) and error(msg): msg a string constant (docs/api.md,
+** "assert and error in kernels"); assert gives v, error nothing. */
+static int type_assert(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
+                       const gj_ty *args, gj_ty *res, int *nres_out)
+{
+  const char *nm = intr == GJ_I_ASSERT ? "assert" : "error";
+  int at = intr == GJ_I_ASSERT ? 1 : 0;   /* the message's argument */
+  if (intr == GJ_I_ASSERT && nargs < 1)
+    return gj_typer_error(cs, fn, i, "bad argument #1 to 'assert' (value expected)");
+  if (nargs > at + 1)
+    return gj_typer_error(cs, fn, i, "%s: %d arguments; kernels take %s", nm, nargs,
+                          intr == GJ_I_ASSERT ? "assert(v) and assert(v, message)"
+                                              : "error(message) only (no level)");
+  if (nargs > at && !(args[at].k == GJ_T_STR && args[at].u.origin)) {
+    char b[200];
+    gj_ty_str(cs, args[at], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "%s: the message is %s; in kernels it must "
+                          "be a string constant (\"...\")", nm, b);
+  }
+  if (intr == GJ_I_ERROR && nargs < 1)
+    return gj_typer_error(cs, fn, i, "error: a message is required in kernels "
+                          "(error(\"...\"))");
+  cs->fails = 1;
+  *nres_out = intr == GJ_I_ASSERT ? 1 : 0;
+  if (intr == GJ_I_ASSERT) res[0] = args[0];
+  return 0;
+}
+
 static int type_group_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                            const gj_ty *args, gj_ty *res, int *nres_out)
 {
@@ -390,6 +418,8 @@ int gj_typer_intr(gj_cs *cs, gj_fn *fn, int i, int intr, int *nargs_io,
     return type_type(cs, fn, i, nargs, args, res);
   case GJ_I_DERIVATIVE: case GJ_I_GRADIENT:
     return type_derivative(cs, fn, i, intr, nargs, args, res, nres_out);
+  case GJ_I_ASSERT: case GJ_I_ERROR:
+    return type_assert(cs, fn, i, intr, nargs, args, res, nres_out);
   default:
     break;
   }

@@ -427,7 +427,7 @@ int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
   return 0;
 }
 
-static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
+static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
 {
   const gj_ins *in = &fn->proto->ins[i];
   gj_ty args[GJ_MAXPARAMS], res[GJ_MAXRET], f;
@@ -461,6 +461,10 @@ static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
   if (cs->kv[f.aux].kind == GJ_KV_INTR) {
     if (gj_typer_intr(cs, fn, i, cs->kv[f.aux].intr, &nargs, args, res, &nout))
       return -1;
+    if (cs->kv[f.aux].intr == GJ_I_ERROR) {   /* the rest of the block is dead */
+      ed->dead = 1;
+      return 0;
+    }
   } else {
     gj_kvinfo info;
     cs->src->ops->classify(cs->src, cs->kv[f.aux].h, &info);
@@ -564,7 +568,9 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   const gj_proto *p = fn->proto;
   const gj_ins *in = &p->ins[i];
   gj_ty a, b, c;
-  int mr = gj_typer_meta_step(cs, fn, i, st, ed);   /* metatypes */
+  int mr;
+  ed->dead = 0;
+  mr = gj_typer_meta_step(cs, fn, i, st, ed);   /* metatypes */
   if (mr) return mr < 0 ? -1 : 0;
   switch (in->op) {
   case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
@@ -808,7 +814,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return gj_typer_error(cs, fn, i, "assigning to table fields is not "
                                      "supported in kernels");
   case GJ_BC_CALL: case GJ_BC_CALLM: case GJ_BC_CALLT: case GJ_BC_CALLMT:
-    return type_call(cs, fn, i, st);
+    return type_call(cs, fn, i, st, ed);
   case GJ_BC_RET0: case GJ_BC_RET1: case GJ_BC_RET: case GJ_BC_RETM:
     return type_ret(cs, fn, i, st);
   case GJ_BC_ITERC: case GJ_BC_ITERN: case GJ_BC_ISNEXT: case GJ_BC_ITERL:

@@ -243,6 +243,7 @@ static int pass_block(ufn *a, int b, int report)
     ed.live[0] = ed.live[1] = 1;
     ed.copy_a = -1;
     if (gj_typer_step(cs, fn, i, &st, &ed)) return -1;
+    if (ed.dead) break;   /* error(msg): the rest does not run */
     if (ndst < 0) ndst = st.mr_n;
     for (k = dst; k < dst + ndst && k < a->fs; k++) v[k] = x | d;
   }

@@ -42,7 +42,8 @@
 **   - a branch whose condition varies, but for the exits of an inner loop
 **     of the shape native_vec_loop.c runs under a mask and the ifs of the
 **     shape native_vec_if.c converts (straight arms), or a switch;
-**   - atomics, volatile or atomic accesses (print records, timeouts);
+**   - atomics, volatile or atomic accesses (print records, assert and
+**     error, timeouts);
 **   - a private array (alloca): the lanes would share it;
 **   - a varying aggregate or vector value, an indirect call, inline asm;
 **   - a value carried from one work item to the next, or used after the
@@ -316,7 +317,7 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
     if (x->frame) return vx_refuse(x, "atomics in a kernel with barriers");
     return V_VEC;
   case LLVMAtomicCmpXchg: case LLVMFence:
-    return vx_refuse(x, "atomics (or print, or a timeout's checks)");
+    return vx_refuse(x, "atomics (or print, assert, error, or a timeout's checks)");
   case LLVMLoad: case LLVMStore: {
     vslot *sl = vx_frame_slot(x, I);
     if (sl) return vx_frame_kind(x, I, sl, st);

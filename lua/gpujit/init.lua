@@ -413,6 +413,8 @@ end
 if core and core.intrinsic then
   core.intrinsic(print, "print")   -- print in kernels (gpujit.printer)
   core.intrinsic(type, "type")     -- a string constant while typing (metatypes)
+  core.intrinsic(assert, "assert") -- assert and error in kernels (src/gj_cg_assert.c)
+  core.intrinsic(error, "error")
   for _, name in ipairs(sim.intrinsics) do
     core.intrinsic(gpu[name], name)
   end

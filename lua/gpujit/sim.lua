@@ -279,6 +279,23 @@ local function where(w, ndim)
   return s .. ")"
 end
 
+-- assert and error in kernels: while a work item runs, the globals assert
+-- and error (see run) raise a FAIL table naming the call's file:line and
+-- message; the item ends there, the launch goes on, and the smallest
+-- failing work item (the linear global id, the compiled backends' order)
+-- is raised after it, in the compiled backends' words (src/gj_fault.c).
+local FAIL = {}
+
+local function linear(w)
+  local gs = w.launch.gsize
+  return w.gid[0] + gs[0] * (w.gid[1] + gs[1] * w.gid[2])
+end
+
+local function fail_text(f, L)
+  return f.where .. ": " .. f.text .. " (work item " .. string.format("%d", f.item)
+    .. ") (in kernel " .. L.name .. ")"
+end
+
 local function rethrow(msg, w, L)
   if type(msg) == "string" then
     msg = msg .. " (in kernel '" .. L.name .. "', sim work item " .. where(w, L.ndim) .. ")"
@@ -367,7 +384,12 @@ local function run_items(fn, ndim, global, group, argv, nargs, name, checked)
               cur = w
               local ok, r = co_resume(co)
               cur = saved
-              if not ok then
+              if not ok and type(r) == "table" and r.kind == FAIL then
+                pool[k] = nil
+                r.item = linear(w)
+                if L.fail == nil or r.item < L.fail.item then L.fail = r end
+                r = DONE
+              elseif not ok then
                 pool[k] = nil
                 rethrow(r, w, L)
               end
@@ -376,6 +398,7 @@ local function run_items(fn, ndim, global, group, argv, nargs, name, checked)
             end
           end
           if nbar == 0 then break end
+          if ndone > 0 and L.fail then error(fail_text(L.fail, L), 0) end
           if ndone > 0 then
             error("gpu.barrier(): in kernel '" .. L.name .. "', work group " .. where(G, ndim)
               .. ": " .. ndone .. " work item(s) ended while " .. nbar
@@ -386,15 +409,46 @@ local function run_items(fn, ndim, global, group, argv, nargs, name, checked)
       end
     end
   end
+  if L.fail then error(fail_text(L.fail, L), 0) end
 end
 
 -- print in kernels: what the work items print is kept, then written by the
 -- global print in work-item order (the linear global id), each item's calls
 -- in their order, as the compiled backends do (lua/gpujit/printer.lua).  A
 -- kernel that holds print in an upvalue of its own prints at once.
+-- Calls from gpujit's own modules (their argument checks) are Lua's.
+local OWN = (debug.getinfo(1, "S").source or ""):match("^@(.*[/\\])sim%.lua$")
+
+local function kernel_call()
+  if cur == nil then return nil end
+  local info = debug.getinfo(3, "Sl")
+  local src = info and info.source or "?"
+  if OWN and src:sub(2, #OWN + 1) == OWN then return nil end
+  src = (src:sub(1, 1) == "@" or src:sub(1, 1) == "=") and src:sub(2) or info.short_src
+  return src .. ":" .. (info and info.currentline or 0)
+end
+
+local real_assert, real_error = _G.assert, _G.error
+local function k_assert(v, msg, ...)
+  if not v then
+    local at = kernel_call()
+    if at then
+      error({ kind = FAIL, where = at, text = msg == nil and "assertion failed!"
+              or "assertion failed: " .. tostring(msg) }, 0)
+    end
+  end
+  return real_assert(v, msg, ...)
+end
+local function k_error(msg, ...)
+  local at = select("#", ...) == 0 and kernel_call()
+  if at then error({ kind = FAIL, where = at, text = tostring(msg) }, 0) end
+  return real_error(msg, ...)
+end
+
 local function run(fn, ndim, global, group, argv, nargs, name, checked)
   local real, lines = _G.print, {}
   local out = require("gpujit.printer").out()
+  _G.assert, _G.error = k_assert, k_error
   _G.print = function(...)
     local w = cur
     if w == nil then return real(...) end
@@ -404,6 +458,7 @@ local function run(fn, ndim, global, group, argv, nargs, name, checked)
   end
   local ok, err = pcall(run_items, fn, ndim, global, group, argv, nargs, name, checked)
   _G.print = real
+  _G.assert, _G.error = real_assert, real_error
   table.sort(lines, function(a, b)
     if a.item ~= b.item then return a.item < b.item end
     return a.seq < b.seq
