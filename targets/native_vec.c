@@ -491,9 +491,10 @@ static unsigned type_bits(LLVMTypeRef t)
 }
 
 /* Is there work LLVM's loop vectorizer does not do on the fast loop: an
-** inner loop (it vectorizes innermost loops only), or a call it would keep
-** scalar (libm)?  Without either (saxpy), it vectorizes the fast loop as
-** well as this does, and interleaves it too. */
+** inner loop (it vectorizes innermost loops only), a call it would keep
+** scalar (libm), or an atomic (an assert's fault record, gpu.atomic_*),
+** which keeps its whole loop scalar?  Without any (saxpy), it vectorizes
+** the fast loop as well as this does, and interleaves it too. */
 static int worth_it(const vctx *x)
 {
   size_t i;
@@ -505,8 +506,9 @@ static int worth_it(const vctx *x)
         if (x->bbs[k] == LLVMGetSuccessor(t, j)) return 1;
     for (in = LLVMGetFirstInstruction(x->bbs[i]); in;
          in = LLVMGetNextInstruction(in))
-      if (LLVMIsACallInst(in) && vx_get(x, in)->kind == V_VEC &&
-          !vx_exact_intrinsic(LLVMGetIntrinsicID(LLVMGetCalledValue(in))))
+      if ((LLVMIsACallInst(in) && vx_get(x, in)->kind == V_VEC &&
+           !vx_exact_intrinsic(LLVMGetIntrinsicID(LLVMGetCalledValue(in)))) ||
+          LLVMIsAAtomicRMWInst(in))
         return 1;
   }
   return 0;

@@ -56,8 +56,6 @@ typedef struct vctx {
   struct vslot *slots;
   size_t nslots;
   LLVMValueRef md_scope, md_noalias;  /* building: frame / other accesses */
-  LLVMValueRef dummy;           /* building: where a lane that is off does its
-                                ** atomic (16 bytes in the entry block) */
 } vctx;
 
 /* A slot of the frame: the bytes [off, off + size) of every work item's

@@ -120,40 +120,84 @@ static LLVMValueRef emit_call(vctx *x, LLVMValueRef I)
   return r;
 }
 
-/* An atomic read-modify-write, lane by lane in lane order: the work items'
-** operations in the order the scalar loop does them.  A lane that is off
-** (a varying if, a loop it has left) operates on a scratch word instead of
+/* The lanes' atomics of I, lane by lane in lane order, at the builder b:
+** pointers p and values v are vectors, mask the lanes that are on (NULL:
+** all).  A lane that is off operates on the scratch word off instead of
 ** its address, which may be out of bounds; its result is never used. */
-static LLVMValueRef emit_atomic(vctx *x, LLVMValueRef I)
+static LLVMValueRef lanes_atomic(vctx *x, LLVMBuilderRef b, LLVMValueRef I,
+                                 LLVMValueRef mask, LLVMValueRef p, LLVMValueRef v,
+                                 LLVMValueRef off)
 {
-  LLVMValueRef p = LLVMGetOperand(I, 0), v = LLVMGetOperand(I, 1), r;
-  LLVMTypeRef pt = LLVMTypeOf(p);
   unsigned l, align = LLVMGetAlignment(I);
-  if (x->curmask && !x->dummy) {
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(x->c);
-    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(x->fn);
-    LLVMValueRef first = LLVMGetFirstInstruction(entry);
-    if (first) LLVMPositionBuilderBefore(b, first);
-    else LLVMPositionBuilderAtEnd(b, entry);
-    x->dummy = LLVMBuildAlloca(b, LLVMArrayType(x->i8, 16), "vx.atomic.off");
-    LLVMSetAlignment(x->dummy, 16);
-    LLVMDisposeBuilder(b);
-  }
-  r = LLVMGetPoison(vx_vty(x, LLVMTypeOf(I)));
+  LLVMValueRef r = LLVMGetPoison(vx_vty(x, LLVMTypeOf(I)));
   for (l = 0; l < x->W; l++) {
-    LLVMValueRef li = LLVMConstInt(x->i32, l, 0), pl = lane(x, p, l), c;
-    if (x->curmask) {
-      LLVMValueRef off = x->dummy;
-      if (LLVMGetPointerAddressSpace(pt) != LLVMGetPointerAddressSpace(LLVMTypeOf(off)))
-        off = LLVMBuildAddrSpaceCast(x->b, off, pt, "");
-      pl = LLVMBuildSelect(x->b, LLVMBuildExtractElement(x->b, x->curmask, li, ""), pl, off, "");
-    }
-    c = LLVMBuildAtomicRMW(x->b, LLVMGetAtomicRMWBinOp(I), pl, lane(x, v, l),
+    LLVMValueRef li = LLVMConstInt(x->i32, l, 0), c;
+    LLVMValueRef pl = LLVMBuildExtractElement(b, p, li, "");
+    if (mask) pl = LLVMBuildSelect(b, LLVMBuildExtractElement(b, mask, li, ""), pl, off, "");
+    c = LLVMBuildAtomicRMW(b, LLVMGetAtomicRMWBinOp(I), pl,
+                           LLVMBuildExtractElement(b, v, li, ""),
                            LLVMGetOrdering(I), LLVMIsAtomicSingleThread(I));
     if (align) LLVMSetAlignment(c, align);
-    r = LLVMBuildInsertElement(x->b, r, c, li, "");
+    r = LLVMBuildInsertElement(b, r, c, li, "");
   }
   return r;
+}
+
+/* An atomic read-modify-write: each lane's in lane order, the order the
+** scalar loop does them in.  Under a mask (a varying if: an assert's
+** failure path, a histogram's guarded add) they are in a function of their
+** own, always inlined, that first tests whether any lane is on: a path no
+** lane takes costs one test, not W atomics.  (Its own blocks keep the
+** vector loop's block map intact; the inliner splits the block later.) */
+static LLVMValueRef emit_atomic(vctx *x, LLVMValueRef I)
+{
+  LLVMValueRef p = vx_vec(x, LLVMGetOperand(I, 0)), v = vx_vec(x, LLVMGetOperand(I, 1));
+  LLVMTypeRef vt = vx_vty(x, LLVMTypeOf(I)), pt = LLVMTypeOf(LLVMGetOperand(I, 0));
+  LLVMTypeRef ps[3], ft, it = LLVMIntTypeInContext(x->c, x->W);
+  LLVMValueRef f, args[3], off, r, phi;
+  LLVMBasicBlockRef entry, run, done;
+  LLVMBuilderRef b;
+  unsigned kind;
+  if (!x->curmask) return lanes_atomic(x, x->b, I, NULL, p, v, NULL);
+  ps[0] = LLVMTypeOf(x->curmask);
+  ps[1] = LLVMTypeOf(p);
+  ps[2] = LLVMTypeOf(v);
+  ft = LLVMFunctionType(vt, ps, 3, 0);
+  f = LLVMAddFunction(x->m, "vx.atomic", ft);
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(x->c, kind, 0));
+  entry = LLVMAppendBasicBlockInContext(x->c, f, "");
+  run = LLVMAppendBasicBlockInContext(x->c, f, "lanes");
+  done = LLVMAppendBasicBlockInContext(x->c, f, "done");
+  b = LLVMCreateBuilderInContext(x->c);
+  LLVMPositionBuilderAtEnd(b, entry);
+  off = LLVMBuildAlloca(b, LLVMArrayType(x->i8, 16), "off");
+  LLVMSetAlignment(off, 16);
+  if (LLVMGetPointerAddressSpace(pt) != LLVMGetPointerAddressSpace(LLVMTypeOf(off)))
+    off = LLVMBuildAddrSpaceCast(b, off, pt, "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildBitCast(b, LLVMGetParam(f, 0), it, ""),
+                                   LLVMConstNull(it), ""), run, done);
+  LLVMPositionBuilderAtEnd(b, run);
+  r = lanes_atomic(x, b, I, LLVMGetParam(f, 0), LLVMGetParam(f, 1), LLVMGetParam(f, 2), off);
+  LLVMBuildBr(b, done);
+  LLVMPositionBuilderAtEnd(b, done);
+  phi = LLVMBuildPhi(b, vt, "");
+  {
+    LLVMValueRef in[2];
+    LLVMBasicBlockRef from[2];
+    in[0] = LLVMGetPoison(vt);
+    from[0] = entry;
+    in[1] = r;
+    from[1] = run;
+    LLVMAddIncoming(phi, in, from, 2);
+  }
+  LLVMBuildRet(b, phi);
+  LLVMDisposeBuilder(b);
+  args[0] = x->curmask;
+  args[1] = p;
+  args[2] = v;
+  return LLVMBuildCall2(x->b, ft, f, args, 3, "");
 }
 
 /* A call of the masked memory intrinsic name, overloaded on t0 and t1. */
