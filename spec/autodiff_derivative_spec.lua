@@ -17,11 +17,7 @@ local HAND = 1e-12     -- against the hand-written derivative (same sums, other 
 local FILE = H.this_file()
 local function at(marker) return FILE .. ":" .. H.line_of(marker, 2) .. ":" end
 
-local function darr(n, f)
-  local a = ffi.new("double[?]", n)
-  for i = 0, n - 1 do a[i] = f(i) end
-  return a
-end
+local function darr(n, f) return H.array("double", f, n) end
 
 local function relerr(a, b)
   local s = math.max(math.abs(a), math.abs(b))

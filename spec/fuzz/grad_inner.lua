@@ -21,7 +21,6 @@
 --    numbers, another implementation of the same rules): relative 1e-9.
 -- A case whose results leave [-1e8, 1e8] is skipped; a refusal is counted.
 
-local ffi = require("ffi")
 local H = require("spec.helpers")
 local GR = require("spec.fuzz.grad")
 
@@ -52,11 +51,7 @@ end
 
 GI.source = GR.source
 
-local function darr(n, f)
-  local t = ffi.new("double[?]", n)
-  for e = 0, n - 1 do t[e] = f(e) end
-  return t
-end
+local function darr(n, f) return H.array("double", f, n) end
 
 local function relerr(p, q)
   local d = math.abs(p - q)
