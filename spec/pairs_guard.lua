@@ -5,11 +5,16 @@
 -- `for k, v in next, t`) can spin for ever, without a system call, once its
 -- compiled trace exits back to the loop's head.  gpujit's own code has no
 -- such loop (spec/pairs_guard_spec.lua checks its bytecode); busted's and
--- the specs' have many.  So here the global pairs and next become Lua
--- functions with the same results: BC_ISNEXT, which checks at run time that
--- the iterator is the builtin next, finds another function and turns the
--- loop into a plain iterator call (BC_ITERC) for good, which the bug does not
--- touch.  Error messages still name 'pairs' and 'next'.
+-- the specs' have many.  BC_ISNEXT checks at run time that the iterator is
+-- the builtin next; when it is another function it turns the loop into a
+-- plain iterator call (BC_ITERC) for good, which the bug does not touch.  So
+-- here the iterator becomes a Lua function with next's results:
+--   - pairs stays the builtin (a kernel that calls it still gets "unknown
+--     function 'pairs'" at its own line) and returns that function: it is
+--     the upvalue that the builtin returns, in the interpreter and in traces;
+--   - the global next is that function (a kernel that calls next compiles it
+--     and fails inside it, naming 'next' in this file).
+-- Error messages still name 'pairs' and 'next'.
 if rawget(_G, "GJ_PAIRS_GUARD") then return end
 
 local builtin = { pairs = pairs, next = next }
@@ -24,13 +29,8 @@ do
   end
 end
 
-local function guarded_pairs(t)
-  local pairs = builtin.pairs
-  local _, s, c = pairs(t)
-  return guarded_next, s, c
-end
-
-rawset(_G, "pairs", guarded_pairs)
+assert(debug.setupvalue(pairs, 1, guarded_next) ~= nil, "pairs has no upvalue")
+assert(pairs({}) == guarded_next, "pairs does not return its upvalue")
 rawset(_G, "next", guarded_next)
--- the builtins, for spec/pairs_guard_spec.lua
+-- the builtin next, for spec/pairs_guard_spec.lua
 rawset(_G, "GJ_PAIRS_GUARD", builtin)
