@@ -27,6 +27,7 @@
 -- results.  Arrays with a shadow must be FFI arrays of float or double
 -- (arrays of structs are refused); math.modf has no derivative (refused
 -- where it is called, as on the other backends).
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local sim = require("gpujit.sim")
@@ -43,7 +44,7 @@ local function metatype_once(name, ctname, mt)
   r[name .. "_mt"] = mt
   if r[name] == nil then
     local fwd = {}
-    for k in pairs(mt) do
+    for k in each(mt) do
       fwd[k] = function(...) return r[name .. "_mt"][k](...) end
     end
     r[name] = ffi.metatype(ctname, fwd)
@@ -129,7 +130,7 @@ return function(raise, set_dims)
 
   -- The math functions on duals: f(x) with derivative df(x).
   local orig = {}
-  for k, f in pairs(math) do orig[k] = f end
+  for k, f in each(math) do orig[k] = f end
   local function unary(f, df)
     return function(x, ...)
       if not isdual(x) then return f(x, ...) end
@@ -225,13 +226,13 @@ return function(raise, set_dims)
   local function with_duals(fn, ...)
     local gpu = package.loaded["gpujit"]
     local gsave = {}
-    for k, f in pairs(R) do math[k] = f end   -- luacheck: ignore 122
+    for k, f in each(R) do math[k] = f end   -- luacheck: ignore 122
     if type(gpu) == "table" then
-      for k, f in pairs(G) do gsave[k], gpu[k] = gpu[k], f end
+      for k, f in each(G) do gsave[k], gpu[k] = gpu[k], f end
     end
     local res = { pcall(fn, ...) }
-    for k in pairs(R) do math[k] = orig[k] end   -- luacheck: ignore 122
-    for k, f in pairs(gsave) do gpu[k] = f end
+    for k in each(R) do math[k] = orig[k] end   -- luacheck: ignore 122
+    for k, f in each(gsave) do gpu[k] = f end
     if not res[1] then error(res[2], 0) end
     return unpack(res, 2, table.maxn(res))
   end
@@ -321,7 +322,7 @@ return function(raise, set_dims)
       end
     end
     local function restore()
-      for i, s in pairs(saved) do ffi.copy(out[i], s.c, s.n) end
+      for i, s in each(saved) do ffi.copy(out[i], s.c, s.n) end
     end
     -- the active coordinates: elements of primal arrays with an adjoint,
     -- scalars with one; and the adjoints given
@@ -368,7 +369,7 @@ return function(raise, set_dims)
       end
       forward(K, cfg, fout, table.concat(fpat))
       local s = 0
-      for _, g in pairs(given) do
+      for _, g in each(given) do
         if not g.scalar then
           for e = 0, g.len - 1 do s = s + g.tan[e] * g.g[e] end
         end

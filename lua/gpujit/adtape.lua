@@ -10,6 +10,7 @@
 -- derivative gives a shadow (arrays of float, double or structs); gradcheck
 -- checks those of float or double and the named scalars, and keeps arrays
 -- of structs constant.  Other arguments are passed as they are.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local unpack = unpack
@@ -65,7 +66,7 @@ return function(AD, raise)
   local function loss(k, cfg, args, act, seeds, plain)
     local run = {}
     for j = 1, #args do run[j] = args[j] end
-    for j, bytes in pairs(plain) do run[j] = clone_any(args[j], bytes) end
+    for j, bytes in each(plain) do run[j] = clone_any(args[j], bytes) end
     for _, a in ipairs(act) do
       if a.n then run[a.j] = clone(args[a.j], a.elem, a.n) end
     end
@@ -190,7 +191,7 @@ return function(AD, raise)
   function Tape:backward(adjoints)
     local final = {}
     for _, r in ipairs(self.records) do
-      for _, s in pairs(r.saved) do
+      for _, s in each(r.saved) do
         if not final[s.arr] then
           local c = ffi.new("uint8_t[?]", s.bytes)
           ffi.copy(c, s.arr, s.bytes)
@@ -217,7 +218,7 @@ return function(AD, raise)
       g:launch(r.cfg, unpack(gargs, 1, m))
     end
     for _, r in ipairs(self.records) do
-      for _, s in pairs(r.saved) do
+      for _, s in each(r.saved) do
         local f = final[s.arr]
         if f then ffi.copy(s.arr, f, s.bytes) end
       end

@@ -17,6 +17,7 @@
 -- derivative = "forward" and shadows = "0101..", the whole argument list's
 -- pattern (src/gj_ad.h), whose launch takes the primals and the active
 -- shadows in that order.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local concat, unpack = table.concat, unpack
@@ -52,7 +53,7 @@ return function(dispatch, raise, on_sim)
     if k then return k end
     local K = D.kernel
     local opts = {}
-    for name, v in pairs(K.opts) do opts[name] = v end
+    for name, v in each(K.opts) do opts[name] = v end
     local names, j = {}, 0
     for i = 1, #pattern do
       if pattern:sub(i, i) == "0" then

@@ -8,6 +8,7 @@
 --
 --   local R = require("gpujit.devices").open(core, core_error)
 --   R.resolve("cuda:1", "gpu.use", level) -> target (or raises at level)
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local M = {}
 
 function M.open(core, core_error)
@@ -36,7 +37,7 @@ function M.open(core, core_error)
 
   local function copy(t)
     local c = {}
-    for k, v in pairs(t) do c[k] = v end
+    for k, v in each(t) do c[k] = v end
     return c
   end
 

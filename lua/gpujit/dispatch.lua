@@ -20,6 +20,7 @@
 --    generates the launcher.
 --
 -- The "sim" target has the same layers; its launcher runs gpujit.sim.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local array = require("gpujit.array")
@@ -253,7 +254,7 @@ local function compile_opts(K, tgt, one_based)
     o.derivative, o.shadows = K.opts.derivative.mode, K.opts.derivative.shadows
   end
   if env.compile_opts then
-    for k, v in pairs(env.compile_opts(K, tgt)) do o[k] = v end
+    for k, v in each(env.compile_opts(K, tgt)) do o[k] = v end
   end
   return o
 end
@@ -637,7 +638,7 @@ Kmt.__tostring = function(K)
 end
 
 function D.default_name(fn)
-  for k, v in pairs(_G) do
+  for k, v in each(_G) do
     if v == fn and type(k) == "string" then return k end
   end
   local info = debug.getinfo(fn, "S")
@@ -703,7 +704,7 @@ function D.clear(K)
 end
 
 function D.clear_all()
-  for K in pairs(registry) do D.clear(K) end
+  for K in each(registry) do D.clear(K) end
 end
 
 local function copy_list(t)

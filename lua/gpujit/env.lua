@@ -8,6 +8,7 @@
 -- (M.check_all; the C parts read them later, and find them valid), by
 -- gpu.kernel for GPUJIT_TIMEOUT and GPUJIT_BOUNDSCHECK, and by each compile
 -- for GPUJIT_VECTORIZE (M.get, which reads the environment each time).
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 
 local M = {}
@@ -163,7 +164,7 @@ function M.check_all(lib)
   core_lib = lib
   warn_unknown()
   local names = {}
-  for name, d in pairs(vars) do
+  for name, d in each(vars) do
     if d.when == "load" then names[#names + 1] = name end
   end
   table.sort(names)

@@ -1,5 +1,6 @@
 -- Compile events (docs/api.md): the table gpu.on_compile's callbacks get,
 -- and GPUJIT_VERBOSE's line.  gpujit.dispatch sends them.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local concat = table.concat
 
 local M = {}
@@ -23,7 +24,7 @@ function M.finish(ev, ok, info)
   if ok then
     ev.phase, ev.cache, ev.stages, ev.note = "done", info.cache, info.stages, info.note
     ev.ms = {}
-    for k, v in pairs(info.ms or {}) do ev.ms[k] = v end
+    for k, v in each(info.ms or {}) do ev.ms[k] = v end
   else
     ev.phase, ev.error = "error", tostring(info)
   end

@@ -7,6 +7,7 @@
 --   gpujit.loadcore  requires the compiled core, once
 --   gpujit.devices   the registry of backends, devices and targets
 -- and in the compiled core, gpujit.core (build/gpujit/core.so).
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local sim = require("gpujit.sim")
@@ -227,7 +228,7 @@ local function check_opts(opts)
     error("gpu.kernel: options must be a table, got " .. type(opts), 3)
   end
   local o = {}
-  for k, v in pairs(opts) do
+  for k, v in each(opts) do
     local want = known_opts[k]
     if k == "async" then
       error("gpu.kernel: option 'async' was removed: launch on a stream instead, "
@@ -428,7 +429,7 @@ local prims = require("gpujit.prims")
 prims.setup({ gpu = gpu, ctx = ctx, current = current, target_of = target_of })
 gpu.reduce, gpu.scan = prims.reduce, prims.scan
 for _, m in ipairs({ "prims_map", "prims_sort", "prims_select", "prims_segment", "hashgrid" }) do
-  for name, f in pairs(require("gpujit." .. m).api) do gpu[name] = f end
+  for name, f in each(require("gpujit." .. m).api) do gpu[name] = f end
 end
 
 do   -- derivatives of kernels (docs/autodiff.md)

@@ -3,6 +3,7 @@
 -- error naming it and, when a known key is close to it (a typo: at most
 -- two edits, a swap of neighbours counting as one), the key meant:
 --   unknown key 'gruop' in the launch configuration (did you mean 'group'?)
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local M = {}
 
 -- Edits from a to b: insertions, deletions, substitutions and swaps of
@@ -31,7 +32,7 @@ M.distance = distance
 function M.closest(key, known)
   if type(key) ~= "string" then return nil end
   local names = {}
-  for k in pairs(known) do names[#names + 1] = k end
+  for k in each(known) do names[#names + 1] = k end
   table.sort(names)
   local best, bestd
   for _, k in ipairs(names) do

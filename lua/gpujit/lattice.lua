@@ -20,6 +20,7 @@
 --     (so that a scalar that wanders widens once or twice and stays).
 --     how: "cover" (a compiled overload of other types runs the launch),
 --     "join" (the types to compile are wider than tl), or nil (tl itself).
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local types = require("gpujit.types")
 
 local M = {}
@@ -51,7 +52,7 @@ function M.pick(per, tl, suffix)
   local n = #tl
   local best, best_score, best_key
   local acc = nil
-  for key, ov in pairs(per or {}) do
+  for key, ov in each(per or {}) do
     local t = ov.types
     if #t == n and key == types.sig_key(t) .. suffix then
       local score, j = 0, {}

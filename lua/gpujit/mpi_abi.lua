@@ -30,6 +30,7 @@
 -- types are gj_mpi_<impl>_*: a program that ffi.cdef's MPI_Init (or
 -- MPI_Status) itself, with its own types, clashes with nothing here; and
 -- the two implementations' declarations never meet in one LuaJIT state.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 
 local M = {}
@@ -175,12 +176,12 @@ M.status_arr = ffi.typeof(P .. "status[?]")
 
 -- The constants, as handles (and the plain ints).
 local K = {}
-for k, sym in pairs(I.sym) do
+for k, sym in each(I.sym) do
   pcall(ffi.cdef, "extern uint8_t " .. P .. "sym_" .. k .. "[1] __asm__(\"" .. sym .. "\");")
   K[k] = ffi.cast(M.handle, lib[P .. "sym_" .. k])
 end
-for k, v in pairs(I.int or {}) do K[k] = ffi.cast(M.handle, v) end
-for k, v in pairs(I.ints) do K[k] = v end
+for k, v in each(I.int or {}) do K[k] = ffi.cast(M.handle, v) end
+for k, v in each(I.ints) do K[k] = v end
 K.IN_PLACE = ffi.cast("void *", I.in_place)
 M.K = K
 

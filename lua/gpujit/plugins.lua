@@ -6,6 +6,7 @@
 -- Lua hook functions named after the stages.  Registration order is the
 -- order the hooks run in.  Registering or removing a plugin drops every
 -- compiled overload, so that no kernel keeps code built with another set.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local types = require("gpujit.types")
 
@@ -90,7 +91,7 @@ function M.register(def)
   local p = { name = def.name, version = def.version or "", all = def.all and true or false,
               buffers = check_buffers(fname, def.buffers, 2), kind = "lua" }
   local fns = {}
-  for k in pairs(def) do
+  for k in each(def) do
     local known = k == "name" or k == "version" or k == "all" or k == "buffers" or k == "key"
     for _, s in ipairs(STAGES) do known = known or k == s end
     if k == "report" then known = true end
@@ -189,7 +190,7 @@ local function job_plugin(job)
     return { name = "job_option", identity = lua_identity("", { job }), buffers = {}, job = job }
   end
   local keys, parts = {}, {}
-  for k in pairs(job) do keys[#keys + 1] = k end
+  for k in each(job) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
   for _, k in ipairs(keys) do
     local v = job[k]
@@ -205,7 +206,7 @@ local function job_plugin(job)
   return {
     name = "job_option", identity = table.concat(parts, ";"), buffers = {},
     job = function(j)
-      for k, v in pairs(job) do j[k] = v end
+      for k, v in each(job) do j[k] = v end
     end,
   }
 end

@@ -23,6 +23,7 @@
 --   the 4096 work items the backend spreads over its thread pool).
 --   Partial results live in device arrays; the last pass runs on the
 --   device too, and only a reduction's final scalar is read back.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local types = require("gpujit.types")
 local array = require("gpujit.array")
@@ -64,10 +65,10 @@ function M.options(opts, argn, fname, allowed, level)
   if type(opts) ~= "table" then
     argerr(argn, fname, "options table expected, got " .. types.describe(opts), level + 1)
   end
-  for k in pairs(opts) do
+  for k in each(opts) do
     if not allowed[k] then
       local names = {}
-      for name in pairs(allowed) do names[#names + 1] = name end
+      for name in each(allowed) do names[#names + 1] = name end
       table.sort(names)
       argerr(argn, fname, "unknown option '" .. tostring(k) .. "' (" .. (#names > 0 and
         "expected " .. table.concat(names, ", ") or "it takes none") .. ")", level + 1)

@@ -21,6 +21,7 @@
 -- its closure and notes its error, copies the stagings back, and raises
 -- the first error after all of that: no launch's results are lost to an
 -- earlier one's error.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 local printer = require("gpujit.printer")
 require("gpujit.cdefs")
@@ -214,7 +215,7 @@ end
 
 function methods.device(s)
   local c = {}
-  for k, v in pairs(s.tgt.entry) do c[k] = v end
+  for k, v in each(s.tgt.entry) do c[k] = v end
   return c
 end
 
@@ -318,7 +319,7 @@ M.is_event = is_event
 -- gpu.synchronize(): every stream; then the first error, if any.
 function M.synchronize_all()
   local first
-  for s in pairs(busy) do
+  for s in each(busy) do
     local err = sync(s)
     first = first or err
   end

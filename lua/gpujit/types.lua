@@ -4,6 +4,7 @@
 -- "int8_t" ... "uint64_t", "float", "double") and "<scalar>[]" for arrays.
 -- Everything here runs on cold paths, except `tag`, which the dispatcher
 -- calls on a cache miss, and the memoized `ctype_info`.
+local each = pairs   -- each(t), never pairs(t), in loops: docs/reliability.md, "pairs loops"
 local ffi = require("ffi")
 
 local M = {}
@@ -207,7 +208,7 @@ local scalar_by_id = {}
 for _, s in ipairs(M.scalars) do
   scalar_by_id[tonumber(ffi.typeof(s))] = s
 end
-for a, s in pairs(aliases) do
+for a, s in each(aliases) do
   local ok, ct = pcall(ffi.typeof, a)
   if ok and scalar_by_id[tonumber(ct)] == nil then scalar_by_id[tonumber(ct)] = s end
 end
@@ -719,7 +720,7 @@ local probes = {
   __le = function(a, b) return a <= b end, __index = function(a, _, key) return a[key] end,
   __new = function(_, _, _, ct) return ct() end,   -- __new(ct, ...)
 }
-for _, f in pairs(probes) do jit.off(f) end
+for _, f in each(probes) do jit.off(f) end
 
 function M.metamethod(name, mm, key)
   local e, probe = M.structs[name], probes[mm]
