@@ -12,6 +12,9 @@ mpi.run(function()
   local gpu = require("gpujit")
   local ffi = require("ffi")
   C.eq(gpu.cache.stats().entries, 0, "the cache directory starts empty")
+  -- every rank looks before any compiles: node_first lets local rank 0 go
+  -- ahead without waiting, and a rank that started late saw its entry
+  mpi.barrier()
   local function stats() return gpu.cache.stats() end
   for _, bk in ipairs(C.backends) do
     if bk ~= "sim" then
