@@ -71,6 +71,26 @@ void gj_admap_free(gj_admap *m)
   memset(m, 0, sizeof(*m));
 }
 
+void gj_ad_init(gj_ad *a, LLVMModuleRef m, const char *kname, gj_err *err)
+{
+  memset(a, 0, sizeof(*a));
+  a->m = m;
+  a->C = LLVMGetModuleContext(m);
+  a->kname = kname ? kname : "?";
+  a->err = err;
+  a->line_kind = LLVMGetMDKindIDInContext(a->C, "gj.line", 7);
+}
+
+void gj_ad_free(gj_ad *a)
+{
+  if (a->B) LLVMDisposeBuilder(a->B);
+  a->B = NULL;
+  gj_admap_free(&a->tan);
+  gj_admap_free(&a->sh);
+  gj_admap_free(&a->roots);
+  gj_admap_free(&a->sadj);
+}
+
 /* --- helpers -------------------------------------------------------------- */
 
 int gj_ad_isfloat(LLVMTypeRef t)
@@ -556,14 +576,9 @@ int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
 {
   gj_ad a;
   int rc = -1;
-  memset(&a, 0, sizeof(a));
-  a.m = m;
-  a.C = LLVMGetModuleContext(m);
-  a.kname = kname ? kname : "?";
-  a.err = err;
+  gj_ad_init(&a, m, kname, err);
   a.as_global = as_global;
   a.sites = sites;
-  a.line_kind = LLVMGetMDKindIDInContext(a.C, "gj.line", 7);
   if (sig->uses_barrier)
     return gj_err_set(err, "kernel %s: derivative: gpu.barrier (shared memory "
                       "phases) is not supported yet", a.kname);
@@ -586,10 +601,6 @@ int gj_ad_transform(LLVMModuleRef m, LLVMValueRef *body, gj_sig *sig,
   if (a.used_faults) sig->faults = 1;
   rc = 0;
 done:
-  LLVMDisposeBuilder(a.B);
-  gj_admap_free(&a.tan);
-  gj_admap_free(&a.sh);
-  gj_admap_free(&a.roots);
-  gj_admap_free(&a.sadj);
+  gj_ad_free(&a);
   return rc;
 }

@@ -118,12 +118,7 @@ int gj_ad_inner(LLVMModuleRef m, LLVMValueRef body, const char *kname,
   for (f = LLVMGetFirstFunction(m); f && !any; f = LLVMGetNextFunction(f))
     any = active_param(f) >= 0;
   if (!any) return 0;
-  memset(&a, 0, sizeof(a));
-  a.m = m;
-  a.C = LLVMGetModuleContext(m);
-  a.kname = kname ? kname : "?";
-  a.err = err;
-  a.line_kind = LLVMGetMDKindIDInContext(a.C, "gj.line", 7);
+  gj_ad_init(&a, m, kname, err);
   /* f inlined into its wrappers (device functions are alwaysinline; the
   ** wrappers are not yet) */
   if (gj_ad_prepare(&a, body, 0)) return -1;
@@ -135,9 +130,6 @@ int gj_ad_inner(LLVMModuleRef m, LLVMValueRef body, const char *kname,
   lower_floors(&a);
   rc = 0;
 done:
-  LLVMDisposeBuilder(a.B);
-  gj_admap_free(&a.tan);
-  gj_admap_free(&a.sh);
-  gj_admap_free(&a.roots);
+  gj_ad_free(&a);
   return rc;
 }

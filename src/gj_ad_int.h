@@ -38,6 +38,11 @@ LLVMValueRef gj_admap_get(const gj_admap *m, LLVMValueRef k);
 int gj_admap_put(gj_admap *m, LLVMValueRef k, LLVMValueRef v);
 void gj_admap_free(gj_admap *m);
 
+/* A session on module m for kernel kname (errors into err), and its end
+** (the builder, if made, and the maps). */
+void gj_ad_init(gj_ad *a, LLVMModuleRef m, const char *kname, gj_err *err);
+void gj_ad_free(gj_ad *a);
+
 /* "SOURCE:LINE: derivative: <what> (in kernel K)" for instruction at
 ** (its !gj.line, else the nearest one before it in its block, else after
 ** it); -1. */
