@@ -88,8 +88,18 @@ local function printing(f, ...)
   return lines, unpack(res, 1, table.maxn(res))
 end
 
+-- A kernel's assert or error (docs/api.md, "assert and error in kernels"):
+-- "FILE:LINE: assertion failed: MSG (work item N) (in kernel NAME)" without
+-- FILE:LINE (a batch kernel's lines are not the case's own), or nil when
+-- msg is not one.
+local function kernel_failure(msg)
+  local what = msg:match("^.-:%d+: (.* %(work item %d+%)) %(in kernel [^()]*%)$")
+  return what
+end
+
 -- Run on the oracle: the argument list after the launch (its field printed:
--- the lines the kernel printed), or nil and the error.
+-- the lines the kernel printed; its field failed: the kernel's assert or
+-- error, without its line, when an item failed one), or nil and the error.
 function C.oracle(case, fn)
   local args = C.args(case)
   local k = H.kernel("sim", fn, kopts(case))
@@ -97,7 +107,10 @@ function C.oracle(case, fn)
   jit.off()
   local lines, ok, err = printing(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
   jit.on()
-  if not ok then return nil, tostring(err) end
+  if not ok then
+    args.failed = kernel_failure(tostring(err))
+    if not args.failed then return nil, tostring(err) end
+  end
   args.printed = lines
   return args
 end
@@ -213,6 +226,14 @@ local function launch_compare(k, case, ref, pre)
     lines, ok, err = printing(k.launch, k, GG.cfg(case), unpack(args, 1, nparams(case)))
   else
     lines, ok, err = printing(k.launch, k, GG.cfg(case), pre, unpack(args, 1, nparams(case)))
+  end
+  if ref.failed then
+    -- an item failed an assert: the same message and smallest failing item
+    -- (the writes and prints of the launch are unspecified)
+    local got = not ok and kernel_failure(tostring(err))
+    if got == ref.failed then return nil end
+    return { class = "mismatch:assert", msg = ("expected the launch to fail with %q, got %s"):format(
+      ref.failed, ok and "no error" or ("%q"):format(tostring(err))) }
   end
   if not ok then
     local msg = tostring(err)

@@ -133,7 +133,7 @@ Gen.__index = Gen
 
 local function new_gen(R, o)
   return setmetatable({ R = R, single = o.single, vars = {}, nvar = 0, fns = {}, consts = {},
-    loops = 0, budget = o.budget or 24, M = o.M, infn = nil, nlabel = 0,
+    loops = 0, budget = o.budget or 24, M = o.M, infn = nil, nlabel = 0, no_assert = o.no_assert,
     nrng = 0, rng_max = R.chance(0.08) and 2 or 0 }, Gen)
 end
 
@@ -550,7 +550,7 @@ end
 -- Statements
 ---------------------------------------------------------------------------
 -- { t = "local"|"set"|"store"|"if"|"for"|"while"|"repeat"|"break"|"goto"
---   |"ret"|"call", ... }
+--   |"ret"|"call"|"print"|"assert", ... }
 
 -- Integer assignments keep the variable within int32 range, so that loops
 -- cannot grow it past 2^53.
@@ -687,6 +687,8 @@ function Gen:stmt(depth)
     return { t = "ret", c = self:gen_cond(1) }
   elseif r == 16 and R.chance(0.25) then
     return self:print_stmt()
+  elseif r == 19 and not self.no_assert and R.chance(0.2) then
+    return self:assert_stmt()
   elseif r == 18 and self.infn == nil and self.structs and not self.single then
     -- (not in gen_groups' kernels, whose control flow stays uniform; not
     -- with precision = "single", where s is a float)
@@ -783,6 +785,23 @@ function Gen:print_stmt()
   return { t = "print", args = args }
 end
 
+-- assert(c, msg) and error(msg) (docs/api.md, "assert and error in
+-- kernels"): c is a random condition, or'ed with a test that holds for all
+-- but about one in K values of an integer expression (the work item's id
+-- in kernels), so that some kernels fail and some never do.  A failing
+-- kernel is compared by its message: the same text and the same smallest
+-- failing work item as the oracle (check.lua; its writes are unspecified).
+local ASSERT_MSGS = { '"fz"', '"value out of range"', false }
+
+function Gen:assert_stmt()
+  local R = self.R
+  local x = self.infn == nil and R.chance(0.7) and node("g", "i", 4096) or self:bounded_i(1)
+  local K = R.pick({ 3, 7, 61, 1009 })
+  local rare = node("(%1 % " .. K .. " ~= " .. R.int(0, K - 1) .. ")", "b", nil, { x }, true)
+  return { t = "assert", form = R.int(1, 2), c = self:gen_cond(1), rare = rare,
+           msg = R.pick(ASSERT_MSGS) }
+end
+
 function Gen:store_or_local()
   if self.infn == nil then return self:store() end
   local name = self:fresh("v")
@@ -871,6 +890,14 @@ function G.render_stmt(out, st, ind)
     local a = {}
     for j, e in ipairs(st.es) do a[j] = E(e) end
     out[#out + 1] = p .. "return " .. table.concat(a, ", ")
+  elseif t == "assert" then
+    if st.form == 1 then
+      out[#out + 1] = p .. "assert(" .. E(st.c) .. " or " .. E(st.rare) ..
+        (st.msg and ", " .. st.msg or "") .. ")"
+    else
+      out[#out + 1] = p .. "if not " .. E(st.rare) .. " and " .. E(st.c) .. " then error(" ..
+        (st.msg or '"fz error"') .. ") end"
+    end
   elseif t == "print" then
     local a = {}
     for j, e in ipairs(st.args) do a[j] = E(e) end
