@@ -218,6 +218,8 @@ LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p = LLVMBuildExtractValue(g->B, arr, 0, "");
   if ((gj_scalar)ta.s == GJ_BOOL) et = g->lt[LT_I8];
   if (ta.sid) et = gj_cg_struct_type(g, gj_ty_struct(g->cs, ta));
+  if (ta.shp && ta.nd > 0)   /* a row: its bytes */
+    et = LLVMArrayType(g->lt[LT_I8], (unsigned)gj_ty_elem_bytes(g->cs, ta));
   idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
   return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
 }
@@ -268,6 +270,15 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p, v;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.shp && ta.nd > 0) {   /* a row: { its first element, its length } */
+    const gj_shape *sh = &g->cs->shapes[ta.shp - 1];
+    v = LLVMGetUndef(g->lt[LT_ARR + ta.space]);
+    v = LLVMBuildInsertValue(g->B, v, p, 0, "");
+    v = LLVMBuildInsertValue(g->B, v, LLVMConstInt(g->lt[LT_I64],
+                             (unsigned long long)sh->dims[0], 0), 1, "row");
+    *out = gj_cg_check_end(g, &gd, v);   /* failed: { null, 0 } */
+    return 0;
+  }
   if (ta.sid) {   /* a reference to the element */
     *out = gj_cg_struct_elem(g, arr, ta, gj_cg_check_end(g, &gd, p), gd.cont != NULL);
     return 0;

@@ -757,7 +757,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (b.k == GJ_T_CROW)
       return gj_typer_const_row(cs, fn, i, b, gj_ty_const(in->c), &S(in->a));
     if (index_check(cs, fn, i, b, gj_ty_const(in->c))) return -1;
-    fn->rmask |= b.u.origin;
+    if (!(b.shp && b.nd > 0)) fn->rmask |= b.u.origin;   /* a row reads nothing */
     S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TGETV: case GJ_BC_TGETR:
@@ -770,7 +770,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
       return gj_typer_const_table(cs, fn, i, b.aux, c, &S(in->a));
     if (b.k == GJ_T_CROW) return gj_typer_const_row(cs, fn, i, b, c, &S(in->a));
     if (index_check(cs, fn, i, b, c)) return -1;
-    fn->rmask |= b.u.origin;
+    if (!(b.shp && b.nd > 0)) fn->rmask |= b.u.origin;   /* a row reads nothing */
     S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TSETV: case GJ_BC_TSETR: case GJ_BC_TSETB:
@@ -784,6 +784,12 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
                             cs->kv[b.aux].name, b.k == GJ_T_CROW ? " (to a "
                             "table in it)" : "");
     if (index_check(cs, fn, i, b, c)) return -1;
+    if (b.shp && b.nd > 0) {
+      char t[200];
+      gj_ty_str(cs, b, t, sizeof(t));
+      return gj_typer_error(cs, fn, i, "cannot assign to a row of %s: assign "
+                                       "its elements (a[y][x] = v)", t);
+    }
     if (b.sid ? !(a.k == GJ_T_SREF && a.sid == b.sid)
               : !gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
       char s[200], t[200];
