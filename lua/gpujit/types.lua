@@ -118,7 +118,8 @@ function M.normalize(name)
   end
   local s = trim(name)
   local mbase, mdims = s:match("^(.-)%s*%[%s*[%d?]*%s*%](%s*%[[%d%s%[%]]+%])$")
-  if mbase and mdims:gsub("%s*%[%s*%d+%s*%]", "") == "" then   -- multi-dimensional: "float[?][4]" -> "float[][4]"
+  -- multi-dimensional: "float[?][4]" -> "float[][4]"
+  if mbase and mdims:gsub("%s*%[%s*%d+%s*%]", "") == "" then
     local e = M.scalar(mbase) or (M.struct(mbase) and M.struct(mbase).name)
     if not e then
       return nil, "unknown array element type '" .. mbase .. "' in '" .. name .. "'"
