@@ -302,6 +302,17 @@ static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.shp && ta.nd > 0) {   /* a[y] = r: a copy of the row's bytes */
+    LLVMValueRef src = LLVMBuildExtractValue(g->B, v, 0, "");
+    unsigned al = ta.sid ? (unsigned)gj_ty_struct(g->cs, ta)->align
+                         : (unsigned)gj_scalar_size((gj_scalar)ta.s);
+    /* a row whose own check failed is { null, 0 }: copy p onto itself */
+    if (g->opts->sites) src = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, src, ""), p, src, "");
+    LLVMBuildMemMove(g->B, p, al, src, al,
+                     LLVMConstInt(g->lt[LT_I64], (unsigned long long)gj_ty_elem_bytes(g->cs, ta), 0));
+    gj_cg_check_end(g, &gd, NULL);
+    return 0;
+  }
   if (ta.sid) {   /* p[j] = p[i]: a copy of the struct */
     gj_cg_struct_copy(g, p, v, gj_ty_struct(g->cs, ta));
     gj_cg_check_end(g, &gd, NULL);

@@ -116,6 +116,10 @@ function M.checked(a, n, base, what, dims, level)
   end
   mt.__newindex = function(_, i, v)
     if not ok(i) then oob(i, n, base, label, 3) end
+    if type(v) == "userdata" then   -- a row, checked: its array (a[y] = b[x] copies it)
+      local m = getmetatable(v)
+      if type(m) == "table" and m.array ~= nil then v = m.array end
+    end
     a[i] = v
   end
   mt.__len = function() return n end
