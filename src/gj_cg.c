@@ -218,9 +218,16 @@ LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p = LLVMBuildExtractValue(g->B, arr, 0, "");
   if ((gj_scalar)ta.s == GJ_BOOL) et = g->lt[LT_I8];
   if (ta.sid) et = gj_cg_struct_type(g, gj_ty_struct(g->cs, ta));
-  if (ta.shp && ta.nd > 0)   /* a row: its bytes */
-    et = LLVMArrayType(g->lt[LT_I8], (unsigned)gj_ty_elem_bytes(g->cs, ta));
   idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
+  if (ta.shp && ta.nd > 0) {
+    /* a row: its first element, idx * (elements in a row) elements on --
+    ** a pointer to the element type, as every other (SPIR-V's translator
+    ** gives a GEP's result its source element's pointer type) */
+    int64_t per = gj_ty_elem_bytes(g->cs, ta) /
+                  (ta.sid ? (int64_t)gj_ty_struct(g->cs, ta)->size
+                          : (int64_t)gj_scalar_size((gj_scalar)ta.s));
+    idx = LLVMBuildMul(g->B, idx, LLVMConstInt(g->lt[LT_I64], (unsigned long long)per, 0), "");
+  }
   return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
 }
 
@@ -272,11 +279,28 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   if (ta.shp && ta.nd > 0) {   /* a row: { its first element, its length } */
     const gj_shape *sh = &g->cs->shapes[ta.shp - 1];
+    LLVMValueRef len = LLVMConstInt(g->lt[LT_I64], (unsigned long long)sh->dims[0], 0);
+    if (gd.cont) {
+      /* failed: { null, 0 }, the parts merged each on its own (SPIR-V's
+      ** translator mistypes a phi of the pair's pointer) */
+      LLVMValueRef in[2], phi;
+      LLVMBasicBlockRef from[2];
+      from[0] = LLVMGetInsertBlock(g->B);
+      from[1] = gd.fail;
+      LLVMBuildBr(g->B, gd.cont);
+      LLVMPositionBuilderAtEnd(g->B, gd.cont);
+      in[0] = p;
+      in[1] = LLVMConstNull(LLVMTypeOf(p));
+      LLVMAddIncoming(phi = LLVMBuildPhi(g->B, LLVMTypeOf(p), ""), in, from, 2);
+      p = phi;
+      in[0] = len;
+      in[1] = LLVMConstInt(g->lt[LT_I64], 0, 0);
+      LLVMAddIncoming(phi = LLVMBuildPhi(g->B, g->lt[LT_I64], ""), in, from, 2);
+      len = phi;
+    }
     v = LLVMGetUndef(g->lt[LT_ARR + ta.space]);
     v = LLVMBuildInsertValue(g->B, v, p, 0, "");
-    v = LLVMBuildInsertValue(g->B, v, LLVMConstInt(g->lt[LT_I64],
-                             (unsigned long long)sh->dims[0], 0), 1, "row");
-    *out = gj_cg_check_end(g, &gd, v);   /* failed: { null, 0 } */
+    *out = LLVMBuildInsertValue(g->B, v, len, 1, "row");
     return 0;
   }
   if (ta.sid) {   /* a reference to the element */
@@ -302,13 +326,14 @@ static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
-  if (ta.shp && ta.nd > 0) {   /* a[y] = r: a copy of the row's bytes */
+  if (ta.shp && ta.nd > 0) {   /* a[y] = r: a copy of the row's bytes (rows
+                               ** are the same or disjoint, as LuaJIT's) */
     LLVMValueRef src = LLVMBuildExtractValue(g->B, v, 0, "");
     unsigned al = ta.sid ? (unsigned)gj_ty_struct(g->cs, ta)->align
                          : (unsigned)gj_scalar_size((gj_scalar)ta.s);
     /* a row whose own check failed is { null, 0 }: copy p onto itself */
     if (g->opts->sites) src = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, src, ""), p, src, "");
-    LLVMBuildMemMove(g->B, p, al, src, al,
+    LLVMBuildMemCpy(g->B, p, al, src, al,
                      LLVMConstInt(g->lt[LT_I64], (unsigned long long)gj_ty_elem_bytes(g->cs, ta), 0));
     gj_cg_check_end(g, &gd, NULL);
     return 0;
