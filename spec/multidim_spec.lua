@@ -360,6 +360,31 @@ for _, bk in ipairs(H.backends) do
       assert.truthy(msg:find("multi-dimensional", 1, true), msg)
     end)
 
+    it("gpu.hashgrid builds from a shaped array of points as from one array per axis", function()
+      local n = 300
+      local p2 = make("double[?][2]", n, { n, 2 }, function(i, c) return ((i * 37 + c * 11) % 97) / 7 end)
+      local p3 = make("float[?][3]", n, { n, 3 }, function(i, c) return ((i * 13 + c * 29) % 89) / 5 end)
+      local function axes(p, d, ct)
+        local t = {}
+        for c = 1, d do
+          t[c] = ffi.new(ct .. "[?]", n)
+          for i = 0, n - 1 do t[c][i] = p[i][c - 1] end
+        end
+        return t
+      end
+      for _, case in ipairs({ { p2, 2, "double" }, { p3, 3, "float" } }) do
+        local p, d, ct = case[1], case[2], case[3]
+        local ref = gpu.hashgrid(1.5, { dims = d, dim = 8 }):build(unpack(axes(p, d, ct)))
+        for _, pts in ipairs({ p, gpu.to_device(p) }) do
+          local g = gpu.hashgrid(1.5, { dims = d, dim = 8 }):build(pts)
+          assert.are.equal(n, g.n)
+          for _, f in ipairs({ "order", "cell_start", "cell_end" }) do
+            same_bytes("hashgrid " .. f, g[f]:to_host(), ref[f]:to_host())
+          end
+        end
+      end
+    end)
+
     it("boundscheck on a shaped gpu.array names the dimension", function()
       local a = gpu.zeros("int32_t", { 2, 5 })
       local k = H.kernel(bk, function(g, y, x) g[y][x] = 1 end, { name = "md_gbc", boundscheck = true })

@@ -531,7 +531,7 @@ static int index_check(gj_cs *cs, gj_fn *fn, int i, gj_ty arr, gj_ty idx)
 static int same_row(const gj_cs *cs, gj_ty a, gj_ty b)
 {
   const gj_shape *ab, *bb = &cs->shapes[b.shp - 1];
-  if (a.k != GJ_T_ARR || !a.shp || a.shp < 2 || a.s != b.s || a.sid != b.sid ||
+  if (a.k != GJ_T_ARR || a.shp < 2 || a.s != b.s || a.sid != b.sid ||
       a.nd != b.nd - 1 || cs->shapes[a.shp - 1].level == 0)
     return 0;
   ab = &cs->shapes[a.shp - 2];   /* a's parent level: a's length is dims[0] */
