@@ -278,29 +278,7 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
   if (ta.shp && ta.nd > 0) {   /* a row: { its first element, its length } */
-    const gj_shape *sh = &g->cs->shapes[ta.shp - 1];
-    LLVMValueRef len = LLVMConstInt(g->lt[LT_I64], (unsigned long long)sh->dims[0], 0);
-    if (gd.cont) {
-      /* failed: { null, 0 }, the parts merged each on its own (SPIR-V's
-      ** translator mistypes a phi of the pair's pointer) */
-      LLVMValueRef in[2], phi;
-      LLVMBasicBlockRef from[2];
-      from[0] = LLVMGetInsertBlock(g->B);
-      from[1] = gd.fail;
-      LLVMBuildBr(g->B, gd.cont);
-      LLVMPositionBuilderAtEnd(g->B, gd.cont);
-      in[0] = p;
-      in[1] = LLVMConstNull(LLVMTypeOf(p));
-      LLVMAddIncoming(phi = LLVMBuildPhi(g->B, LLVMTypeOf(p), ""), in, from, 2);
-      p = phi;
-      in[0] = len;
-      in[1] = LLVMConstInt(g->lt[LT_I64], 0, 0);
-      LLVMAddIncoming(phi = LLVMBuildPhi(g->B, g->lt[LT_I64], ""), in, from, 2);
-      len = phi;
-    }
-    v = LLVMGetUndef(g->lt[LT_ARR + ta.space]);
-    v = LLVMBuildInsertValue(g->B, v, p, 0, "");
-    *out = LLVMBuildInsertValue(g->B, v, len, 1, "row");
+    *out = gj_cg_row(g, ta, p, &gd);
     return 0;
   }
   if (ta.sid) {   /* a reference to the element */
@@ -326,15 +304,8 @@ static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
-  if (ta.shp && ta.nd > 0) {   /* a[y] = r: a copy of the row's bytes (rows
-                               ** are the same or disjoint, as LuaJIT's) */
-    LLVMValueRef src = LLVMBuildExtractValue(g->B, v, 0, "");
-    unsigned al = ta.sid ? (unsigned)gj_ty_struct(g->cs, ta)->align
-                         : (unsigned)gj_scalar_size((gj_scalar)ta.s);
-    /* a row whose own check failed is { null, 0 }: copy p onto itself */
-    if (g->opts->sites) src = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, src, ""), p, src, "");
-    LLVMBuildMemCpy(g->B, p, al, src, al,
-                     LLVMConstInt(g->lt[LT_I64], (unsigned long long)gj_ty_elem_bytes(g->cs, ta), 0));
+  if (ta.shp && ta.nd > 0) {   /* a[y] = r: a copy of the row */
+    gj_cg_row_copy(g, ta, p, v);
     gj_cg_check_end(g, &gd, NULL);
     return 0;
   }
