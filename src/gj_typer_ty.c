@@ -443,15 +443,20 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
     snprintf(buf, n, "a number (lua_int)");
     return;
   }
-  if (t.k == GJ_T_ARR && t.shp && cs) {   /* "a row (float[][3])" */
+  if (t.k == GJ_T_ARR && t.shp && cs) {
+    /* "a multi-dimensional array (float[][3][4])", "a row of a
+    ** multi-dimensional array (float[3][4])": a row's own length is its
+    ** parent level's first dimension */
     const gj_shape *sh = &cs->shapes[t.shp - 1];
-    char dims[GJ_MAXDIMS * 24] = "";
-    size_t o = 0;
+    char dims[(GJ_MAXDIMS + 1) * 24] = "[]";
+    size_t o = 2;
     int k;
-    for (k = 0; k < sh->n; k++)
+    if (sh->level > 0)
+      o = (size_t)snprintf(dims, sizeof(dims), "[%lld]", (long long)cs->shapes[t.shp - 2].dims[0]);
+    for (k = 0; k < sh->n && o < sizeof(dims); k++)
       o += (size_t)snprintf(dims + o, sizeof(dims) - o, "[%lld]", (long long)sh->dims[k]);
-    snprintf(buf, n, "%s (%s[]%s)", sh->level ? "a row of a multi-dimensional array"
-                                              : "a multi-dimensional array",
+    snprintf(buf, n, "%s (%s%s)", sh->level ? "a row of a multi-dimensional array"
+                                            : "a multi-dimensional array",
              gj_ty_struct(cs, t) ? gj_ty_struct(cs, t)->name : gj_scalar_name((gj_scalar)t.s),
              dims);
     return;
