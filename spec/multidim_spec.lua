@@ -145,9 +145,10 @@ for _, bk in ipairs(H.backends) do
         for y = 0, h - 1 do s = s + rowsum(p[y], w) * (y + 1) end
         return s
       end
+      local function at(m, y, x) return m[y][x] end   -- a whole 2-D array
       vs_lua(bk, "md_devfn", 4, function(i, a, c)
         scale(a[i], 5, i + 0.5)
-        a[i][0] = rowsum(a[i], 5) + plane(c[i], 2, 3)
+        a[i][0] = rowsum(a[i], 5) + plane(c[i], 2, 3) + at(a, i, 4) + at(c[i], 1, 2)
       end, function()
         return make("double[?][5]", 4, { 4, 5 }, function(y, x) return y - x * 0.25 end),
           make("int32_t[4][2][3]", nil, { 4, 2, 3 }, function(z, y, x) return z * 100 + y * 10 + x end)

@@ -370,10 +370,24 @@ int gj_pipeline_job(gj_ctx *ctx, const gj_compile_opts *o, gj_job *job,
   return stage_job(ctx, o, ps, &kd, job, err);
 }
 
-/* A type as API.md names it ("float", "int32_t[]"), else as messages do. */
+/* A type as API.md names it ("float", "int32_t[]", "float[][4]"), else as
+** messages do. */
 static void type_name(gj_cs *cs, gj_ty t, char *buf, size_t n)
 {
   gj_scalar s = t.k == GJ_T_ARR ? (gj_scalar)t.s : gj_ty_scalar(cs, t);
+  if (t.k == GJ_T_ARR && t.shp) {   /* "float[][4]", a row "float[4]" */
+    const gj_shape *sh = &cs->shapes[t.shp - 1];
+    size_t o = (size_t)snprintf(buf, n, "%s", gj_ty_struct(cs, t) ? gj_ty_struct(cs, t)->name
+                                                                 : gj_scalar_name(s));
+    int k;
+    if (o < n && sh->level > 0)
+      o += (size_t)snprintf(buf + o, n - o, "[%lld]", (long long)cs->shapes[t.shp - 2].dims[0]);
+    else if (o < n)
+      o += (size_t)snprintf(buf + o, n - o, "[]");
+    for (k = 0; k < sh->n && o < n; k++)
+      o += (size_t)snprintf(buf + o, n - o, "[%lld]", (long long)sh->dims[k]);
+    return;
+  }
   if (gj_ty_struct(cs, t))   /* "particle[]", or "particle" for a reference */
     snprintf(buf, n, "%s%s", gj_ty_struct(cs, t)->name, t.k == GJ_T_ARR ? "[]" : "");
   else if (t.k == GJ_T_NUM && t.lnum)   /* a parameter's class, else any lnum */
