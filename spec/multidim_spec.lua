@@ -44,7 +44,8 @@ end
 
 -- Launch body(i, a, b) for i in [0, n) on bk, and in plain LuaJIT on
 -- copies (mk() makes the arguments, the same each time); compare every
--- argument byte for byte.
+-- argument byte for byte.  A body writes only what no other work item
+-- reads or writes (the backends run items in any order).
 local function vs_lua(bk, name, n, body, mk, kopts)
   local o = { name = name }
   for k, v in pairs(kopts or {}) do o[k] = v end
@@ -91,7 +92,7 @@ for _, bk in ipairs(H.backends) do
         end, kopts)
         -- T[4][6], fixed: read-modify-write in place
         vs_lua(bk, "md_fixed_" .. t, 4, function(i, a)
-          for x = 0, 5 do a[i][x] = a[i][x] * 2 + a[3 - i][x] end
+          for x = 0, 5 do a[i][x] = a[i][x] * 2 + a[i][5 - x] end   -- its own row only
         end, function() return make(t .. "[4][6]", nil, { 4, 6 }, fill) end, kopts)
         -- T[?][2][3]
         vs_lua(bk, "md_3d_" .. t, 3, function(i, a, b)
@@ -123,11 +124,11 @@ for _, bk in ipairs(H.backends) do
           local r = p[i][j]
           r.x = r.x + r.vx * 0.25 + p[i][(j + 1) % 4].y
           r.n = r.n + j
-          q[i % 2][j] = p[i][j]   -- a copy of the struct
+          q[i][j] = p[i][j]   -- a copy of the struct
         end
       end, function()
         return make("md_particle[?][4]", 3, { 3, 4 }, fillp),
-          make("md_particle[2][4]", nil, { 2, 4 }, function() return {} end)
+          make("md_particle[3][4]", nil, { 3, 4 }, function() return {} end)
       end)
     end)
 
@@ -169,7 +170,7 @@ for _, bk in ipairs(H.backends) do
       for _, bc in ipairs({ false, true }) do
         vs_lua(bk, "md_rowcopy", 3, function(i, a, b)
           a[i] = b[(i + 1) % 3][i]   -- a row of a row of a 3-D array
-          b[i][1] = a[2 - i]
+          b[i][(i + 1) % 3] = a[i]   -- (no row another work item reads)
         end, function()
           return make("int16_t[?][4]", 3, { 3, 4 }, function(y, x) return y * 4 + x end),
             make("int16_t[3][3][4]", nil, { 3, 3, 4 }, function(z, y, x) return -z * 16 - y * 4 - x end)
