@@ -207,6 +207,12 @@ for _, bk in ipairs(H.backends) do
       assert.are.equal(2, a[2][2])
       local msg = launch_error(k, 1, ffi.new("float[?][3]", 3), 2)
       assert.truthy(msg:find("expected float[][4]", 1, true), msg)
+      local ks = H.kernel(bk, function(p, j) p[1][j].n = 7 end, { name = "md_sig_s" },
+        { "md_particle [?][4]", "int32_t" })
+      local p = ffi.new("md_particle[2][4]")
+      ks:launch(1, p, 3)
+      assert.are.equal(7, p[1][3].n)
+      assert.are.equal("md_particle[][4]", gpu.types.normalize("md_particle[8] [4]"))
     end)
 
     it("boundscheck: an index out of range names the argument, the index and the dimension", function()
