@@ -2,7 +2,10 @@
 -- and separation), each boid seeing the boids within R, found with the
 -- hash grid (gpu.hashgrid, docs/api.md "Neighbour search"): every step
 -- rebuilds the grid from the positions (a sort on the device), then one
--- work item per boid loops over the 3 x 3 cells around it.
+-- work item per boid loops over the 3 x 3 cells around it.  The state is
+-- two multi-dimensional arrays, p[i][0], p[i][1] the position and v[i][0],
+-- v[i][1] the velocity of boid i: shaped gpu.arrays of { N, 2 } doubles on
+-- the device, FFI double[?][2] arrays on the host.
 --
 --   luajit examples/boids.lua [backend] [boids] [steps]
 --
@@ -38,11 +41,11 @@ local function wrap(d)
   return d
 end
 
--- One step of boid i: reads the state (px, py, vx, vy) and the grid
--- (cs, ce, order), writes the new state of i into (qx, qy, ux, uy).
--- Returns how many boids i sees.
-local function step(i, px, py, vx, vy, cs, ce, order, qx, qy, ux, uy)
-  local x, y = px[i], py[i]
+-- One step of boid i: reads the state (p, v) and the grid (cs, ce,
+-- order), writes the new state of i into (q, u).  Returns how many boids
+-- i sees.
+local function step(i, p, v, cs, ce, order, q, u)
+  local x, y = p[i][0], p[i][1]
   local cx, cy = cell(x, INV), cell(y, INV)
   local n, ax, ay, mx, my, sx, sy = 0, 0, 0, 0, 0, 0, 0
   for oy = -1, 1 do
@@ -51,11 +54,12 @@ local function step(i, px, py, vx, vy, cs, ce, order, qx, qy, ux, uy)
       for k = cs[s], ce[s] - 1 do
         local j = order[k]
         if j ~= i then
-          local dx, dy = wrap(px[j] - x), wrap(py[j] - y)
+          local pj = p[j]
+          local dx, dy = wrap(pj[0] - x), wrap(pj[1] - y)
           local d2 = dx * dx + dy * dy
           if d2 < R2 then
             n = n + 1
-            ax, ay = ax + vx[j], ay + vy[j]
+            ax, ay = ax + v[j][0], ay + v[j][1]
             mx, my = mx + dx, my + dy
             if d2 < SEP2 then sx, sy = sx - dx, sy - dy end
           end
@@ -63,7 +67,7 @@ local function step(i, px, py, vx, vy, cs, ce, order, qx, qy, ux, uy)
       end
     end
   end
-  local wx, wy = vx[i], vy[i]
+  local wx, wy = v[i][0], v[i][1]
   if n > 0 then
     wx = wx + (ax / n - wx) * ALIGN + mx / n * COHERE + sx * SEPARATE
     wy = wy + (ay / n - wy) * ALIGN + my / n * COHERE + sy * SEPARATE
@@ -74,19 +78,19 @@ local function step(i, px, py, vx, vy, cs, ce, order, qx, qy, ux, uy)
   elseif sp < VMIN and sp > 0 then
     wx, wy = wx / sp * VMIN, wy / sp * VMIN
   end
-  qx[i], qy[i] = (x + wx * DT) % L, (y + wy * DT) % L
-  ux[i], uy[i] = wx, wy
+  local qi, ui = q[i], u[i]
+  qi[0], qi[1] = (x + wx * DT) % L, (y + wy * DT) % L
+  ui[0], ui[1] = wx, wy
   return n
 end
 
-local flock = gpu.kernel(function(px, py, vx, vy, cs, ce, order, qx, qy, ux, uy, seen, n)
+local flock = gpu.kernel(function(p, v, cs, ce, order, q, u, seen, n)
   local i = gpu.global_id(0)
-  if i < n then seen[i] = step(i, px, py, vx, vy, cs, ce, order, qx, qy, ux, uy) end
+  if i < n then seen[i] = step(i, p, v, cs, ce, order, q, u) end
 end, { name = "boids" })
 
 -- The start: boids on a jittered lattice, headings from a hash.
-local init = {}
-for _, f in ipairs({ "px", "py", "vx", "vy" }) do init[f] = ffi.new("double[?]", N) end
+local init = { p = ffi.new("double[?][2]", N), v = ffi.new("double[?][2]", N) }
 do
   local side = math.ceil(math.sqrt(N))
   local s = 7
@@ -95,29 +99,29 @@ do
     return s / 2147483648
   end
   for i = 0, N - 1 do
-    init.px[i] = ((i % side) + rnd() * 0.5) * L / side
-    init.py[i] = (math.floor(i / side) + rnd() * 0.5) * L / side
+    init.p[i][0] = ((i % side) + rnd() * 0.5) * L / side
+    init.p[i][1] = (math.floor(i / side) + rnd() * 0.5) * L / side
     local a = rnd() * 2 * math.pi
-    init.vx[i], init.vy[i] = math.cos(a), math.sin(a)
+    init.v[i][0], init.v[i][1] = math.cos(a), math.sin(a)
   end
 end
 
 ---------------------------------------------------------------------------
--- On the device: the state in gpu.arrays, two sets swapped every step.
+-- On the device: the state in shaped gpu.arrays of { N, 2 }, two sets
+-- swapped every step.
 
 local cur, nxt = {}, {}
-for _, f in ipairs({ "px", "py", "vx", "vy" }) do
-  cur[f] = gpu.to_device(init[f], "double")
-  nxt[f] = gpu.array("double", N)
+for _, f in ipairs({ "p", "v" }) do
+  cur[f] = gpu.to_device(init[f])   -- a double[?][2]: a gpu.array of { N, 2 }
+  nxt[f] = gpu.array("double", { N, 2 })
 end
 local seen = gpu.array("int32_t", N)
 local grid = gpu.hashgrid(CELL, { dims = 2, dim = DIM })
 
 local t0 = util.now()
 for _ = 1, STEPS do
-  grid:build(cur.px, cur.py)
-  flock:launch(N, cur.px, cur.py, cur.vx, cur.vy, grid.cell_start, grid.cell_end, grid.order,
-    nxt.px, nxt.py, nxt.vx, nxt.vy, seen, N)
+  grid:build(cur.p)
+  flock:launch(N, cur.p, cur.v, grid.cell_start, grid.cell_end, grid.order, nxt.p, nxt.v, seen, N)
   cur, nxt = nxt, cur
 end
 local t1 = util.now()
@@ -125,14 +129,14 @@ local t1 = util.now()
 ---------------------------------------------------------------------------
 -- The check in plain LuaJIT: a host grid by counting sort, the same steps.
 
-local function host_grid(px, py)
+local function host_grid(p)
   local slots = DIM * DIM
   local cs, ce = ffi.new("int32_t[?]", slots), ffi.new("int32_t[?]", slots)
   local order, key = ffi.new("int32_t[?]", N), {}
   local count = {}
   for s = 0, slots - 1 do count[s] = 0 end
   for i = 0, N - 1 do
-    key[i] = index(cell(px[i], INV), cell(py[i], INV), DIM)
+    key[i] = index(cell(p[i][0], INV), cell(p[i][1], INV), DIM)
     count[key[i]] = count[key[i]] + 1
   end
   local at = 0
@@ -149,18 +153,18 @@ local function host_grid(px, py)
 end
 
 local h, hn = {}, {}
-for _, f in ipairs({ "px", "py", "vx", "vy" }) do
-  h[f] = ffi.new("double[?]", N)
-  ffi.copy(h[f], init[f], N * 8)
-  hn[f] = ffi.new("double[?]", N)
+for _, f in ipairs({ "p", "v" }) do
+  h[f] = ffi.new("double[?][2]", N)
+  ffi.copy(h[f], init[f], N * 16)
+  hn[f] = ffi.new("double[?][2]", N)
 end
 local hseen = {}
 local agree_grid = true
 for st = 1, STEPS do
-  local cs, ce, order = host_grid(h.px, h.py)
+  local cs, ce, order = host_grid(h.p)
   if st == 1 then               -- the device's first grid, slot by slot
     local dev = {}
-    grid:build(gpu.to_device(h.px, "double"), gpu.to_device(h.py, "double"))
+    grid:build(gpu.to_device(h.p))
     dev.cs, dev.ce, dev.order = grid.cell_start:to_host(), grid.cell_end:to_host(), grid.order:to_host()
     for s = 0, DIM * DIM - 1 do   -- an empty slot: start == end, wherever
       local empty = cs[s] == ce[s]
@@ -172,7 +176,7 @@ for st = 1, STEPS do
     end
   end
   for i = 0, N - 1 do
-    hseen[i] = step(i, h.px, h.py, h.vx, h.vy, cs, ce, order, hn.px, hn.py, hn.vx, hn.vy)
+    hseen[i] = step(i, h.p, h.v, cs, ce, order, hn.p, hn.v)
   end
   h, hn = hn, h
 end
@@ -180,12 +184,12 @@ end
 -- The last step's neighbour counts against all pairs (on the state it read).
 local brute_ok = true
 do
-  local p = hn   -- the state before the last step
+  local p = hn.p   -- the state before the last step
   for i = 0, N - 1, 7 do
     local c = 0
     for j = 0, N - 1 do
       if j ~= i then
-        local dx, dy = wrap(p.px[j] - p.px[i]), wrap(p.py[j] - p.py[i])
+        local dx, dy = wrap(p[j][0] - p[i][0]), wrap(p[j][1] - p[i][1])
         if dx * dx + dy * dy < R2 then c = c + 1 end
       end
     end
@@ -194,12 +198,14 @@ do
 end
 
 local got = {}
-for _, f in ipairs({ "px", "py", "vx", "vy" }) do got[f] = cur[f]:to_host() end
+for _, f in ipairs({ "p", "v" }) do got[f] = cur[f]:to_host() end   -- double[?][2]
 local gseen = seen:to_host()
 local differ, seen_total = 0, 0
 for i = 0, N - 1 do
-  for _, f in ipairs({ "px", "py", "vx", "vy" }) do
-    if got[f][i] ~= h[f][i] then differ = differ + 1 end
+  for _, f in ipairs({ "p", "v" }) do
+    for c = 0, 1 do
+      if got[f][i][c] ~= h[f][i][c] then differ = differ + 1 end
+    end
   end
   if gseen[i] ~= hseen[i] then differ = differ + 1 end
   seen_total = seen_total + hseen[i]

@@ -219,6 +219,15 @@ LLVMValueRef gj_cg_elem_ptr(gj_cg *g, LLVMValueRef arr, gj_ty ta,
   if ((gj_scalar)ta.s == GJ_BOOL) et = g->lt[LT_I8];
   if (ta.sid) et = gj_cg_struct_type(g, gj_ty_struct(g->cs, ta));
   idx = gj_cg_to_scalar(g, idx, ti, GJ_I64);
+  if (ta.shp && ta.nd > 0) {
+    /* a row: its first element, idx * (elements in a row) elements on --
+    ** a pointer to the element type, as every other (SPIR-V's translator
+    ** gives a GEP's result its source element's pointer type) */
+    int64_t per = gj_ty_elem_bytes(g->cs, ta) /
+                  (ta.sid ? (int64_t)gj_ty_struct(g->cs, ta)->size
+                          : (int64_t)gj_scalar_size((gj_scalar)ta.s));
+    idx = LLVMBuildMul(g->B, idx, LLVMConstInt(g->lt[LT_I64], (unsigned long long)per, 0), "");
+  }
   return LLVMBuildGEP2(g->B, et, p, &idx, 1, "");
 }
 
@@ -268,6 +277,10 @@ static int emit_aload(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p, v;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.shp && ta.nd > 0) {   /* a row: { its first element, its length } */
+    *out = gj_cg_row(g, ta, p, &gd);
+    return 0;
+  }
   if (ta.sid) {   /* a reference to the element */
     *out = gj_cg_struct_elem(g, arr, ta, gj_cg_check_end(g, &gd, p), gd.cont != NULL);
     return 0;
@@ -291,6 +304,11 @@ static int emit_astore(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   LLVMValueRef p;
   if (gj_cg_check_begin(g, i, arr, ta, idx, ti, &gd)) return -1;
   p = gj_cg_elem_ptr(g, arr, ta, idx, ti);
+  if (ta.shp && ta.nd > 0) {   /* a[y] = r: a copy of the row */
+    gj_cg_row_copy(g, ta, p, v);
+    gj_cg_check_end(g, &gd, NULL);
+    return 0;
+  }
   if (ta.sid) {   /* p[j] = p[i]: a copy of the struct */
     gj_cg_struct_copy(g, p, v, gj_ty_struct(g->cs, ta));
     gj_cg_check_end(g, &gd, NULL);

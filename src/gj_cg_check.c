@@ -28,6 +28,13 @@ static void describe(const gj_cg *g, gj_ty ta, char *what, size_t n, int *base)
   arg = GJ_ARR_TAG_ARG(ta.aux);
   *base = GJ_ARR_TAG_BASE(ta.aux);
   name = arg >= 0 && g->opts->argnames ? g->opts->argnames[arg] : NULL;
+  if (ta.shp) {   /* a level of a multi-dimensional array: which one */
+    int o = snprintf(what, n, "dimension %d of ", g->cs->shapes[ta.shp - 1].level + 1);
+    if (o > 0 && (size_t)o < n) {
+      what += o;
+      n -= (size_t)o;
+    }
+  }
   if (arg < 0) snprintf(what, n, "an array argument");  /* one of several */
   else if (name) snprintf(what, n, "argument %d '%s'", arg + 1, name);
   else snprintf(what, n, "argument %d", arg + 1);
@@ -75,7 +82,7 @@ int gj_cg_check_begin(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
   const gj_proto *p = g->fn->proto;
   LLVMValueRef len, ok;
   LLVMBasicBlockRef okb, fail;
-  char what[64];
+  char what[96];
   int base, site, line = p->ins[i].line, arg;
   gd->fail = gd->cont = NULL;
   if (!g->opts->sites) return 0;

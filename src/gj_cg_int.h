@@ -122,6 +122,14 @@ int gj_cg_check_begin(gj_cg *g, int i, LLVMValueRef arr, gj_ty ta,
                       LLVMValueRef idx, gj_ty ti, gj_cg_guard *gd);
 LLVMValueRef gj_cg_check_end(gj_cg *g, const gj_cg_guard *gd, LLVMValueRef v);
 
+/* Rows of multi-dimensional arrays (gj_cg_struct.c; ta an ARR with nd > 0):
+** gj_cg_row: the row at p (its first element), the value { p, the next
+** dimension }; with a guard gd of gj_cg_check_begin it ends the check (a
+** failed one gives { null, 0 }).  gj_cg_row_copy: a[y] = r, the row's
+** bytes from row value src_row to dst. */
+LLVMValueRef gj_cg_row(gj_cg *g, gj_ty ta, LLVMValueRef p, const gj_cg_guard *gd);
+void gj_cg_row_copy(gj_cg *g, gj_ty ta, LLVMValueRef dst, LLVMValueRef src_row);
+
 /* Cancellation checks (gj_cg_cancel.c; gpu.kernel's timeout, opts->cancel).
 ** edge: a block that checks the launch's cancel word and goes on to target
 ** (the builder's position is kept); NULL without cancel.  here: the check

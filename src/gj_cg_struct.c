@@ -3,6 +3,8 @@
 ** structs in arrays, their fields, copies of whole elements, and the check
 ** that the device can hold LuaJIT's layout.  A reference (GJ_T_SREF) is
 ** held as an array value { ptr, 0 }: the struct's address in its space.
+** Also the rows of multi-dimensional arrays, the other aggregate in memory
+** (an array value { first element, length }) and their copies.
 */
 #include <stdio.h>
 #include <string.h>
@@ -273,4 +275,46 @@ int gj_cg_meta(gj_cg *g, int i, const gj_meta *m, LLVMValueRef *out)
   else c = res[0];   /* a boolean */
   *out = m->negate ? LLVMBuildNot(g->B, c, "") : c;
   return 0;
+}
+
+/* --- Rows of multi-dimensional arrays (docs/typing.md) ------------------- */
+
+LLVMValueRef gj_cg_row(gj_cg *g, gj_ty ta, LLVMValueRef p, const gj_cg_guard *gd)
+{
+  const gj_shape *sh = &g->cs->shapes[ta.shp - 1];
+  LLVMValueRef v, len = LLVMConstInt(g->lt[LT_I64], (unsigned long long)sh->dims[0], 0);
+  if (gd->cont) {
+    /* failed: { null, 0 }, the parts merged each on its own (SPIR-V's
+    ** translator mistypes a phi of the pair's pointer) */
+    LLVMValueRef in[2], phi;
+    LLVMBasicBlockRef from[2];
+    from[0] = LLVMGetInsertBlock(g->B);
+    from[1] = gd->fail;
+    LLVMBuildBr(g->B, gd->cont);
+    LLVMPositionBuilderAtEnd(g->B, gd->cont);
+    in[0] = p;
+    in[1] = LLVMConstNull(LLVMTypeOf(p));
+    LLVMAddIncoming(phi = LLVMBuildPhi(g->B, LLVMTypeOf(p), ""), in, from, 2);
+    p = phi;
+    in[0] = len;
+    in[1] = LLVMConstInt(g->lt[LT_I64], 0, 0);
+    LLVMAddIncoming(phi = LLVMBuildPhi(g->B, g->lt[LT_I64], ""), in, from, 2);
+    len = phi;
+  }
+  v = LLVMGetUndef(g->lt[LT_ARR + ta.space]);
+  v = LLVMBuildInsertValue(g->B, v, p, 0, "");
+  return LLVMBuildInsertValue(g->B, v, len, 1, "row");
+}
+
+void gj_cg_row_copy(gj_cg *g, gj_ty ta, LLVMValueRef dst, LLVMValueRef src_row)
+{
+  LLVMValueRef src = LLVMBuildExtractValue(g->B, src_row, 0, "");
+  unsigned al = ta.sid ? (unsigned)gj_ty_struct(g->cs, ta)->align
+                       : (unsigned)gj_scalar_size((gj_scalar)ta.s);
+  /* a row whose own check failed is { null, 0 }: copy dst onto itself */
+  if (g->opts->sites) src = LLVMBuildSelect(g->B, LLVMBuildIsNull(g->B, src, ""), dst, src, "");
+  /* rows are the same or disjoint, as LuaJIT's: memcpy (the SPIR-V
+  ** translator turns a memmove into a temporary it places badly) */
+  LLVMBuildMemCpy(g->B, dst, al, src, al,
+                  LLVMConstInt(g->lt[LT_I64], (unsigned long long)gj_ty_elem_bytes(g->cs, ta), 0));
 }

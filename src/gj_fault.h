@@ -12,7 +12,7 @@
 /* One bounds check in the compiled code; gj_fault.site is 1 + its index. */
 typedef struct gj_site {
   char where[200];     /* "file.lua:LINE" of the access */
-  char what[64];       /* "argument 2 'x'", "a gpu.shared array", ... */
+  char what[96];       /* "argument 2 'x'", "a gpu.shared array", ... */
   int base;            /* index of the first element (1: a Lua table) */
 } gj_site;
 

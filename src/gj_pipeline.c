@@ -31,72 +31,11 @@
 #include "gj_cg.h"
 #include "gj_job_int.h"
 #include "gj_kv.h"
+#include "gj_params.h"
 #include "gj_pipeline.h"
 #include "gj_plugin.h"
 #include "gj_target.h"
 #include "gj_typer.h"
-
-/* A struct: the layout text "{...}" (gj_type.h) into cs's struct table;
-** with "[]" after it, an array of them.  A struct alone is passed as
-** LuaJIT passes a struct cdata to a function, by reference: to the launch
-** and the backends it is an array of one element, in the kernel a
-** reference (GJ_T_SREF) to it. */
-static int struct_param(gj_cs *cs, const gj_compile_opts *o, int j,
-                        gj_ty *t, gj_err *err)
-{
-  size_t n = strlen(o->types[j]);
-  int arr = n > 2 && strcmp(o->types[j] + n - 2, "[]") == 0;
-  char *text = malloc(n + 1);
-  int sid, rc;
-  if (!text) return gj_err_set(err, "out of memory");
-  memcpy(text, o->types[j], n - (arr ? 2 : 0));
-  text[n - (arr ? 2 : 0)] = '\0';
-  rc = gj_cs_struct(cs, text, &sid);
-  free(text);
-  if (rc) return gj_err_prefix(err, "kernel %s: argument %d: ", o->name, j + 1);
-  memset(t, 0, sizeof(*t));
-  t->k = arr ? GJ_T_ARR : GJ_T_SREF;
-  t->s = GJ_U8;
-  t->sid = (uint8_t)(sid + 1);
-  t->space = GJ_SPACE_GLOBAL;
-  if (arr && o->boundscheck) t->aux = GJ_ARR_TAG(j, (int)((o->one_based >> j) & 1));
-  return 0;
-}
-
-/* Type names of the signature -> parameter types. */
-static int param_types(gj_cs *cs, const gj_compile_opts *o, gj_ty *params,
-                       gj_err *err)
-{
-  int j;
-  for (j = 0; j < o->nparams; j++) {
-    char nm[64];
-    size_t n = strlen(o->types[j]);
-    int arr = n > 2 && strcmp(o->types[j] + n - 2, "[]") == 0;
-    gj_scalar s;
-    if (o->types[j][0] == '{') {
-      if (struct_param(cs, o, j, &params[j], err)) return -1;
-      continue;
-    }
-    snprintf(nm, sizeof(nm), "%.*s", (int)(arr ? n - 2 : n), o->types[j]);
-    if (!arr && gj_lnum_parse(nm) != GJ_LNUM_NONE) {
-      const gj_lnum_class *c = &gj_lnum_classes[gj_lnum_parse(nm)];
-      params[j] = gj_ty_lnum(NULL, c->lo, c->hi);   /* in range: never a float */
-      continue;
-    }
-    if (gj_scalar_parse(nm, &s))
-      return gj_err_set(err, "kernel %s: unsupported type '%s' for argument %d",
-                        o->name, o->types[j], j + 1);
-    params[j] = gj_ty_num(s);
-    params[j].cint = !arr && gj_scalar_isint(s);   /* cdata in LuaJIT */
-    if (arr) {
-      params[j].k = GJ_T_ARR;
-      params[j].space = GJ_SPACE_GLOBAL;
-      if (o->boundscheck)
-        params[j].aux = GJ_ARR_TAG(j, (int)((o->one_based >> j) & 1));
-    }
-  }
-  return 0;
-}
 
 /* The options of the kernel a derivative is taken of: o's arguments
 ** without the shadows (gj_ad.h); else o itself. */
@@ -110,6 +49,13 @@ static int primal_opts(const gj_compile_opts *o, gj_compile_opts *po,
     return gj_err_set(err, "kernel %s: a derivative with boundscheck is not "
                       "supported yet", o->name);
   for (j = 0; j < o->nparams; j++) {
+    if (strstr(o->types[j], "[][") && o->shadow[j] != '2')
+      return gj_err_set(err, "kernel %s: argument %d%s%s%s: a multi-dimensional "
+                        "array cannot be an argument of a derivative yet (pass it "
+                        "flattened, as a one-dimensional array)", o->name, j + 1,
+                        o->argnames[j] ? " '" : "",
+                        o->argnames[j] ? o->argnames[j] : "",
+                        o->argnames[j] ? "'" : "");
     if (o->shadow[j] == '1' || o->shadow[j] == '2') continue;   /* shadow, tape */
     po->types[n] = o->types[j];
     po->argnames[n++] = o->argnames[j];
@@ -424,10 +370,24 @@ int gj_pipeline_job(gj_ctx *ctx, const gj_compile_opts *o, gj_job *job,
   return stage_job(ctx, o, ps, &kd, job, err);
 }
 
-/* A type as API.md names it ("float", "int32_t[]"), else as messages do. */
+/* A type as API.md names it ("float", "int32_t[]", "float[][4]"), else as
+** messages do. */
 static void type_name(gj_cs *cs, gj_ty t, char *buf, size_t n)
 {
   gj_scalar s = t.k == GJ_T_ARR ? (gj_scalar)t.s : gj_ty_scalar(cs, t);
+  if (t.k == GJ_T_ARR && t.shp) {   /* "float[][4]", a row "float[4]" */
+    const gj_shape *sh = &cs->shapes[t.shp - 1];
+    size_t o = (size_t)snprintf(buf, n, "%s", gj_ty_struct(cs, t) ? gj_ty_struct(cs, t)->name
+                                                                 : gj_scalar_name(s));
+    int k;
+    if (o < n && sh->level > 0)
+      o += (size_t)snprintf(buf + o, n - o, "[%lld]", (long long)cs->shapes[t.shp - 2].dims[0]);
+    else if (o < n)
+      o += (size_t)snprintf(buf + o, n - o, "[]");
+    for (k = 0; k < sh->n && o < n; k++)
+      o += (size_t)snprintf(buf + o, n - o, "[%lld]", (long long)sh->dims[k]);
+    return;
+  }
   if (gj_ty_struct(cs, t))   /* "particle[]", or "particle" for a reference */
     snprintf(buf, n, "%s%s", gj_ty_struct(cs, t)->name, t.k == GJ_T_ARR ? "[]" : "");
   else if (t.k == GJ_T_NUM && t.lnum)   /* a parameter's class, else any lnum */
@@ -589,7 +549,7 @@ int gj_pipeline_front(gj_ctx *ctx, gj_kvsrc *src, const gj_compile_opts *o,
   mid->kd.job = &mid->job;
   cs.narrow32 = mid->job.narrow_ints;
   if (primal_opts(o, &po, err)) goto done;
-  if (param_types(&cs, &po, params, err)) goto done;
+  if (gj_param_types(&cs, &po, params, err)) goto done;
   lap(out, GJ_ST_JOB, &t0);
 
   /* 2. frontend and typer */

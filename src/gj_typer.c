@@ -50,6 +50,34 @@ int gj_cs_struct(gj_cs *cs, const char *text, int *sid)
   return 0;
 }
 
+int gj_cs_shape(gj_cs *cs, const int64_t *dims, int n, int *shp)
+{
+  int e, k;
+  if (n < 1 || n > GJ_MAXDIMS)
+    return gj_err_set(cs->err, "an array of %d dimensions (at most %d)", n + 1,
+                      GJ_MAXDIMS + 1);
+  for (e = 0; e < cs->nshapes; e++) {   /* the same dimensions: one entry */
+    const gj_shape *sh = &cs->shapes[e];
+    if (sh->level == 0 && sh->n == n &&
+        memcmp(sh->dims, dims, sizeof(int64_t) * (size_t)n) == 0) {
+      *shp = e + 1;
+      return 0;
+    }
+  }
+  if (cs->nshapes + n + 1 > GJ_MAXSHAPES)
+    return gj_err_set(cs->err, "too many shapes of multi-dimensional arrays "
+                      "in one kernel (at most %d levels)", GJ_MAXSHAPES);
+  *shp = cs->nshapes + 1;
+  for (k = 0; k <= n; k++) {   /* the root, then each row level */
+    gj_shape *sh = &cs->shapes[cs->nshapes++];
+    memset(sh, 0, sizeof(*sh));
+    sh->level = k;
+    sh->n = n - k;
+    memcpy(sh->dims, dims + k, sizeof(int64_t) * (size_t)(n - k));
+  }
+  return 0;
+}
+
 void gj_cs_free(gj_cs *cs)
 {
   int i;

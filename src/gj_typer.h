@@ -89,6 +89,11 @@ typedef struct gj_ty {
   uint8_t sid;     /* ARR: its elements are structs, SREF: the struct, of
                    ** type cs->structs->s[sid - 1]; 0: none (an ARR of
                    ** scalars s) */
+  uint8_t shp;     /* ARR of a multi-dimensional array: its level's entry
+                   ** in cs->shapes (1-based; 0: a plain array, no shape) */
+  uint8_t nd;      /* ARR with shp: the dimensions below this level; its
+                   ** elements are rows (ARRs of shp + 1, nd - 1) while
+                   ** nd > 0, else elements of kind s / sid */
   double lo, hi;
 } gj_ty;
 
@@ -126,6 +131,21 @@ typedef struct gj_kv {
 } gj_kv;
 
 #define GJ_MAXRET 8
+
+/* Multi-dimensional arrays (docs/typing.md, "Multi-dimensional arrays"):
+** an argument "float[][4][3]" is an ARR whose descriptor length is the
+** outer count; indexing it gives a row, an ARR { base + i * row bytes,
+** the next dimension }.  One entry per level: the root (level 0) and each
+** row level below it follow each other in cs->shapes, so a row of entry
+** e is entry e + 1.  dims[0..n) are the dimensions below the level. */
+#define GJ_MAXDIMS 8
+#define GJ_MAXSHAPES 64
+typedef struct gj_shape {
+  int level;        /* 0: the argument itself; the message's dimension is
+                    ** level + 1 */
+  int n;            /* dimensions below this level */
+  int64_t dims[GJ_MAXDIMS];
+} gj_shape;
 
 typedef struct gj_block {
   int start, end;   /* instructions [start, end) */
@@ -182,6 +202,8 @@ typedef struct gj_cs {
   int nfns, maxfns;
   gj_fn **fns;           /* fns[0] is the kernel */
   gj_structs *structs;   /* the struct types of the signature (NULL: none) */
+  int nshapes;           /* multi-dimensional arrays' levels (gj_shape) */
+  gj_shape shapes[GJ_MAXSHAPES];
   int depth;             /* device-function calls being typed, nested */
   int derivs;            /* gpu.derivative/gradient calls typed (the
                          ** compile then needs the codegen option ad and
@@ -222,6 +244,14 @@ void gj_cs_free(gj_cs *cs);
 /* The struct of layout text (gj_type.h, a whole struct and nothing after
 ** it) in cs->structs: its index into *sid.  0, or -1 with cs->err set. */
 int gj_cs_struct(gj_cs *cs, const char *text, int *sid);
+
+/* The root entry (1-based, for gj_ty.shp) of an array whose dimensions
+** below the outer one are dims[0..n), n >= 1, interned with its row
+** levels after it.  0, or -1 with cs->err set (too many). */
+int gj_cs_shape(gj_cs *cs, const int64_t *dims, int n, int *shp);
+/* The bytes of one element of an array of type t (a row's bytes for a
+** multi-dimensional level; a struct's size, a scalar's size). */
+int64_t gj_ty_elem_bytes(const gj_cs *cs, gj_ty t);
 
 /* Type the kernel, src->kernel, with param types. */
 int gj_typer_kernel(gj_cs *cs, int nparams, const gj_ty *params, gj_fn **out);

@@ -161,6 +161,12 @@ static int type_atomic(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
     if (gj_typer_num_operand(cs, fn, i, args[j], j == 1 ? "an atomic's index"
                                                 : "an atomic's value"))
       return -1;
+  if (args[0].shp && args[0].nd > 0) {
+    char b[200];
+    gj_ty_str(cs, args[0], b, sizeof(b));
+    return gj_typer_error(cs, fn, i, "gpu.%s on %s: pass a row of its last "
+                                     "dimension (gpu.%s(a[y], x, v))", nm, b, nm);
+  }
   if (args[0].sid)
     return gj_typer_error(cs, fn, i, "gpu.%s on an array of %s%s: atomics "
                                      "work on arrays of numbers (a field "

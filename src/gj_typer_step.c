@@ -525,6 +525,19 @@ static int index_check(gj_cs *cs, gj_fn *fn, int i, gj_ty arr, gj_ty idx)
   return gj_typer_num_operand(cs, fn, i, idx, "indexing an array");
 }
 
+/* Is row value a (an ARR) of the type of b's rows (b an ARR with nd > 0):
+** the same element, the same dimensions (its own length, the previous
+** level's first dimension, included)? */
+static int same_row(const gj_cs *cs, gj_ty a, gj_ty b)
+{
+  const gj_shape *ab, *bb = &cs->shapes[b.shp - 1];
+  if (a.k != GJ_T_ARR || a.shp < 2 || a.s != b.s || a.sid != b.sid ||
+      a.nd != b.nd - 1 || cs->shapes[a.shp - 1].level == 0)
+    return 0;
+  ab = &cs->shapes[a.shp - 2];   /* a's parent level: a's length is dims[0] */
+  return ab->n == bb->n && memcmp(ab->dims, bb->dims, sizeof(int64_t) * (size_t)bb->n) == 0;
+}
+
 /* --- Struct fields ------------------------------------------------------ */
 
 /* The field name of struct reference ref (instruction i), or an error
@@ -757,7 +770,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     if (b.k == GJ_T_CROW)
       return gj_typer_const_row(cs, fn, i, b, gj_ty_const(in->c), &S(in->a));
     if (index_check(cs, fn, i, b, gj_ty_const(in->c))) return -1;
-    fn->rmask |= b.u.origin;
+    if (!(b.shp && b.nd > 0)) fn->rmask |= b.u.origin;   /* a row reads nothing */
     S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TGETV: case GJ_BC_TGETR:
@@ -770,7 +783,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
       return gj_typer_const_table(cs, fn, i, b.aux, c, &S(in->a));
     if (b.k == GJ_T_CROW) return gj_typer_const_row(cs, fn, i, b, c, &S(in->a));
     if (index_check(cs, fn, i, b, c)) return -1;
-    fn->rmask |= b.u.origin;
+    if (!(b.shp && b.nd > 0)) fn->rmask |= b.u.origin;   /* a row reads nothing */
     S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TSETV: case GJ_BC_TSETR: case GJ_BC_TSETB:
@@ -784,6 +797,20 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
                             cs->kv[b.aux].name, b.k == GJ_T_CROW ? " (to a "
                             "table in it)" : "");
     if (index_check(cs, fn, i, b, c)) return -1;
+    if (b.shp && b.nd > 0) {   /* a[y] = r: a copy of row r, as LuaJIT's */
+      char t[200], u[200];
+      if (same_row(cs, a, b)) {
+        fn->rmask |= a.u.origin;
+        fn->wmask |= b.u.origin;
+        return 0;
+      }
+      gj_ty_str(cs, b, t, sizeof(t));
+      gj_ty_str(cs, a, u, sizeof(u));
+      return gj_typer_error(cs, fn, i, "cannot store %s into a row of %s: a row "
+                                       "takes a row of the same type (a copy) "
+                                       "or its elements are assigned "
+                                       "(a[y][x] = v)", u, t);
+    }
     if (b.sid ? !(a.k == GJ_T_SREF && a.sid == b.sid)
               : !gj_ty_isnumeric(a) && a.k != GJ_T_BOOL) {
       char s[200], t[200];

@@ -94,8 +94,8 @@ int gj_ty_eq(gj_ty a, gj_ty b)
     return a.s == b.s && a.lnum == b.lnum && a.cint == b.cint && a.rng == b.rng &&
            (!a.rng || (a.lo == b.lo && a.hi == b.hi));
   case GJ_T_ARR:
-    return a.s == b.s && a.sid == b.sid && a.space == b.space &&
-           (a.space != GJ_SPACE_GLOBAL || a.aux == b.aux);
+    return a.s == b.s && a.sid == b.sid && a.space == b.space && a.shp == b.shp &&
+           a.nd == b.nd && (a.space != GJ_SPACE_GLOBAL || a.aux == b.aux);
   case GJ_T_SREF:
     return a.sid == b.sid && a.space == b.space;
   case GJ_T_KV: return a.aux == b.aux;
@@ -108,6 +108,12 @@ int gj_ty_eq(gj_ty a, gj_ty b)
 gj_ty gj_ty_elem(gj_ty arr)
 {
   gj_ty t;
+  if (arr.shp && arr.nd > 0) {   /* a row: the next level */
+    t = arr;
+    t.shp++;
+    t.nd--;
+    return t;
+  }
   if (arr.sid) {
     memset(&t, 0, sizeof(t));
     t.k = GJ_T_SREF;
@@ -122,6 +128,17 @@ gj_ty gj_ty_elem(gj_ty arr)
   t = gj_ty_num((gj_scalar)arr.s);
   t.cint = arr.s == GJ_I64 || arr.s == GJ_U64;   /* cdata in LuaJIT */
   return t;
+}
+
+int64_t gj_ty_elem_bytes(const gj_cs *cs, gj_ty t)
+{
+  int64_t b = t.sid ? (int64_t)gj_ty_struct(cs, t)->size : gj_scalar_size((gj_scalar)t.s);
+  int k;
+  if (t.shp && t.nd > 0) {
+    const gj_shape *sh = &cs->shapes[t.shp - 1];
+    for (k = 0; k < sh->n; k++) b *= sh->dims[k];
+  }
+  return b;
 }
 
 gj_ty gj_ty_read(const gj_cs *cs, gj_ty t)
@@ -341,7 +358,9 @@ gj_ty gj_ty_join(const gj_cs *cs, gj_ty a, gj_ty b)
     a.aux |= b.aux;
     return a;
   case GJ_T_ARR:
-    if (a.s != b.s || a.sid != b.sid || a.space != b.space) return conflict(a, b);
+    if (a.s != b.s || a.sid != b.sid || a.space != b.space || a.shp != b.shp ||
+        a.nd != b.nd)
+      return conflict(a, b);
     a.u.origin |= b.u.origin;
     if (a.space == GJ_SPACE_GLOBAL && a.aux != b.aux) {
       /* several arguments: the first index stays known if they agree */
@@ -422,6 +441,24 @@ void gj_ty_str(const gj_cs *cs, gj_ty t, char *buf, size_t n)
   }
   if (t.k == GJ_T_NUM && t.lnum) {
     snprintf(buf, n, "a number (lua_int)");
+    return;
+  }
+  if (t.k == GJ_T_ARR && t.shp && cs) {
+    /* "a multi-dimensional array (float[][3][4])", "a row of a
+    ** multi-dimensional array (float[3][4])": a row's own length is its
+    ** parent level's first dimension */
+    const gj_shape *sh = &cs->shapes[t.shp - 1];
+    char dims[(GJ_MAXDIMS + 1) * 24] = "[]";
+    size_t o = 2;
+    int k;
+    if (sh->level > 0)
+      o = (size_t)snprintf(dims, sizeof(dims), "[%lld]", (long long)cs->shapes[t.shp - 2].dims[0]);
+    for (k = 0; k < sh->n && o < sizeof(dims); k++)
+      o += (size_t)snprintf(dims + o, sizeof(dims) - o, "[%lld]", (long long)sh->dims[k]);
+    snprintf(buf, n, "%s (%s%s)", sh->level ? "a row of a multi-dimensional array"
+                                            : "a multi-dimensional array",
+             gj_ty_struct(cs, t) ? gj_ty_struct(cs, t)->name : gj_scalar_name((gj_scalar)t.s),
+             dims);
     return;
   }
   if (gj_ty_struct(cs, t)) {

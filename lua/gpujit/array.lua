@@ -87,6 +87,89 @@ end
 
 M.ctype_of = ctype_of
 
+-- "[4][3]" for dims { 4, 3 }.
+local function dims_text(dims)
+  local t = {}
+  for i, d in ipairs(dims) do t[i] = "[" .. d .. "]" end
+  return table.concat(t)
+end
+
+-- A shaped array (gpu.array(ctype, { h, w, ... })) has a struct type of its
+-- own per element type and dimensions below the first (dims), so that its
+-- ctype id alone gives the kernel type ("float[][4]"):
+--   struct { T *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; int64_t rows; }
+-- n is the element count (what the memory holds, as for a plain array),
+-- rows the first dimension (the kernel's descriptor length, #e).
+local function shaped_ctype_of(elem, dims)
+  local st = types.structs[elem]
+  local dt = dims_text(dims)
+  local key = (st and ("struct:" .. st.ctid) or elem) .. dt
+  local ct = R.ct[key]
+  if ct == nil then
+    local decl
+    local cname = st and types.struct_cname(st) or elem
+    local fields = "%s *ptr; int64_t n; void *ctx; int32_t bk; int32_t dev; int64_t rows;"
+    if not cname then
+      decl = ffi.typeof("struct { " .. fields:format("$") .. " }", types.struct_ctype(st))
+    else
+      decl = "gj_array_" .. (st and "s" .. st.ctid or elem) .. dt:gsub("%]%[", "_"):gsub("[%[%]]", "_")
+      ffi.cdef(("typedef struct %s { " .. fields .. " } %s;"):format(decl, cname, decl))
+    end
+    ct = ffi.metatype(decl, {
+      __index = function(e, k) return R.impl.index(e, k, elem, dims) end,
+      __newindex = function(e, k, v) return R.impl.newindex(e, k, v, elem, dims) end,
+      __len = function(e) return tonumber(e.rows) end,
+      __gc = function(e) return R.impl.free(e) end,
+      __tostring = function(e) return R.impl.tostring(e, elem, dims) end,
+    })
+    R.ct[key] = ct
+    local inner = 1
+    for _, d in ipairs(dims) do inner = inner * d end
+    types.register_garray(tonumber(ct), { type = elem .. "[]" .. dt, elem = elem, dims = dims,
+                                          esize = types.size[elem] * inner })
+  end
+  return ct
+end
+
+-- The ctype of a pointer to a row of a shaped array (T (*)[4][3]).
+local rowptr_cts = {}
+local function rowptr(elem, dims)
+  local key = elem .. dims_text(dims)
+  local ct = rowptr_cts[key]
+  if ct == nil then
+    local st = types.structs[elem]
+    local cname = st and types.struct_cname(st) or elem
+    if cname then
+      ct = ffi.typeof(cname .. "(*)" .. dims_text(dims))
+    else
+      ct = ffi.typeof("$(*)" .. dims_text(dims), types.struct_ctype(st))
+    end
+    rowptr_cts[key] = ct
+  end
+  return ct
+end
+
+-- A new FFI array of rows elements of the shape (T[?][4][3]), or of a
+-- plain one (T[?]) without dims.
+local shaped_vla_cts = {}
+local function shaped_vla(elem, dims, rows)
+  if not dims then return types.vla(elem)(rows) end
+  local key = elem .. dims_text(dims)
+  local ct = shaped_vla_cts[key]
+  if ct == nil then
+    local st = types.structs[elem]
+    local cname = st and types.struct_cname(st) or elem
+    if cname then
+      ct = ffi.typeof(cname .. "[?]" .. dims_text(dims))
+    else
+      ct = ffi.typeof("$[?]" .. dims_text(dims), types.struct_ctype(st))
+    end
+    shaped_vla_cts[key] = ct
+  end
+  return ct(rows)
+end
+M.shaped_vla = shaped_vla
+
 local function fail(msg, level)
   error(msg, (level or 1) + 1)
 end
@@ -131,7 +214,13 @@ local function cindex(k)
   return k
 end
 
-function impl.index(e, k, elem)
+-- The first dimension: the element count of a plain array, the row count
+-- of a shaped one.
+local function rows_of(e, dims)
+  return dims and e.rows or e.n
+end
+
+function impl.index(e, k, elem, dims)
   k = cindex(k)
   if type(k) == "number" then
     if e.ptr == nil then fail("gpu.array: use of a freed array", 2) end
@@ -139,10 +228,18 @@ function impl.index(e, k, elem)
       fail("gpu.array: the array lives on " .. label(e)
         .. " and cannot be indexed from the host; use e:to_host()", 2)
     end
-    if k < 0 or k >= e.n or k % 1 ~= 0 then
-      fail("gpu.array: index " .. k .. " out of range [0, " .. tonumber(e.n) .. ")", 2)
+    local n = rows_of(e, dims)
+    if k < 0 or k >= n or k % 1 ~= 0 then
+      fail("gpu.array: index " .. k .. " out of range [0, " .. tonumber(n) .. ")"
+        .. (dims and " (dimension 1)" or ""), 2)
     end
+    if dims then return ffi.cast(rowptr(elem, dims), e.ptr)[k] end   -- a row: e[y][x]
     return e.ptr[k]
+  end
+  if k == "shape" then
+    local sh = { tonumber(rows_of(e, dims)) }
+    for i, d in ipairs(dims or {}) do sh[i + 1] = d end
+    return sh
   end
   if k == "ctype" then return elem end
   if k == "device" then
@@ -152,9 +249,13 @@ function impl.index(e, k, elem)
   return methods[k]
 end
 
-function impl.newindex(e, k, v)
+function impl.newindex(e, k, v, _, dims)
   k = cindex(k)
   if type(k) ~= "number" then fail("gpu.array: cannot set field '" .. tostring(k) .. "'", 2) end
+  if dims then
+    fail("gpu.array: cannot assign to a row of a multi-dimensional array; assign its "
+      .. "elements (e[y][x] = v)", 2)
+  end
   if e.ptr == nil then fail("gpu.array: use of a freed array", 2) end
   if not host_ok(e) then
     fail("gpu.array: the array lives on " .. label(e)
@@ -186,6 +287,7 @@ function impl.free(e)
   if p == nil then return end
   e.ptr = nil
   e.n = 0
+  if types.ctype_info(e).dims then e.rows = 0 end
   if inuse[e] then
     deferred[e] = { p, e.ctx, e.bk, e.dev }
     return
@@ -223,9 +325,10 @@ function M.release(v)
   end
 end
 
-function impl.tostring(e, elem)
+function impl.tostring(e, elem, dims)
   if e.ptr == nil then return "gpu.array<" .. elem .. "> (freed)" end
-  return "gpu.array<" .. elem .. ">[" .. tonumber(e.n) .. "] on " .. label(e)
+  return "gpu.array<" .. elem .. ">[" .. tonumber(rows_of(e, dims)) .. "]"
+    .. (dims and dims_text(dims) or "") .. " on " .. label(e)
 end
 
 function methods.free(e)
@@ -264,7 +367,32 @@ local function check_n(n, fname, level)
   end
 end
 
-local function alloc(elem, n, tgt, fname, level)
+-- n: a length, or a shape { d1, d2, ... }: the element count, the first
+-- dimension and the dimensions below it (nil for a plain array; a shape
+-- of one dimension is a plain array).
+local function check_shape(n, fname, level)
+  if type(n) ~= "table" then
+    check_n(n, fname, level + 1)
+    return n, n, nil
+  end
+  if #n < 1 or #n > 8 then
+    fail(fname .. ": a shape is a list of 1 to 8 dimensions, got " .. #n, level + 1)
+  end
+  local total, dims = 1, {}
+  for i = 1, #n do
+    local d = n[i]
+    if type(d) ~= "number" or d < 0 or d % 1 ~= 0 then
+      fail(fname .. ": shape[" .. i .. "] must be a non-negative integer, got " .. tostring(d),
+        level + 1)
+    end
+    total = total * d
+    if i > 1 then dims[i - 1] = d end
+  end
+  check_n(total, fname, level + 1)
+  return total, n[1], #dims > 0 and dims or nil
+end
+
+local function alloc(elem, n, tgt, fname, level, rows, dims)
   local esz = types.size[elem]
   local bytes = math.max(n * esz, esz)
   local p
@@ -280,9 +408,10 @@ local function alloc(elem, n, tgt, fname, level)
         level + 1)
     end
   end
-  local e = ctype_of(elem)()
+  local e = dims and shaped_ctype_of(elem, dims)() or ctype_of(elem)()
   e.ptr = ffi.cast(types.ptr(elem), p)
   e.n = n
+  if dims then e.rows = rows end
   e.ctx = env.ctx
   e.bk = tgt.sim and SIM_BK or tgt.bk
   e.dev = tgt.sim and 0 or tgt.dev
@@ -335,18 +464,19 @@ local function target(device, fname, level)
   return env.current(fname, level + 1)
 end
 
--- gpu.array(ctype, n [, device])
+-- gpu.array(ctype, n or shape [, device])
 function M.array(ctype, n, device)
   local elem = elem_name(ctype, "gpu.array", 2)
-  check_n(n, "gpu.array", 2)
-  return alloc(elem, n, target(device, "gpu.array", 2), "gpu.array", 2)
+  local total, rows, dims = check_shape(n, "gpu.array", 2)
+  return alloc(elem, total, target(device, "gpu.array", 2), "gpu.array", 2, rows, dims)
 end
 
--- gpu.zeros(ctype, n [, device])
+-- gpu.zeros(ctype, n or shape [, device])
 function M.zeros(ctype, n, device)
   local elem = elem_name(ctype, "gpu.zeros", 2)
-  check_n(n, "gpu.zeros", 2)
-  local e = alloc(elem, n, target(device, "gpu.zeros", 2), "gpu.zeros", 2)
+  local rows, dims
+  n, rows, dims = check_shape(n, "gpu.zeros", 2)
+  local e = alloc(elem, n, target(device, "gpu.zeros", 2), "gpu.zeros", 2, rows, dims)
   if e.bk ~= SIM_BK and n > 0 then
     local bytes = n * types.size[elem]
     upload(e, ffi.new("uint8_t[?]", bytes), bytes, "gpu.zeros", 2)
@@ -380,9 +510,65 @@ local function ffi_len(v, info)
 end
 M.ffi_len = ffi_len
 
+-- The dimensions of a nested Lua table (a table of tables ... of numbers,
+-- the rows of each level of equal length), or nil for a flat one.
+local function table_shape(t, fname, level)
+  if type(t[1]) ~= "table" then return nil end
+  local dims, x = {}, t
+  while type(x) == "table" do
+    dims[#dims + 1] = #x
+    x = x[1]
+  end
+  if #dims > 8 then fail(fname .. ": a nested table of more than 8 levels", level + 1) end
+  local function walk(u, d, path)
+    if #u ~= dims[d] then
+      fail(fname .. ": table" .. path .. " has " .. #u .. " elements, expected " .. dims[d]
+        .. " (the rows of a nested table must have equal lengths)", level + 2)
+    end
+    if d == #dims then return end
+    for i = 1, #u do
+      if type(u[i]) ~= "table" then
+        fail(fname .. ": table" .. path .. "[" .. i .. "] is " .. types.describe(u[i])
+          .. ", expected a table (a row)", level + 2)
+      end
+      walk(u[i], d + 1, path .. "[" .. i .. "]")
+    end
+  end
+  walk(t, 1, "")
+  return dims
+end
+
+-- Nested table t of shape dims into the flat FFI array buf (row-major).
+local function fill_from_nested(buf, t, dims, elem, fname, level)
+  local k = 0
+  local function walk(u, d, path)
+    for i = 1, dims[d] do
+      if d < #dims then
+        walk(u[i], d + 1, path .. "[" .. i .. "]")
+      else
+        local v = u[i]
+        if not is_elem_ok(elem, v) then
+          fail(fname .. ": table element " .. path .. "[" .. i .. "] is " .. types.describe(v)
+            .. ", expected " .. (elem == "bool" and "a boolean" or "a number"), level + 3)
+        end
+        buf[k] = v
+        k = k + 1
+      end
+    end
+  end
+  walk(t, 1, "")
+end
+
+local function product(dims)
+  local p = 1
+  for _, d in ipairs(dims or {}) do p = p * d end
+  return p
+end
+
 -- gpu.to_device(src [, ctype [, device or stream]]): src an FFI array, a
--- Lua table of numbers or a gpu.array.  With a stream: on its device, the
--- copy enqueued on it (a table is read now, an FFI array when the copy runs).
+-- Lua table of numbers (or a nested table of them: a shaped array) or a
+-- gpu.array.  With a stream: on its device, the copy enqueued on it (a
+-- table is read now, an FFI array when the copy runs).
 function M.to_device(src, ctype, device)
   local fname = "gpu.to_device"
   local elem = ctype ~= nil and elem_name(ctype, fname, 2) or nil
@@ -394,6 +580,16 @@ function M.to_device(src, ctype, device)
     if types.structs[elem] then
       fail(fname .. ": a Lua table cannot fill an array of " .. elem .. "; pass an FFI array of it",
         2)
+    end
+    local shape = table_shape(src, fname, 2)
+    if shape then   -- nested: an array of that shape
+      local n = product(shape)
+      local inner = { unpack(shape, 2) }
+      local buf = types.vla(elem)(n)
+      fill_from_nested(buf, src, shape, elem, fname, 2)
+      local e = alloc(elem, n, tgt(), fname, 2, shape[1], inner)
+      upload(e, buf, n * types.size[elem], fname, 2, s, { e, buf })
+      return e
     end
     local n = #src
     local buf = types.vla(elem)(n)
@@ -411,15 +607,20 @@ function M.to_device(src, ctype, device)
       end
       return M.to_device(src:to_host(), ctype or info.elem, device)
     elseif info and info.kind == "farray" then
-      local n = ffi_len(src, info)
+      local rows = ffi_len(src, info)
+      local n = rows * product(info.dims)   -- elements
       elem = elem or info.elem
-      local e = alloc(elem, n, tgt(), fname, 2)
+      local e = alloc(elem, n, tgt(), fname, 2, rows, info.dims)
       local bytes = n * types.size[elem]
       if elem == info.elem then
         upload(e, src, bytes, fname, 2, s, { e, src })
       else
+        if types.structs[elem] or info.struct then
+          fail(fname .. ": an array of " .. info.elem .. " cannot be converted to " .. elem, 2)
+        end
         local buf = types.vla(elem)(n)
-        for i = 0, n - 1 do buf[i] = src[i] end
+        local sp = info.dims and ffi.cast("const " .. info.elem .. " *", src) or src
+        for i = 0, n - 1 do buf[i] = sp[i] end
         upload(e, buf, bytes, fname, 2, s, { e, buf })
       end
       return e
@@ -431,9 +632,32 @@ function M.to_device(src, ctype, device)
     .. types.describe(src), 2)
 end
 
--- e:to_host([dst [, stream]]): a new FFI array, or dst (an FFI array or a
--- Lua table) filled with the contents.  With a stream: the copy enqueued
--- on it, dst (or the new array) filled by its synchronize.
+-- Flat FFI array buf (row-major, converted with conv) into the nested table
+-- dst of shape { rows, dims... }, its rows made where missing.
+local function fill_nested(dst, buf, rows, dims, conv)
+  local all = { rows, unpack(dims) }
+  local k = 0
+  local function walk(u, d)
+    for i = 1, all[d] do
+      if d < #all then
+        if type(u[i]) ~= "table" then u[i] = {} end
+        walk(u[i], d + 1)
+      else
+        u[i] = conv(buf[k])
+        k = k + 1
+      end
+    end
+  end
+  walk(dst, 1)
+end
+
+local function ident(x) return x end
+
+-- e:to_host([dst [, stream]]): a new FFI array (of e's shape: T[?][w] for
+-- a gpu.array of shape { h, w }), or dst (an FFI array of at least as many
+-- elements, or a Lua table: nested for a shaped array) filled with the
+-- contents.  With a stream: the copy enqueued on it, dst (or the new
+-- array) filled by its synchronize.
 function methods.to_host(e, dst, stream)
   local fname = "to_host"
   if type(e) ~= "cdata" or not types.ctype_info(e) or types.ctype_info(e).kind ~= "garray" then
@@ -444,23 +668,25 @@ function methods.to_host(e, dst, stream)
   if stream ~= nil and not s then
     fail("to_host: argument #2 must be a gpu.stream, got " .. types.describe(stream), 2)
   end
-  local elem = types.ctype_info(e).elem
+  local einfo = types.ctype_info(e)
+  local elem, dims = einfo.elem, einfo.dims
   local n = tonumber(e.n)
+  local rows = dims and tonumber(e.rows) or n
   local bytes = n * types.size[elem]
   if dst == nil then
-    local out = types.vla(elem)(n)
+    local out = shaped_vla(elem, dims, rows)
     download(e, out, bytes, fname, 2, s, { e, out })
     return out
   end
   local td = type(dst)
   if td == "table" then
     local buf = types.vla(elem)(n)
-    local int64 = types.is_int64[elem]
+    local conv = types.is_int64[elem] and tonumber or ident
     download(e, buf, bytes, fname, 2, s, { e, buf, dst }, function()
-      if int64 then
-        for i = 1, n do dst[i] = tonumber(buf[i - 1]) end
+      if dims then
+        fill_nested(dst, buf, rows, dims, conv)
       else
-        for i = 1, n do dst[i] = buf[i - 1] end
+        for i = 1, n do dst[i] = conv(buf[i - 1]) end
       end
     end)
     return dst
@@ -468,15 +694,20 @@ function methods.to_host(e, dst, stream)
     local info = types.ctype_info(dst)
     if info and (info.kind == "farray" or info.kind == "fptr") then
       local len = ffi_len(dst, info)
+      if len then len = len * product(info.dims) end   -- elements
       if len and len < n then
         fail("to_host: the destination holds " .. len .. " elements, the array has " .. n, 2)
       end
       if info.elem == elem then
         download(e, dst, bytes, fname, 2, s, { e, dst })
       else
+        if types.structs[elem] or info.struct then
+          fail("to_host: an array of " .. elem .. " cannot be converted to " .. info.elem, 2)
+        end
         local buf = types.vla(elem)(n)
+        local dp = info.dims and ffi.cast(info.elem .. " *", dst) or dst
         download(e, buf, bytes, fname, 2, s, { e, buf, dst }, function()
-          for i = 0, n - 1 do dst[i] = buf[i] end
+          for i = 0, n - 1 do dp[i] = buf[i] end
         end)
       end
       return dst

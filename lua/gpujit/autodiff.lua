@@ -23,6 +23,8 @@ local types = require("gpujit.types")
 local concat, unpack = table.concat, unpack
 
 return function(dispatch, raise, on_sim)
+  -- its errors at the caller's line, as the dispatcher's are
+  if dispatch.own_source then dispatch.own_source(debug.getinfo(1, "S").source) end
   local AD = {}
   local ADS = require("gpujit.adsim")(raise, dispatch.set_dims)
   local methods = {}
@@ -106,6 +108,12 @@ return function(dispatch, raise, on_sim)
     for j = 1, K.nparams do
       local a = args[pos]
       local name = K.pnames[j]
+      local info = type(a) == "cdata" and types.ctype_info(a)
+      if info and info.dims then   -- docs/autodiff.md, "Not supported"
+        raise("bad argument #" .. pos .. " to derivative of kernel '" .. K.name .. "' ("
+          .. tostring(name) .. "): a multi-dimensional array (" .. types.describe(a)
+          .. ") cannot be an argument of a derivative yet; pass it as a one-dimensional array")
+      end
       pos = pos + 1
       if self.scalars[name] then
         local d = args[pos]

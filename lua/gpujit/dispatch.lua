@@ -329,7 +329,7 @@ local function install(K, tl, key, info, plugins)
   K.ncompiles = K.ncompiles + 1
   for i = 1, #tl do
     local p = info.params and info.params[i]
-    if p and p.type and p.type ~= tl[i] then
+    if p and p.type and p.type ~= types.flat(tl[i]) then   -- "float[]" for "float[][4]"
       error("gpujit internal error: core compiled parameter #" .. i .. " of kernel " .. K.name
         .. " as " .. tostring(p.type) .. ", expected " .. tl[i], 0)
     end

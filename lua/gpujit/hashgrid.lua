@@ -18,6 +18,7 @@
 -- once per slot those cells hash to (so dim >= 3 lists it once).  The
 -- query checks distances itself: a slot also holds far points aliased
 -- into it.
+local ffi = require("ffi")
 local types = require("gpujit.types")
 local P = require("gpujit.prims")
 local S = require("gpujit.prims_sort")
@@ -94,6 +95,38 @@ local function make_keys3()
   end
 end
 
+-- The same from points p[i][0], p[i][1] [, p[i][2]] (a shaped array of
+-- { n, dims }).
+local function make_keys2p()
+  return function(p, key, order, bad, inv, dim, slots, n)
+    local i = gpu.global_id(0)
+    if i < n then
+      local s = index(cell(p[i][0], inv), cell(p[i][1], inv), dim)
+      if not (s >= 0 and s < slots) then
+        s = 0
+        bad[0] = i + 1
+      end
+      key[i] = s
+      order[i] = i
+    end
+  end
+end
+
+local function make_keys3p()
+  return function(p, key, order, bad, inv, dim, slots, n)
+    local i = gpu.global_id(0)
+    if i < n then
+      local s = index3(cell(p[i][0], inv), cell(p[i][1], inv), cell(p[i][2], inv), dim)
+      if not (s >= 0 and s < slots) then
+        s = 0
+        bad[0] = i + 1
+      end
+      key[i] = s
+      order[i] = i
+    end
+  end
+end
+
 local function make_bounds()
   return function(key, cs, ce, n)
     local i = gpu.global_id(0)
@@ -133,11 +166,35 @@ function M.new(cellsize, opts)
     slots = dim ^ dims, n = 0 }, Grid)
 end
 
--- grid:build(x, y [, z]): the points (x[i], y[i] [, z[i]]), i < n
+-- A shaped array of points { n, dims } (a gpu.array or an FFI array of
+-- numbers), classified by hand (the primitives take one-dimensional
+-- arrays only); nil for anything else.
+local function points_arg(v, dims)
+  if type(v) ~= "cdata" then return nil end
+  local info = types.ctype_info(v)
+  if not (info and info.dims and #info.dims == 1 and info.dims[1] == dims) then return nil end
+  if info.kind == "garray" then
+    if v.ptr == nil then argerr(2, "build", "the gpu.array has been freed", 3) end
+    return { kind = "garray", elem = info.elem, n = #v, value = v, argn = 2 }
+  end
+  return { kind = "farray", elem = info.elem, n = info.len or ffi.sizeof(v) / info.esize,
+           value = v, argn = 2 }
+end
+
+-- grid:build(x, y [, z]): the points (x[i], y[i] [, z[i]]), i < n; or
+-- grid:build(points): the points (p[i][0], p[i][1] [, p[i][2]]) of a shaped
+-- array of { n, dims } (gpu.array(ct, { n, 2 }), ffi.new("double[?][2]", n))
 function Grid:build(x, y, z)
   local fname = "build"
   if getmetatable(self) ~= Grid then
-    argerr(1, fname, "a hashgrid expected (grid:build(x, y [, z]))", 2)
+    argerr(1, fname, "a hashgrid expected (grid:build(x, y [, z]) or grid:build(points))", 2)
+  end
+  local PT = y == nil and z == nil and points_arg(x, self.dims)
+  if PT then
+    if not (types.is_int[PT.elem] or types.is_float[PT.elem]) then
+      argerr(2, fname, "coordinates of type " .. PT.elem .. ": expected numbers", 2)
+    end
+    return self:_build_points(PT, fname)
   end
   local X = P.arg(x, 2, fname, false, 2)
   local Y = P.arg(y, 3, fname, false, 2)
@@ -191,6 +248,51 @@ function Grid:build(x, y, z)
     P.elementwise(tgt, "hashgrid_bounds", make_bounds, n, self.keys, self.cell_start,
       self.cell_end, i64(n))
   end)
+  return self
+end
+
+-- The grid's arrays on tgt for n points (made or kept), emptied.
+function Grid:_arrays(tgt, n, g)
+  local dev = tgt.entry
+  if self.cell_start == nil or self.target ~= tgt then
+    self.cell_start = g.array("int32_t", self.slots, dev)
+    self.cell_end = g.array("int32_t", self.slots, dev)
+    self.target = tgt
+  end
+  if self.order == nil or #self.order ~= n then
+    self.order = g.array("int32_t", n, dev)
+    self.keys = g.array("int32_t", n, dev)
+  end
+  g.fill(self.cell_start, 0)
+  g.fill(self.cell_end, 0)
+  self.n = n
+end
+
+-- grid:build(points), PT the classified points.
+function Grid:_build_points(PT, fname)
+  local n = PT.n
+  if n >= 2 ^ 31 then argerr(2, fname, "at most 2^31 - 1 points", 3) end
+  local g = P.env_gpu()
+  P.run({ PT }, fname, function(tgt)
+    self:_arrays(tgt, n, g)
+    if n == 0 then return end
+    local dp = PT.value
+    if PT.kind == "farray" then dp = g.to_device(dp, nil, tgt.entry) end   -- its shape kept
+    local bad = P.scratch(tgt, "int64_t", 1, "hashgrid_bad")
+    g.fill(bad, 0)
+    P.elementwise(tgt, self.dims == 3 and "hashgrid_keys3p" or "hashgrid_keys2p",
+      self.dims == 3 and make_keys3p or make_keys2p, n, dp, self.keys, self.order, bad,
+      self.inv_cell, self.dim, self.slots, i64(n))
+    local b = tonumber(P.read1(bad, "int64_t"))
+    if b ~= 0 then
+      self.n = 0
+      error(("bad argument #2 to 'build' (point %d has a NaN or infinite coordinate)"):format(
+        b - 1), 0)
+    end
+    S.sort(self.keys, self.order)
+    P.elementwise(tgt, "hashgrid_bounds", make_bounds, n, self.keys, self.cell_start,
+      self.cell_end, i64(n))
+  end, 4)
   return self
 end
 

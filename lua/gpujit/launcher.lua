@@ -322,7 +322,8 @@ return function(h)
           g(fill, "local p%d = a%d.ptr", i, i)
           g(fill, "if p%d == nil then freed(K, %d) end", i, i)
           g(fill, "if a%d.bk ~= BK or a%d.dev ~= DEV then devcheck(K, %d, a%d, TGT) end", i, i, i, i)
-          g(fill, "args.a%d = p%d; args.a%d_len = a%d.n", i, i, i, i)
+          -- a shaped array: its first dimension
+          g(fill, "args.a%d = p%d; args.a%d_len = a%d.%s", i, i, i, i, ci.dims and "rows" or "n")
         elseif kk == "fptr" then
           g(fill, "args.a%d = a%d; args.a%d_len = -1", i, i, i)
         elseif kk == "farray" then
@@ -498,11 +499,15 @@ return function(h)
         -- const elements: the kernel reads the array through a proxy whose
         -- first write raises what the compiled backends raise before the
         -- launch
-        local text = k.info.text
+        local text, dims = k.info.text, k.info.dims
         local function refuse() const_written(K, i, text) end
-        conv[i] = function(v)
-          return setmetatable({}, { __index = function(_, j) return v[j] end, __newindex = refuse })
+        local function ro(v, level)   -- each row of a multi-dimensional one too
+          return setmetatable({}, { __newindex = refuse, __index = function(_, j)
+            if dims and level <= #dims then return ro(v[j], level + 1) end
+            return v[j]
+          end })
         end
+        conv[i] = function(v) return ro(v, 1) end
       end
       if K.opts.boundscheck and (k.kind == "table" or k.kind == "garray" or k.kind == "farray") then
         -- the compiled backends' checks: tables from 1, other arrays from 0
@@ -511,10 +516,10 @@ return function(h)
         local base = k.kind == "table" and 1 or 0
         local esz = k.info and k.info.esize
         conv[i] = function(v)
-          local len = k.kind == "table" and #v or k.kind == "garray" and tonumber(v.n)
+          local len = k.kind == "table" and #v or k.kind == "garray" and tonumber(#v)
             or (k.info.len or vlenof(v, esz))
           if c then v = c(v) end
-          return sim.checked(v, len, base, what)
+          return sim.checked(v, len, base, what, k.info and k.info.dims)
         end
       end
     end

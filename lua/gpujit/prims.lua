@@ -87,6 +87,10 @@ local function classify(v, n, fname, level)
     return { kind = "table", elem = "double", n = #v, value = v }
   elseif tv == "cdata" then
     local info = types.ctype_info(v)
+    if info and info.dims then
+      argerr(n, fname, "a multi-dimensional array (" .. info.type .. "): the primitives take "
+        .. "one-dimensional arrays", level + 1)
+    end
     if info and info.kind == "garray" then
       if v.ptr == nil then argerr(n, fname, "the gpu.array has been freed", level + 1) end
       return { kind = "garray", elem = info.elem, n = tonumber(v.n), value = v }

@@ -95,27 +95,38 @@ local function oob(i, n, base, what, level)
   error(msg .. ")", level)
 end
 
-function M.checked(a, n, base, what)
+-- dims: the dimensions below the first of a multi-dimensional array (its
+-- rows are checked too, each message naming its dimension); level: the
+-- dimension a is (1 when omitted).
+function M.checked(a, n, base, what, dims, level)
   local p = newproxy(true)
   local mt = getmetatable(p)
+  level = level or 1
+  local label = dims and ("dimension " .. level .. " of " .. what) or what
+  local rows = dims and level <= #dims
   -- a number, or an integer cdata (int64_t, uint64_t: FFI arrays take it)
   local function ok(i)
     if type(i) == "cdata" then i = tonumber(i) end
     return type(i) == "number" and i >= base and i < n + base
   end
   mt.__index = function(_, i)
-    if not ok(i) then oob(i, n, base, what, 3) end
+    if not ok(i) then oob(i, n, base, label, 3) end
+    if rows then return M.checked(a[i], dims[level], 0, what, dims, level + 1) end
     return a[i]
   end
   mt.__newindex = function(_, i, v)
-    if not ok(i) then oob(i, n, base, what, 3) end
+    if not ok(i) then oob(i, n, base, label, 3) end
+    if type(v) == "userdata" then   -- a row, checked: its array (a[y] = b[x] copies it)
+      local m = getmetatable(v)
+      if type(m) == "table" and m.array ~= nil then v = m.array end
+    end
     a[i] = v
   end
   mt.__len = function() return n end
   mt.__tostring = function() return "checked " .. what end
   mt.array = a
   -- for the atomics, whose index must fail at the kernel's line too
-  mt.ok, mt.n, mt.base, mt.what = ok, n, base, what
+  mt.ok, mt.n, mt.base, mt.what = ok, n, base, label
   return p
 end
 

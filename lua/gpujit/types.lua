@@ -117,6 +117,15 @@ function M.normalize(name)
     return nil, "type name must be a string, got " .. type(name)
   end
   local s = trim(name)
+  local mbase, mdims = s:match("^(.-)%s*%[%s*[%d?]*%s*%](%s*%[[%d%s%[%]]+%])$")
+  -- multi-dimensional: "float[?][4]" -> "float[][4]"
+  if mbase and mdims:gsub("%s*%[%s*%d+%s*%]", "") == "" then
+    local e = M.scalar(mbase) or (M.struct(mbase) and M.struct(mbase).name)
+    if not e then
+      return nil, "unknown array element type '" .. mbase .. "' in '" .. name .. "'"
+    end
+    return e .. "[]" .. mdims:gsub("%s+", "")
+  end
   local base = s:match("^(.-)%s*%[%s*%]$") or s:match("^(.-)%s*%[%s*%?%s*%]$")
     or s:match("^(.-)%s*%[%s*%d+%s*%]$") or s:match("^(.-)%s*%*$")
   if base then
@@ -394,9 +403,24 @@ end
 -- The name the core compiles a canonical type name under: an array of
 -- structs is its layout text with "[]"; every other name is itself.
 function M.core_name(tname)
-  local base = tname:match("^(.-)%[%]$")
+  local base, dims = tname:match("^(.-)(%[%].*)$")
   local e = M.structs[base or tname]
-  return e and e.spec .. (base and "[]" or "") or tname
+  return e and e.spec .. (dims or "") or tname
+end
+
+-- The dimensions below the first of a multi-dimensional array type name
+-- ("float[][4][3]" -> { 4, 3 }), or nil for any other name.
+function M.dims(tname)
+  local rest = tname:match("^.-%[%](%[[%d%[%]]+%])$")
+  if not rest or rest:gsub("%[%d+%]", "") ~= "" then return nil end
+  local dims = {}
+  for d in rest:gmatch("%[(%d+)%]") do dims[#dims + 1] = tonumber(d) end
+  return dims
+end
+
+-- The one-dimensional name of a type name ("float[][4]" -> "float[]").
+function M.flat(tname)
+  return (tname:gsub("^(.-%[%])%[.*$", "%1"))
 end
 
 -- The reason an FFI struct (or an array of, or a pointer to, structs) cannot
@@ -456,12 +480,63 @@ local function const_of(base)
   return base:find("%f[%w_]const%f[^%w_]") ~= nil or nil
 end
 
+-- An FFI array of more than one dimension ("float [?][4]", "struct 97
+-- [8][16]", "double (&)[3][3]", a row of one): info with dims (the
+-- dimensions below the first), esize the bytes of a row (what the first
+-- index steps over), ebytes an element's; nil when text is none, or nil
+-- and a reason.
+local function multidim_info(ctid, text)
+  local base, outer, rest = text:match("^(.-)%s*%[([%d?]+)%](%[[%d%[%]]+%])$")
+  if not base then base, outer, rest = text:match("^(.-)%s*%(&%)%[(%d+)%](%[[%d%[%]]+%])$") end
+  if not base or rest:gsub("%[%d+%]", "") ~= "" then return nil end
+  local dims, inner = {}, 1
+  for d in rest:gmatch("%[(%d+)%]") do
+    dims[#dims + 1] = tonumber(d)
+    inner = inner * tonumber(d)
+  end
+  local e, st = scalar_of_ctext(base), nil
+  if not e and ffi.typeinfo then
+    local id = ctid
+    local ti = ffi.typeinfo(id)
+    if ti and ct_kind(ti) == CT_PTR then id = ct_child(ti); ti = ffi.typeinfo(id) end
+    while ti and ct_kind(ti) == CT_ARRAY do id = ct_child(ti); ti = ffi.typeinfo(id) end
+    if ti and ct_kind(ti) == CT_STRUCT then
+      local why
+      st, why = struct_entry(id)
+      if not st then return nil, "an FFI multi-dimensional array of " .. base .. ": " .. why end
+      e = st.name
+    end
+  end
+  if not e then return nil end
+  if #dims > 7 then
+    return nil, "FFI type '" .. text .. "': at most 8 dimensions in a kernel argument"
+  end
+  local ebytes = st and st.size or size[e]
+  if inner == 0 and outer == "?" then
+    return nil, "FFI type '" .. text .. "': a variable-length array whose rows are empty (a "
+      .. "dimension 0 after the first) has no element count; use a fixed size"
+  end
+  return { ctid = ctid, kind = "farray", type = e .. "[]" .. rest, elem = e, struct = st,
+           esize = ebytes * inner, ebytes = ebytes, dims = dims, len = tonumber(outer),
+           text = text, const = const_of(base) }
+end
+
 local function classify(ctid, ct)
   local text = tostring(ct):match("^ctype<(.*)>$") or tostring(ct)
   local ge = garray_ids[ctid]
   if ge then
+    if type(ge) == "table" then   -- a shaped gpu.array (gpujit.array)
+      return { ctid = ctid, kind = "garray", type = ge.type, elem = ge.elem,
+               esize = ge.esize, ebytes = size[ge.elem], dims = ge.dims,
+               struct = M.structs[ge.elem], text = "gpu.array<" .. ge.type .. ">" }
+    end
     return { ctid = ctid, kind = "garray", type = ge .. "[]", elem = ge, esize = size[ge],
              text = "gpu.array<" .. ge .. ">" }
+  end
+  do
+    local mi, why = multidim_info(ctid, text)
+    if mi then return mi end
+    if why then return nil, why end
   end
   local s = scalar_by_id[ctid]
   if s then

@@ -44,7 +44,11 @@ function C.args(case, bk)
   for _, sp in ipairs(GG.layout(case)) do
     local vals = d[sp.name]
     local arr
-    if sp.box == "struct" then   -- four values per element, in field order
+    if sp.box == "md" then   -- rows of G.MD_COLS, the data flat
+      local w = G.MD_COLS
+      arr = ffi.new(sp.ct .. "[?][" .. w .. "]", math.max(math.floor(#vals / w), 1))
+      for j = 1, #vals do arr[math.floor((j - 1) / w)][(j - 1) % w] = vals[j] end
+    elseif sp.box == "struct" then   -- four values per element, in field order
       arr = ffi.new(sp.ct .. "[?]", math.max(math.floor(#vals / 4), 1))
       for j = 1, #vals do arr[math.floor((j - 1) / 4)][G.FIELDS[(j - 1) % 4 + 1]] = vals[j] end
     elseif sp.box == "table" then
@@ -151,6 +155,10 @@ local function host(arr, ct)
     return setmetatable({}, { __index = function(_, i) return arr[i + 1] end }), #arr
   end
   if ffi.istype(ct .. "[?]", arr) then return arr, ffi.sizeof(arr) / ffi.sizeof(ct) end
+  local info = H.gpu.types.ctype_info(arr)
+  if info and info.kind == "farray" and info.dims then   -- a multi-dimensional FFI array: flat
+    return ffi.cast(ct .. " *", arr), ffi.sizeof(arr) / ffi.sizeof(ct)
+  end
   local h = arr:to_host()
   return h, #arr
 end

@@ -60,12 +60,16 @@ pcall(ffi.metatype, G.STRUCT, {
 local B31 = 2147483648          -- bound of int32 values
 local BMAX = 2 ^ 52             -- no integer expression may exceed this
 
-G.params = { "n", "s", "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od", "rs", "os" }
+G.params = { "n", "s", "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od", "rs", "os",
+  "rm" }
 G.ctypes = { ri = "int32_t", rl = "int64_t", ru = "uint8_t", rf = "float", rd = "double",
   oi = "int32_t", ol = "int64_t", ou = "uint8_t", oh = "int16_t", of = "float", od = "double",
-  rs = G.STRUCT, os = G.STRUCT }
-G.arrays = { "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od", "rs", "os" }
-G.box = { rs = "struct", os = "struct" }
+  rs = G.STRUCT, os = G.STRUCT, rm = "int32_t" }
+G.arrays = { "ri", "rl", "ru", "rf", "rd", "oi", "ol", "ou", "oh", "of", "od", "rs", "os", "rm" }
+-- rm: a multi-dimensional FFI array, int32_t[?][G.MD_COLS] of M rows (docs/typing.md,
+-- "Multi-dimensional arrays"), read-only, read as rm[j][c]; its data flat, row by row.
+G.box = { rs = "struct", os = "struct", rm = "md" }
+G.MD_COLS = 4
 
 ---------------------------------------------------------------------------
 -- Random numbers: Park-Miller, exact in doubles, the same on every machine.
@@ -212,7 +216,17 @@ function Gen:leaf_i(maxb)
   end
   if not self.infn then
     opts[#opts + 1] = function() return node("g", "i", 4096) end
-    opts[#opts + 1] = function() return node("ri[%1]", "i", B31, { self:ro_index(1) }) end
+    opts[#opts + 1] = function()
+      -- now and then rm[j][c] in its place: decided by a stream of its own
+      -- (self.R2), so that a seed's kernel is otherwise what it was before rm
+      local R2 = self.R2
+      if R2 and R2.chance(0.1) then
+        local col = R2.chance(0.5) and const_i(R2.int(0, G.MD_COLS - 1))
+          or node("(g % " .. G.MD_COLS .. ")", "i", G.MD_COLS - 1, nil, true)
+        return node("rm[%1][%2]", "i", B31, { self:ro_index(1), col })
+      end
+      return node("ri[%1]", "i", B31, { self:ro_index(1) })
+    end
     opts[#opts + 1] = function() return node("ru[%1]", "i", 255, { self:ro_index(1) }) end
     opts[#opts + 1] = function() return node("oi[%1]", "i", B31, { self:own_index(1) }) end
     opts[#opts + 1] = function() return node("oh[%1]", "i", 32768, { self:own_index(1) }) end
@@ -999,6 +1013,7 @@ function G.generate(seed, o)
   local M = R.int(5, 40)
   local gen = new_gen(R, { single = single, M = M })
   gen.structs = true   -- rs and os are parameters (gen_groups' kernels have none)
+  gen.R2 = rng(seed + 1000003)   -- rm's reads (Gen:leaf_i)
   -- upvalue constants
   for j = 1, R.int(0, 3) do
     local isf = not single and R.chance(0.4)
@@ -1073,6 +1088,8 @@ function G.data(R, case)
       -(2 ^ 31), 2 ^ 31, -(2 ^ 31) - 1, 2 ^ 26 + 3, 3037000499, 2 ^ 32 + 1, 2 ^ 53 - 1, 2 ^ 53 + 2,
       -(2 ^ 53) + 1, 0 / 0, math.huge, -math.huge, 0.5, -2.5 })
   end
+  -- last, so that the other arrays' data are what they were before rm
+  fill("rm", G.MD_COLS * M, function() return int_val(-2147483648, 2147483647) end)
   return d
 end
 
