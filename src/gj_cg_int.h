@@ -1,6 +1,8 @@
 /*
-** Codegen internals shared by gj_cg.c (functions, blocks, slots, calls) and
-** gj_cg_ops.c (arithmetic, comparisons, conversions, intrinsics).
+** Codegen internals shared by gj_cg.c (function bodies: blocks, slots,
+** calls), gj_cg_sig.c (the boundary of functions and the module),
+** gj_cg_ops.c (arithmetic, comparisons, conversions, intrinsics) and the
+** other gj_cg_*.c.
 */
 #ifndef GJ_CG_INT_H
 #define GJ_CG_INT_H
@@ -198,6 +200,19 @@ LLVMValueRef gj_cg_struct_in(gj_cg *g, LLVMValueRef v, gj_ty t);
 ** fields set from args (types at): LuaJIT's ctype(...). */
 LLVMValueRef gj_cg_struct_new(gj_cg *g, gj_ty t, int nargs,
                               const LLVMValueRef *args, const gj_ty *at);
+
+/* The boundary of functions (gj_cg_sig.c).  declare_fn: fn's LLVM
+** function, named name, with its attributes (fn->llfn is set).  emit_fn
+** (gj_cg.c): fn's body into its declared function; 0, or -1 with the
+** error set.  params_in: at the entry, the function's parameters into
+** their slots, k the index of the first LLVM parameter that is a Lua one.
+** ret_llvm: a result's LLVM type (NULL: none).  return: return the n
+** values v (types t) as fn's results. */
+LLVMValueRef gj_cg_declare_fn(gj_cg *g, gj_fn *fn, const char *name);
+int gj_cg_emit_fn(gj_cg *g, gj_fn *fn);
+void gj_cg_params_in(gj_cg *g, gj_fn *fn, int k);
+LLVMTypeRef gj_cg_ret_llvm(gj_cg *g, gj_ty t);
+void gj_cg_return(gj_cg *g, gj_fn *fn, int n, LLVMValueRef *v, const gj_ty *t);
 
 /* A call at instruction i of Lua function kv (a device function, emitted
 ** when first called): results into res[] (types rt[], *nout of them). */
