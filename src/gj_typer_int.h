@@ -1,5 +1,6 @@
 /*
-** Typer internals shared by its files and by codegen.
+** Typer internals shared by its files (gj_typer.c and the gj_typer_*.c)
+** and by codegen.
 */
 #ifndef GJ_TYPER_INT_H
 #define GJ_TYPER_INT_H
@@ -25,6 +26,18 @@ int gj_ty_truth(gj_ty t);
 
 /* Type of numeric constant v (weak int when integral and exact). */
 gj_ty gj_ty_const(double v);
+
+/* Read slot of st at instruction i (gj_typer_step.c): a value of mixed
+** types is an error here, where it is used; rd_any lets a string through
+** (a type name: moves and call arguments), rd rejects it. */
+int gj_typer_rd_any(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot,
+                    gj_ty *out);
+int gj_typer_rd(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot, gj_ty *out);
+
+/* gj_typer_step's rules for a call instruction (CALL*: the results into
+** st's slots) and a return (RET*) (gj_typer_call.c). */
+int gj_typer_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed);
+int gj_typer_ret(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st);
 
 /* For a call at instruction i: the function slot, the first argument slot,
 ** the argument count and the wanted result count (-1: all). */

@@ -1,7 +1,8 @@
 /*
-** Typer: the rule for each instruction and each intrinsic
-** (docs/typing.md).  Unsupported constructs are rejected here, with the
-** line of the instruction, so codegen only sees code it can compile.
+** Typer: the rule for each instruction (docs/typing.md); calls and
+** returns are gj_typer_call.c's, intrinsics gj_typer_intr.c's.
+** Unsupported constructs are rejected here, with the line of the
+** instruction, so codegen only sees code it can compile.
 */
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +12,6 @@
 #include "gj_intr.h"
 #include "gj_typer.h"
 #include "gj_typer_int.h"
-#include "gj_stack.h"
 
 #define S(x) (st->slot[(x)])
 
@@ -54,7 +54,7 @@ int gj_ty_truth(gj_ty t)
 /* Read a slot that may hold a string: only moves and call arguments do
 ** (a string is the type name of gpu.shared and gpu.local_array).  A value
 ** of mixed types is an error here, where it is used. */
-static int rd_any(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot,
+int gj_typer_rd_any(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot,
                   gj_ty *out)
 {
   gj_ty t = S(slot);
@@ -68,9 +68,9 @@ static int rd_any(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot,
   return 0;
 }
 
-static int rd(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot, gj_ty *out)
+int gj_typer_rd(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, int slot, gj_ty *out)
 {
-  if (rd_any(cs, fn, i, st, slot, out)) return -1;
+  if (gj_typer_rd_any(cs, fn, i, st, slot, out)) return -1;
   if (out->k == GJ_T_STR)
     return gj_typer_error(cs, fn, i, "strings are not supported in kernels "
                                      "(a string may only name the element "
@@ -240,275 +240,6 @@ static int arith_vv(int op)
   }
 }
 
-/* --- Calls and returns ------------------------------------------------- */
-
-void gj_call_shape(const gj_cs *cs, const gj_ins *in, const gj_tstate *st,
-                   int *fslot, int *arg0, int *nargs, int *nres)
-{
-  *fslot = in->a;
-  *arg0 = in->a + 1 + cs->map->fr2;
-  switch (in->op) {
-  case GJ_BC_CALL: *nargs = in->c - 1; *nres = in->b - 1; break;
-  case GJ_BC_CALLM: *nargs = in->c + st->mr_n; *nres = in->b - 1; break;
-  case GJ_BC_CALLT: *nargs = (int)in->d - 1; *nres = -1; break;
-  default: *nargs = (int)in->d + st->mr_n; *nres = -1; break;  /* CALLMT */
-  }
-}
-
-/* A struct a device function returns is either made in it (returned by
-** value) or one it was passed (returned as itself), not maybe either. */
-static int mixed_struct(gj_cs *cs, gj_fn *fn, int i, gj_ty t)
-{
-  if (!(t.k == GJ_T_SREF && t.space != GJ_SPACE_GLOBAL && t.aux && t.u.origin))
-    return 0;
-  return gj_typer_error(cs, fn, i, "device function '%s' returns a struct "
-                                   "that may be made here or passed in: "
-                                   "return one or the other",
-                        fn->proto->name);
-}
-
-static int record_return(gj_cs *cs, gj_fn *fn, int i, int n, const gj_ty *v)
-{
-  int j;
-  if (fn->kv < 0) {
-    if (n > 0)
-      return gj_typer_error(cs, fn, i, "a kernel cannot return values "
-                                       "(store results into an array)");
-    fn->nret = 0;
-    return 0;
-  }
-  if (n > GJ_MAXRET)
-    return gj_typer_error(cs, fn, i, "too many return values (at most %d)",
-                          GJ_MAXRET);
-  for (j = 0; j < n; j++) {
-    if (v[j].k == GJ_T_ARR && v[j].space != GJ_SPACE_GLOBAL)
-      return gj_typer_error(cs, fn, i, "a shared or local array cannot be "
-                                       "returned");
-    if (mixed_struct(cs, fn, i, v[j])) return -1;
-  }
-  if (fn->nret < 0) {
-    fn->nret = n;
-    for (j = 0; j < n; j++) fn->ret[j] = v[j];
-    return 0;
-  }
-  if (fn->nret != n)
-    return gj_typer_error(cs, fn, i, "every return of device function '%s' "
-                                     "must return the same number of values "
-                                     "(%d here, %d elsewhere)",
-                          fn->proto->name, n, fn->nret);
-  for (j = 0; j < n; j++) {
-    gj_ty t = gj_ty_join(cs, fn->ret[j], v[j]);
-    if (t.k == GJ_T_CONFLICT) {
-      char b[200];
-      gj_ty_str(cs, t, b, sizeof(b));
-      return gj_typer_error(cs, fn, i, "return value %d may be %s", j + 1, b);
-    }
-    if (mixed_struct(cs, fn, i, t)) return -1;
-    fn->ret[j] = t;
-  }
-  return 0;
-}
-
-
-/* A C function the kernel calls that has no kernel form.  math.random
-** and friends are named as such (they are math.*, but not the subset's). */
-static int is_math_fn(gj_cs *cs, int h, const char *field)
-{
-  gj_kvsrc *src = cs->src;
-  int m = src->ops->stdlib(src, "math", field);
-  int same = src->ops->same(src, h, m);
-  src->ops->release(src, m);
-  return same;
-}
-
-static int unknown_cfunction(gj_cs *cs, gj_fn *fn, int i, int kv)
-{
-  const char *name = cs->kv[kv].name;
-  int rs = is_math_fn(cs, cs->kv[kv].h, "randomseed");
-  if (rs || is_math_fn(cs, cs->kv[kv].h, "random"))
-    return gj_typer_error(cs, fn, i, "'%s'%s has no kernel form (kernels keep "
-                          "no random state): draw by counter, e.g. "
-                          "gpu.uniform(seed, gpu.global_id(0)) (docs/api.md, "
-                          "\"Random numbers\")", name,
-                          strncmp(name, "math.random", 11) == 0 ? ""
-                          : rs ? " (math.randomseed)" : " (math.random)");
-  if (strncmp(name, "math.", 5) == 0 || strncmp(name, "bit.", 4) == 0)
-    return gj_typer_error(cs, fn, i, "'%s' has no kernel form: kernels may "
-                          "call the math.* and bit.* functions listed in "
-                          "docs/kernels.md, gpu.* and Lua functions in the "
-                          "kernel subset", name);
-  return gj_typer_error(cs, fn, i, "unknown function '%s': a library "
-                        "function not in the kernel subset is not supported; "
-                        "kernels may call only gpu.*, the math.* and bit.* "
-                        "functions listed in docs/kernels.md, and Lua "
-                        "functions in the kernel subset", name);
-}
-
-/* The arguments of a struct constructor (LuaJIT's initializers): numbers
-** or booleans, one per field in order, each field a number; the fields
-** left over are zeros. */
-static int struct_ctor(gj_cs *cs, gj_fn *fn, int i, gj_ty f, int nargs,
-                       const gj_ty *args)
-{
-  const gj_struct *st = &cs->structs->s[f.sid - 1];
-  int j;
-  if (nargs > st->nfields)
-    return gj_typer_error(cs, fn, i, "%d initializers for %s%s, which "
-                                     "has %d fields", nargs, gj_struct_word(st->name), st->name,
-                          st->nfields);
-  for (j = 0; j < nargs; j++) {
-    const gj_field *fd = &st->fields[j];
-    if (fd->count || fd->scalar >= GJ_SCALAR__MAX)
-      return gj_typer_error(cs, fn, i, "%s%s(...) in a kernel: "
-                                       "initializer %d is for field '%s', "
-                                       "%s, which kernels do not initialize "
-                                       "yet (set its elements or fields)",
-                            gj_struct_word(st->name), st->name, j + 1, fd->name,
-                            fd->count ? "a fixed array" : "a struct");
-    if (!gj_ty_isnumeric(args[j]) && args[j].k != GJ_T_BOOL) {
-      char b[200];
-      gj_ty_str(cs, args[j], b, sizeof(b));
-      return gj_typer_error(cs, fn, i, "%s%s(...): initializer %d (for "
-                                       "field '%s') is %s", gj_struct_word(st->name),
-                            st->name, j + 1,
-                            fd->name, b);
-    }
-  }
-  return 0;
-}
-
-/* C stack kept free below the deepest device function the typer or
-** codegen enters (LLVM's calls, and what one more level needs): 256 KiB,
-** or a quarter of a smaller thread stack, so that a thread of 128 KiB
-** (musl's default) still compiles a few levels. */
-#define STACK_RESERVE (256 * 1024)
-
-int gj_typer_depth_check(gj_cs *cs, gj_fn *fn, int i, const char *name,
-                         int depth)
-{
-  size_t reserve = STACK_RESERVE, size = gj_stack_size();
-  if (size && size / 4 < reserve) reserve = size / 4;
-  if (gj_stack_left() >= reserve) return 0;
-  return gj_typer_error(cs, fn, i, "device functions nested too deeply: the "
-                        "call of '%s' is %d calls deep, and the compiling "
-                        "thread's C stack is nearly used up (each level takes "
-                        "about 5 KiB; %zu KiB are kept for the rest of the "
-                        "compile): make the chain shallower, or compile on a "
-                        "thread with a larger stack", name, depth,
-                        reserve / 1024);
-}
-
-int gj_typer_call_lua(gj_cs *cs, gj_fn *fn, int i, int kv, int nargs,
-                      const gj_ty *args, gj_ty *res, int *nout)
-{
-  gj_fn *callee;
-  int j, rc;
-  if (gj_typer_depth_check(cs, fn, i, cs->kv[kv].name, cs->depth + 1))
-    return -1;
-  cs->depth++;
-  rc = gj_typer_callee(cs, kv, nargs, args, fn->proto->ins[i].line, fn,
-                       &callee);
-  cs->depth--;
-  if (rc == -2)
-    return gj_typer_error(cs, fn, i, "recursive call to '%s' is not "
-                                     "supported in kernels", cs->kv[kv].name);
-  if (rc) return -1;
-  *nout = callee->nret;
-  for (j = 0; j < *nout; j++) res[j] = gj_ty_returned(callee->ret[j], nargs, args);
-  fn->uses_barrier |= callee->uses_barrier;
-  fn->uses_deriv |= callee->uses_deriv;
-  fn->uses_print |= callee->uses_print;
-  for (j = 0; j < nargs && j < callee->nparams; j++)
-    if (args[j].k == GJ_T_ARR || args[j].k == GJ_T_SREF) {
-      if (callee->wmask & (1ull << j)) fn->wmask |= args[j].u.origin;
-      if (callee->rmask & (1ull << j)) fn->rmask |= args[j].u.origin;
-      if (callee->lmask & (1ull << j)) fn->lmask |= args[j].u.origin;
-    }
-  return 0;
-}
-
-static int type_call(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
-{
-  const gj_ins *in = &fn->proto->ins[i];
-  gj_ty args[GJ_MAXPARAMS], res[GJ_MAXRET], f;
-  int fslot, arg0, nargs, nres, nout = 0, j;
-  gj_call_shape(cs, in, st, &fslot, &arg0, &nargs, &nres);
-  if (rd_any(cs, fn, i, st, fslot, &f)) return -1;   /* a struct's ctype */
-  if (nargs > GJ_MAXPARAMS)
-    return gj_typer_error(cs, fn, i, "too many arguments in a call");
-  for (j = 0; j < nargs; j++)
-    if (rd_any(cs, fn, i, st, arg0 + j, &args[j])) return -1;
-  if (f.k == GJ_T_NIL)
-    return gj_typer_error(cs, fn, i, "attempt to call a nil value (an "
-                                     "undefined function?)");
-  if (f.k == GJ_T_STR && f.sid) {   /* particle(x, y, ...): a new struct */
-    if (struct_ctor(cs, fn, i, f, nargs, args) ||
-        gj_typer_meta_new(cs, fn, i, &cs->structs->s[f.sid - 1]))
-      return -1;
-    memset(&res[0], 0, sizeof(res[0]));
-    res[0].k = GJ_T_SREF;
-    res[0].sid = f.sid;
-    res[0].space = GJ_SPACE_LOCAL;
-    res[0].aux = 1;       /* made in this function */
-    nout = 1;
-    goto results;
-  }
-  if (f.k != GJ_T_KV || cs->kv[f.aux].kind == GJ_KV_TABLE) {
-    char b[200];
-    gj_ty_str(cs, f, b, sizeof(b));
-    return gj_typer_error(cs, fn, i, "attempt to call %s", b);
-  }
-  if (cs->kv[f.aux].kind == GJ_KV_INTR) {
-    if (gj_typer_intr(cs, fn, i, cs->kv[f.aux].intr, &nargs, args, res, &nout))
-      return -1;
-    if (cs->kv[f.aux].intr == GJ_I_ERROR) {   /* the rest of the block is dead */
-      ed->dead = 1;
-      return 0;
-    }
-  } else {
-    gj_kvinfo info;
-    cs->src->ops->classify(cs->src, cs->kv[f.aux].h, &info);
-    if (info.cfunc)
-      return unknown_cfunction(cs, fn, i, f.aux);
-    /* a library function the VM builds from bytecode compiles as Lua
-    ** (math.deg); one outside the kernel subset (string.len checks its
-    ** argument's type) is an unknown function here, not its bytecode's
-    ** error at no line of the program's */
-    if (gj_typer_call_lua(cs, fn, i, f.aux, nargs, args, res, &nout))
-      return info.builtin ? unknown_cfunction(cs, fn, i, f.aux) : -1;
-  }
-results:
-  if (in->op == GJ_BC_CALLT || in->op == GJ_BC_CALLMT)
-    return record_return(cs, fn, i, nout, res);
-  st->mr_base = -1;
-  st->mr_n = 0;
-  if (nres < 0) {
-    for (j = 0; j < nout; j++) S(fslot + j) = res[j];
-    st->mr_base = fslot;
-    st->mr_n = nout;
-  } else {
-    for (j = 0; j < nres; j++) S(fslot + j) = j < nout ? res[j] : gj_ty_kind(GJ_T_NIL);
-  }
-  return 0;
-}
-
-static int type_ret(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st)
-{
-  const gj_ins *in = &fn->proto->ins[i];
-  gj_ty v[GJ_MAXRET + 1];
-  int n, j;
-  switch (in->op) {
-  case GJ_BC_RET0: n = 0; break;
-  case GJ_BC_RET1: n = 1; break;
-  case GJ_BC_RET: n = (int)in->d - 1; break;
-  default: n = (int)in->d + st->mr_n; break;  /* RETM */
-  }
-  if (n > GJ_MAXRET) n = GJ_MAXRET + 1;
-  for (j = 0; j < n && j <= GJ_MAXRET; j++)
-    if (rd(cs, fn, i, st, in->a + j, &v[j])) return -1;
-  return record_return(cs, fn, i, n, v);
-}
-
 /* --- Arrays ------------------------------------------------------------ */
 
 static int index_check(gj_cs *cs, gj_fn *fn, int i, gj_ty arr, gj_ty idx)
@@ -587,7 +318,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   if (mr) return mr < 0 ? -1 : 0;
   switch (in->op) {
   case GJ_BC_ISLT: case GJ_BC_ISGE: case GJ_BC_ISLE: case GJ_BC_ISGT:
-    if (rd(cs, fn, i, st, in->a, &a) || rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->a, &a) || gj_typer_rd(cs, fn, i, st, in->d, &b)) return -1;
     if (gj_typer_num_operand(cs, fn, i, a, "comparison") ||
         gj_typer_num_operand(cs, fn, i, b, "comparison"))
       return -1;
@@ -595,9 +326,9 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_ISEQV: case GJ_BC_ISNEV: case GJ_BC_ISEQN: case GJ_BC_ISNEN:
   case GJ_BC_ISEQP: case GJ_BC_ISNEP: {
     int eq;   /* 1 equal, 0 unequal, -1 known at run time */
-    if (rd(cs, fn, i, st, in->a, &a)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->a, &a)) return -1;
     if (in->op == GJ_BC_ISEQV || in->op == GJ_BC_ISNEV) {
-      if (rd(cs, fn, i, st, in->d, &b)) return -1;
+      if (gj_typer_rd(cs, fn, i, st, in->d, &b)) return -1;
     } else if (in->op == GJ_BC_ISEQN || in->op == GJ_BC_ISNEN) {
       b = gj_ty_const(p->knum[in->d]);
     } else {
@@ -620,7 +351,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
   case GJ_BC_ISEQS: case GJ_BC_ISNES:
     /* a string constant (the key an __index function is given) compared
     ** with one: decided while typing */
-    if (rd_any(cs, fn, i, st, in->a, &a)) return -1;
+    if (gj_typer_rd_any(cs, fn, i, st, in->a, &a)) return -1;
     if (a.k == GJ_T_STR && a.u.origin && p->kstr[in->d]) {
       int eq = strcmp((const char *)(uintptr_t)a.u.origin, p->kstr[in->d]) == 0;
       int jump = in->op == GJ_BC_ISEQS ? eq : !eq;
@@ -634,7 +365,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   case GJ_BC_ISTC: case GJ_BC_ISFC: case GJ_BC_IST: case GJ_BC_ISF: {
     int t;
-    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->d, &b)) return -1;
     t = gj_ty_truth(b);
     if (t >= 0) {
       int jump = (in->op == GJ_BC_ISTC || in->op == GJ_BC_IST) ? t : !t;
@@ -648,24 +379,24 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   }
   case GJ_BC_MOV:
-    if (rd_any(cs, fn, i, st, in->d, &b)) return -1;
+    if (gj_typer_rd_any(cs, fn, i, st, in->d, &b)) return -1;
     S(in->a) = b;
     return 0;
   case GJ_BC_NOT: {
     int t;
-    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->d, &b)) return -1;
     t = gj_ty_truth(b);
     S(in->a) = ty_bool(t >= 0, t == 0);
     return 0;
   }
   case GJ_BC_UNM:
-    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->d, &b)) return -1;
     if (gj_typer_num_operand(cs, fn, i, b, "unary minus")) return -1;
     a = gj_typer_unm(cs, b);
     S(in->a) = a;
     return 0;
   case GJ_BC_LEN:
-    if (rd(cs, fn, i, st, in->d, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->d, &b)) return -1;
     if (b.k != GJ_T_ARR || b.space != GJ_SPACE_GLOBAL) {
       char s[200];
       gj_ty_str(cs, b, s, sizeof(s));
@@ -679,21 +410,21 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return 0;
   case GJ_BC_ADDVN: case GJ_BC_SUBVN: case GJ_BC_MULVN: case GJ_BC_DIVVN:
   case GJ_BC_MODVN:
-    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b)) return -1;
     c = gj_ty_const(p->knum[in->c]);
     if (gj_typer_num_operand(cs, fn, i, b, "arithmetic")) return -1;
     S(in->a) = gj_typer_arith(cs, arith_vv(in->op), b, c);
     return 0;
   case GJ_BC_ADDNV: case GJ_BC_SUBNV: case GJ_BC_MULNV: case GJ_BC_DIVNV:
   case GJ_BC_MODNV:
-    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b)) return -1;
     c = gj_ty_const(p->knum[in->c]);
     if (gj_typer_num_operand(cs, fn, i, b, "arithmetic")) return -1;
     S(in->a) = gj_typer_arith(cs, arith_vv(in->op), c, b);
     return 0;
   case GJ_BC_ADDVV: case GJ_BC_SUBVV: case GJ_BC_MULVV: case GJ_BC_DIVVV:
   case GJ_BC_MODVV: case GJ_BC_POW:
-    if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b) || gj_typer_rd(cs, fn, i, st, in->c, &c)) return -1;
     if (gj_typer_num_operand(cs, fn, i, b, "arithmetic") ||
         gj_typer_num_operand(cs, fn, i, c, "arithmetic"))
       return -1;
@@ -745,7 +476,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
                                      "supported in kernels",
                           p->kstr[in->d] ? p->kstr[in->d] : "?");
   case GJ_BC_TGETS:
-    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && p->kstr[in->c])
       return resolve_field(cs, fn, i, b.aux, p->kstr[in->c], 0, &S(in->a));
     if (b.k == GJ_T_SREF) {
@@ -762,7 +493,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
                             p->kstr[in->c] ? p->kstr[in->c] : "?");
     }
   case GJ_BC_TGETB:
-    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && cs->kv[b.aux].ci64)
       return gj_typer_const_table(cs, fn, i, b.aux, gj_ty_const(in->c), &S(in->a));
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
@@ -774,7 +505,7 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TGETV: case GJ_BC_TGETR:
-    if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->c, &c)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b) || gj_typer_rd(cs, fn, i, st, in->c, &c)) return -1;
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE && c.hasc &&
         c.k == GJ_T_WINT && !cs->kv[b.aux].ci64)
       return resolve_field(cs, fn, i, b.aux, NULL, (int)c.u.c + cs->kv[b.aux].base0,
@@ -787,9 +518,9 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     S(in->a) = gj_ty_read(cs, gj_ty_elem(b));
     return 0;
   case GJ_BC_TSETV: case GJ_BC_TSETR: case GJ_BC_TSETB:
-    if (rd(cs, fn, i, st, in->b, &b) || rd(cs, fn, i, st, in->a, &a)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b) || gj_typer_rd(cs, fn, i, st, in->a, &a)) return -1;
     if (in->op == GJ_BC_TSETB) c = gj_ty_const(in->c);
-    else if (rd(cs, fn, i, st, in->c, &c)) return -1;
+    else if (gj_typer_rd(cs, fn, i, st, in->c, &c)) return -1;
     if ((b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE) || b.k == GJ_T_CROW)
       return gj_typer_error(cs, fn, i, "assigning to table '%s'%s is not "
                                        "supported in kernels (a table a kernel "
@@ -826,9 +557,9 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     fn->wmask |= b.u.origin;
     return 0;
   case GJ_BC_TSETS:
-    if (rd(cs, fn, i, st, in->b, &b)) return -1;
+    if (gj_typer_rd(cs, fn, i, st, in->b, &b)) return -1;
     if (b.k == GJ_T_SREF) {
-      if (rd(cs, fn, i, st, in->a, &a)) return -1;
+      if (gj_typer_rd(cs, fn, i, st, in->a, &a)) return -1;
       return store_field(cs, fn, i, b, p->kstr[in->c], a);
     }
     if (b.k == GJ_T_KV && cs->kv[b.aux].kind == GJ_KV_TABLE)
@@ -841,9 +572,9 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
     return gj_typer_error(cs, fn, i, "assigning to table fields is not "
                                      "supported in kernels");
   case GJ_BC_CALL: case GJ_BC_CALLM: case GJ_BC_CALLT: case GJ_BC_CALLMT:
-    return type_call(cs, fn, i, st, ed);
+    return gj_typer_call(cs, fn, i, st, ed);
   case GJ_BC_RET0: case GJ_BC_RET1: case GJ_BC_RET: case GJ_BC_RETM:
-    return type_ret(cs, fn, i, st);
+    return gj_typer_ret(cs, fn, i, st);
   case GJ_BC_ITERC: case GJ_BC_ITERN: case GJ_BC_ISNEXT: case GJ_BC_ITERL:
     return gj_typer_error(cs, fn, i, "generic for loops (pairs, ipairs, next) "
                                      "are not supported in kernels");
@@ -852,8 +583,8 @@ int gj_typer_step(gj_cs *cs, gj_fn *fn, int i, gj_tstate *st, gj_edges *ed)
                                      "kernels");
   case GJ_BC_FORI: {
     gj_ty t;
-    if (rd(cs, fn, i, st, in->a, &a) || rd(cs, fn, i, st, in->a + 1, &b) ||
-        rd(cs, fn, i, st, in->a + 2, &c))
+    if (gj_typer_rd(cs, fn, i, st, in->a, &a) || gj_typer_rd(cs, fn, i, st, in->a + 1, &b) ||
+        gj_typer_rd(cs, fn, i, st, in->a + 2, &c))
       return -1;
     if (gj_typer_num_operand(cs, fn, i, a, "'for' initial value") ||
         gj_typer_num_operand(cs, fn, i, b, "'for' limit") ||
