@@ -6,7 +6,7 @@
 -- half (LLVM's optimizer and code generation, the device's build) on the
 -- context's compile worker (src/gj_bg.h).  The handle is kept in
 -- K._bg[target][signature key] until it is finished; a launch of that
--- signature (dispatch.lua's overload) waits for it through wait_pending
+-- signature (gpujit.overload's overload) waits for it through wait_pending
 -- instead of compiling again.  Finishing a handle installs the overload
 -- in the kernel's in-memory cache exactly as a synchronous compile does.
 local events = require("gpujit.events")
