@@ -1,6 +1,7 @@
 /*
 ** Typer: control-flow graph, fixed point, and the session's functions.
-** The per-instruction rules are in gj_typer_step.c.
+** The per-instruction rules are in gj_typer_step.c (calls and returns:
+** gj_typer_call.c).
 */
 #include <stdarg.h>
 #include <stdio.h>
