@@ -119,25 +119,29 @@ LLVMValueRef gj_cg_declare_fn(gj_cg *g, gj_fn *fn, const char *name)
 
 /* --- Entry and return --------------------------------------------------- */
 
+/* A kernel's array (or struct by reference) arrives as its (ptr, i64)
+** pair, rebuilt into the array value its slot holds; its scalar as the
+** signature holds it, converted to the type the body keeps; a device
+** function's parameters as their slots hold them. */
 void gj_cg_params_in(gj_cg *g, gj_fn *fn, int k)
 {
   int j;
-for (j = 0; j < fn->nparams; j++) {
-  gj_ty t = fn->params[j];
-  LLVMValueRef v;
-  if (fn->kv < 0 && (t.k == GJ_T_ARR || t.k == GJ_T_SREF)) {
-    v = LLVMGetUndef(g->lt[LT_ARR]);
-    v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 0, "");
-    v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 1, "");
-  } else if (gj_cg_type(g, t)) {
-    v = LLVMGetParam(g->llfn, (unsigned)k++);
-    if (fn->kv < 0 && t.k == GJ_T_NUM)
-      v = gj_cg_to_scalar(g, v, gj_ty_num((gj_scalar)t.s), gj_ty_scalar(g->cs, t));
-  } else {
-    continue;
+  for (j = 0; j < fn->nparams; j++) {
+    gj_ty t = fn->params[j];
+    LLVMValueRef v;
+    if (fn->kv < 0 && (t.k == GJ_T_ARR || t.k == GJ_T_SREF)) {
+      v = LLVMGetUndef(g->lt[LT_ARR]);
+      v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 0, "");
+      v = LLVMBuildInsertValue(g->B, v, LLVMGetParam(g->llfn, (unsigned)k++), 1, "");
+    } else if (gj_cg_type(g, t)) {
+      v = LLVMGetParam(g->llfn, (unsigned)k++);
+      if (fn->kv < 0 && t.k == GJ_T_NUM)
+        v = gj_cg_to_scalar(g, v, gj_ty_num((gj_scalar)t.s), gj_ty_scalar(g->cs, t));
+    } else {
+      continue;
+    }
+    gj_cg_store(g, j, t, v);
   }
-  gj_cg_store(g, j, t, v);
-}
 }
 
 void gj_cg_return(gj_cg *g, gj_fn *fn, int n, LLVMValueRef *v,
