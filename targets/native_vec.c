@@ -609,7 +609,7 @@ static int linearized(vctx *x, gj_err *err)
   x->why = NULL;
   x->why_line = 0;
   x->soft = 0;
-  if (simplify(x->m, "function(lcssa)", err)) return -1;
+  if (simplify(x->m, "cgscc(function-attrs),function(lcssa)", err)) return -1;
   if (collect(x)) return gj_err_set(err, "cpu: out of memory");
   if (vx_lin_plan(x)) {
     if (!x->why) return gj_err_set(err, "cpu: out of memory");

@@ -241,6 +241,7 @@ int vx_lin_plan(vctx *x)
     free(deg);
     return -1;
   }
+  doms(x, L);
   for (i = 0; i < L->n; i++) {
     LLVMValueRef t = LLVMGetBasicBlockTerminator(x->bbs[i]);
     if (t && (LLVMIsASwitchInst(t) || (!LLVMIsABranchInst(t) && !LLVMIsAUnreachableInst(t)))) {
@@ -248,7 +249,6 @@ int vx_lin_plan(vctx *x)
       return vx_refuse_at(x, t, "a switch or other branch under a mask");
     }
   }
-  doms(x, L);
   if (loops(x, L) || order(x, L, -1, deg)) {
     free(deg);
     return -1;
