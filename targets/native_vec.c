@@ -37,11 +37,17 @@
 ** Invariant: the vector loop is entered only for whole groups of W work
 ** items inside [lo, hi), every lane a work item that the fast loop would
 ** run (masks only come from the kernel's own varying ifs and loops); the
-** fast loop, unchanged, runs the rest.  A kernel with something this does not handle is left as
-** it was, and the note says why (GPUJIT_VERBOSE):
-**   - a branch whose condition varies, but for the exits of an inner loop
-**     of the shape native_vec_loop.c runs under a mask and the ifs of the
-**     shape native_vec_if.c converts (straight arms), or a switch;
+** fast loop, unchanged, runs the rest.  Branches whose condition varies:
+** the exits of an inner loop of the shape native_vec_loop.c runs under a
+** mask and the ifs of the shape native_vec_if.c converts (straight arms);
+** when a body has others (or what those shapes refuse), the analysis runs
+** again with every branch linearized (native_vec_lin.c: any reducible
+** control flow).  A kernel with something this does not handle is left as
+** it was, and the note says why (GPUJIT_VERBOSE), with the Lua line of the
+** branch, or of the branch whose mask holds it, where known:
+**   - a varying branch in a kernel with barriers of a shape not handled, a
+**     switch that varies; under linearization a call with effects under a
+**     mask, atomics in an inner loop, an irreducible cycle;
 **   - atomics, volatile or atomic accesses (print records, assert and
 **     error, timeouts);
 **   - a private array (alloca): the lanes would share it;
@@ -50,7 +56,8 @@
 **     fast loop.
 ** Files: this one analyzes (the kinds above, the shape, W);
 ** native_vec_build.c builds; native_vec_loop.c has the masked loops,
-** native_vec_if.c the masked ifs, native_vec_frame.c the kernels with
+** native_vec_if.c the masked ifs, native_vec_lin.c and native_vec_lin_build.c
+** the linearized bodies, native_vec_frame.c the kernels with
 ** barriers (the x loop of a pass as the site, the frame laid out by slots,
 ** a uniform resume switch).
 **
@@ -300,6 +307,33 @@ static int linear(vctx *x, LLVMValueRef I, LLVMOpcode op, int64_t *st)
   }
 }
 
+/* Does no result of atomic I depend on the order in which the work items
+** do theirs?  An integer add, sub, and, or, xor, min or max whose old value
+** nothing reads leaves the same word in any order; a print's reservation
+** (src/gj_cg_print.c: the next instruction loads "print.cap") reads it, but
+** the host orders the records by work item, then by reservation. */
+static int order_free(LLVMValueRef I)
+{
+  LLVMValueRef nx = LLVMGetNextInstruction(I);
+  int k;
+  switch (LLVMGetAtomicRMWBinOp(I)) {
+  case LLVMAtomicRMWBinOpAdd: case LLVMAtomicRMWBinOpSub: case LLVMAtomicRMWBinOpAnd:
+  case LLVMAtomicRMWBinOpOr: case LLVMAtomicRMWBinOpXor: case LLVMAtomicRMWBinOpMax:
+  case LLVMAtomicRMWBinOpMin: case LLVMAtomicRMWBinOpUMax: case LLVMAtomicRMWBinOpUMin:
+    if (!LLVMGetFirstUse(I)) return 1;
+    break;
+  default:
+    return 0;
+  }
+  for (k = 0; nx && k < 4 && LLVMGetAtomicRMWBinOp(I) == LLVMAtomicRMWBinOpAdd;
+       k++, nx = LLVMGetNextInstruction(nx)) {
+    size_t len = 0;
+    const char *nm = LLVMIsALoadInst(nx) ? LLVMGetValueName2(nx, &len) : "";
+    if (len >= 9 && !memcmp(nm, "print.cap", 9)) return 1;
+  }
+  return 0;
+}
+
 /* The kind of instruction I from its operands' kinds; -1 (x->why) when the
 ** vectorizer cannot handle it. */
 static int classify(vctx *x, LLVMValueRef I, int64_t *st)
@@ -323,6 +357,11 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
     /* each lane does its own, in lane order (native_vec_build.c): the
     ** order the scalar loop does them in */
     if (x->frame) return vx_refuse(x, "atomics in a kernel with barriers");
+    /* linearized, a loop runs an iteration of every lane before the next:
+    ** not the scalar code's order of the work items' atomics */
+    if (vx_lin_in_loop(x, LLVMGetInstructionParent(I)) && !order_free(I))
+      return vx_refuse_at(x, I, "an atomic whose result depends on the work items' "
+                                "order in a loop under linearization");
     return V_VEC;
   case LLVMAtomicCmpXchg: case LLVMFence:
     return vx_refuse(x, "atomics (or print, assert, error, or a timeout's checks)");

@@ -1,6 +1,6 @@
 /*
 ** The work-item vectorizer's shared state (native_vec.c, native_vec_build.c,
-** native_vec_loop.c, native_vec_if.c):
+** native_vec_loop.c, native_vec_if.c, native_vec_lin*.c):
 ** what the analysis knows of each value of the fast loop and the helpers
 ** that build vector code from it.  Internal to the native target.
 */
@@ -211,6 +211,8 @@ void vx_ifs_free(vctx *x);
 int vx_lin_plan(vctx *x);
 /* Does bb run under a mask (not every lane)? */
 int vx_lin_masked(const vctx *x, LLVMBasicBlockRef bb);
+/* Is bb in an inner loop? */
+int vx_lin_in_loop(const vctx *x, LLVMBasicBlockRef bb);
 /* Must phi be a vector (it blends lanes from several edges)? */
 int vx_lin_phi_varying(vctx *x, LLVMValueRef phi);
 /* Building: every block in the order, emit_block doing each one's code;

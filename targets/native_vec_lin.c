@@ -223,7 +223,7 @@ int vx_lin_plan(vctx *x)
 {
   vlin *L = calloc(1, sizeof(vlin));
   size_t i;
-  int *deg, latch;
+  int *deg, latch, unreach = 0;
   if (!L) return -1;
   x->lin = L;
   L->n = x->nbbs;
@@ -257,7 +257,11 @@ int vx_lin_plan(vctx *x)
   latch = vl_bidx(x, x->latch);
   if (L->nord == 0 || L->ord[0] != 0 || L->ord[L->nord - 1] != latch)
     return vx_refuse(x, "an unexpected loop shape");
+  /* every lane runs these (none where a block ends in unreachable: its
+  ** lanes would go on) */
   for (i = 0; i < L->n; i++)
+    if (LLVMIsAUnreachableInst(LLVMGetBasicBlockTerminator(x->bbs[i]))) unreach = 1;
+  for (i = 0; i < L->n && !unreach; i++)
     L->full[i] = L->loop[i] < 0 && dominates(L, (int)i, latch);
   x->lin_loops = L->nloops;
   return 0;
@@ -269,6 +273,14 @@ int vx_lin_masked(const vctx *x, LLVMBasicBlockRef bb)
   if (!x->lin) return 0;
   b = vl_bidx(x, bb);
   return b >= 0 && !x->lin->full[b];
+}
+
+int vx_lin_in_loop(const vctx *x, LLVMBasicBlockRef bb)
+{
+  int b;
+  if (!x->lin) return 0;
+  b = vl_bidx(x, bb);
+  return b >= 0 && x->lin->loop[b] >= 0;
 }
 
 int vx_lin_phi_varying(vctx *x, LLVMValueRef phi)
