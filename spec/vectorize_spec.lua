@@ -292,10 +292,8 @@ describe("the work-item vectorizer [cpu]", function()
   end)
 
   -- Issue 24's list: break and goto out of loops the lanes leave apart, and a
-  -- device function called with values that vary.  Vectorized or left
-  -- scalar (the note says which: today all three stay scalar, "a branch that
-  -- varies ... of a shape not handled", "a load at a varying address in a
-  -- loop that varies"), the results are LuaJIT's, bit for bit.
+  -- device function called with values that vary: all three vectorized now
+  -- (linearized with masks, issue 38), the results LuaJIT's, bit for bit.
   it("break and goto out of varying loops, varying device-function calls: LuaJIT's results", function()
     local function collatz(x)          -- a device function with a loop of its own
       local steps = 0
@@ -355,7 +353,7 @@ describe("the work-item vectorizer [cpu]", function()
           same_bits(c[2], o, want, n)
         end
       end)
-      assert.is_string(notes[c[2] .. "_vec"])
+      assert.matches("^vectorized", notes[c[2] .. "_vec"])
     end
   end)
 
@@ -696,62 +694,312 @@ describe("the work-item vectorizer [cpu]", function()
     end)
   end)
 
-  describe("leaves scalar, with the reason in the note", function()
-    local cases = {
-      { "a store in a loop the lanes leave apart", "a store in a loop that varies", function(o, n)
-        local i = gpu.global_id(0)
-        if i < n then
-          local c = 0
-          while c * c < i do o[i] = c; c = c + 1 end
-          o[i] = o[i] + c
+  -- Control flow the if and loop shapes do not cover, linearized with masks
+  -- (targets/native_vec_lin.c): each shape vectorized (the note says so) and
+  -- bitwise LuaJIT's results, item by item, at sizes around the lane count.
+  describe("linearizes any reducible control flow with masks", function()
+    local LIN = "^vectorized: %d+ lanes %(linearized with masks%)$"
+    local LSIZES = { 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1001 }
+    -- kernel(o, a, n) against item(i, a, n) -> value (a: doubles; o[i] is
+    -- compared, o's other elements must stay -1)
+    local function check(name, kernel, item)
+      local notes = both(kernel, name, function(kv, ks)
+        for _, n in ipairs(LSIZES) do
+          local a = darray(n, function(i) return ((i * 37) % 23 - 7) * 0.375 end)
+          local want = darray(n + 1, function() return -1 end)
+          for i = 0, n - 1 do
+            local v = item(i, a, n)
+            if v ~= nil then want[i] = v end
+          end
+          for _, k in ipairs({ kv, ks }) do
+            local o = darray(n + 1, function() return -1 end)
+            k:launch(n, o, a, n)
+            same_bits(name .. " n=" .. n, o, want, n + 1)
+          end
         end
-      end, function(i)
-        local c, v = 0, 0
-        while c * c < i do v = c; c = c + 1 end
-        return v + c
-      end },
-      { "nested ifs that vary", "of a shape not handled", function(o, n)
+      end)
+      assert.matches(LIN, notes[name .. "_vec"])
+    end
+    local CASES = {
+      { "nested_ifs", function(o, a, n)
         local i = gpu.global_id(0)
         if i < n then
           local s = 0
           for k = 1, 3 do
             if i % 3 == k - 1 then
-              if i % 5 == 1 then o[i] = k end
+              if a[i] > 0 then o[i] = k end
               s = s + math.sin(k * i)
             else
-              s = s - 1
+              if i % 5 == 1 then s = s - 1 else s = s * 0.5 end
             end
           end
           o[i] = o[i] + s
         end
-      end, function(i)
-        local s, v = 0, 0
+      end, function(i, a)
+        local s, v = 0, -1
         for k = 1, 3 do
           if i % 3 == k - 1 then
-            if i % 5 == 1 then v = k end
+            if a[i] > 0 then v = k end
             s = s + math.sin(k * i)
           else
-            s = s - 1
+            if i % 5 == 1 then s = s - 1 else s = s * 0.5 end
           end
         end
         return v + s
       end },
-      { "a division in an if that varies", "a division in an if", function(o, n)
+      { "early_return", function(o, a, n)
+        local i = gpu.global_id(0)
+        if i >= n then return end
+        local s = a[i]
+        if s < -1 then o[i] = 1; return end
+        for k = 1, 8 do s = s * 0.75 + k end
+        if i % 4 == 3 then return end
+        o[i] = s
+      end, function(i, a)
+        local s = a[i]
+        if s < -1 then return 1 end
+        for k = 1, 8 do s = s * 0.75 + k end
+        if i % 4 == 3 then return nil end
+        return s
+      end },
+      { "store_in_varying_loop", function(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local c = 0
+          while c * c < i do o[i] = c + a[c % n]; c = c + 1 end
+          o[i] = o[i] + c
+        end
+      end, function(i, a, n)
+        local c, v = 0, -1
+        while c * c < i do v = c + a[c % n]; c = c + 1 end
+        return v + c
+      end },
+      { "break_with_store", function(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s, k = 0.0, 0
+          while true do
+            s = s + a[(i + k) % n]
+            k = k + 1
+            if s > 3 or k >= 10 + i % 7 then break end
+            o[i] = s
+          end
+          o[i] = o[i] * 2 + k
+        end
+      end, function(i, a, n)
+        local s, k, v = 0.0, 0, -1
+        while true do
+          s = s + a[(i + k) % n]
+          k = k + 1
+          if s > 3 or k >= 10 + i % 7 then break end
+          v = s
+        end
+        return v * 2 + k
+      end },
+      { "goto_out", function(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s = 0.0
+          for k = 0, 31 do
+            s = s + a[(i * 3 + k) % n]
+            if s > 4 + i % 7 then goto done end
+          end
+          s = -s
+          ::done::
+          o[i] = s
+        end
+      end, function(i, a, n)
+        local s = 0.0
+        for k = 0, 31 do
+          s = s + a[(i * 3 + k) % n]
+          if s > 4 + i % 7 then return s end
+        end
+        return -s
+      end },
+      { "return_in_loop", function(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s = 0.0
+          for k = 1, 20 do
+            s = s + a[(i + k) % n]
+            if s < -3 then o[i] = k; return end
+          end
+          o[i] = s
+        end
+      end, function(i, a, n)
+        local s = 0.0
+        for k = 1, 20 do
+          s = s + a[(i + k) % n]
+          if s < -3 then return k end
+        end
+        return s
+      end },
+      { "loops_in_loops", function(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local s, j = 0, 0
+          while j < i % 7 do
+            local k = 0
+            while k * k < j + i % 5 do
+              s = s + k * a[(j + k) % n]
+              k = k + 1
+            end
+            j = j + 1
+          end
+          o[i] = s + j
+        end
+      end, function(i, a, n)
+        local s, j = 0, 0
+        while j < i % 7 do
+          local k = 0
+          while k * k < j + i % 5 do
+            s = s + k * a[(j + k) % n]
+            k = k + 1
+          end
+          j = j + 1
+        end
+        return s + j
+      end },
+      { "loop_in_varying_if", function(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local v, s = a[i], 0
+          _G.assert(v >= -1e300, "x too small")  -- an exit before the loop
+          if v > 0 then
+            for _ = 1, 16 do s = s * v + 0.25 end
+          end
+          o[i] = s
+        end
+      end, function(i, a)
+        local v, s = a[i], 0
+        if v > 0 then
+          for _ = 1, 16 do s = s * v + 0.25 end
+        end
+        return s
+      end },
+      { "division_under_mask", function(o, a, n)
         local i = gpu.global_id(0)
         if i < n then
           local s = 0
           for k = 1, 2 do
-            if i % 2 == 0 then s = s + (1000 + k) % (i + 1) end
+            if i % 2 == 0 then s = s + (1000 + k) % (i + 1) + math.floor(7 / (i - 4)) end
           end
-          o[i] = s
+          o[i] = s + a[i]
         end
-      end, function(i)
+      end, function(i, a)
         local s = 0
         for k = 1, 2 do
-          if i % 2 == 0 then s = s + (1000 + k) % (i + 1) end
+          if i % 2 == 0 then s = s + (1000 + k) % (i + 1) + math.floor(7 / (i - 4)) end
         end
-        return s
+        return s + a[i]
       end },
+    }
+    for _, c in ipairs(CASES) do
+      it(c[1], function() check(c[1], c[2], c[3]) end)
+    end
+
+    it("integers bitwise: an escape loop on int32 with a break", function()
+      local function f(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local x, steps = i + 1, 0
+          while x ~= 1 do
+            if x % 2 == 0 then x = x / 2 else x = 3 * x + 1 end
+            steps = steps + 1
+            if steps >= 60 then break end
+          end
+          a[i] = bit.bxor(steps, x)
+          o[i] = steps
+        end
+      end
+      local notes = both(f, "collatz", function(kv, ks)
+        for _, n in ipairs(LSIZES) do
+          local want = ffi.new("int32_t[?]", n)
+          for i = 0, n - 1 do
+            local x, steps = i + 1, 0
+            while x ~= 1 do
+              if x % 2 == 0 then x = x / 2 else x = 3 * x + 1 end
+              steps = steps + 1
+              if steps >= 60 then break end
+            end
+            want[i] = bit.bxor(steps, x)
+          end
+          for _, k in ipairs({ kv, ks }) do
+            local a, o = ffi.new("int32_t[?]", n), darray(n, function() return 0 end)
+            k:launch(n, o, a, n)
+            same_bits("collatz n=" .. n, a, want, n)
+          end
+        end
+      end)
+      assert.matches(LIN, notes.collatz_vec)
+    end)
+
+    it("integer atomics whose old value is unused in loops the lanes leave apart", function()
+      local function f(hist, cnt, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local k = 0
+          while k < i % 5 do
+            gpu.atomic_add(hist, (i + k) % 7, 1)          -- old value unused: any order
+            k = k + 1
+          end
+          cnt[i] = k
+        end
+      end
+      local notes = both(f, "hist", function(kv, ks)
+        for _, n in ipairs(LSIZES) do
+          local want = ffi.new("int32_t[7]")
+          for i = 0, n - 1 do
+            for k = 0, i % 5 - 1 do want[(i + k) % 7] = want[(i + k) % 7] + 1 end
+          end
+          for _, k in ipairs({ kv, ks }) do
+            local hist, cnt = ffi.new("int32_t[7]"), ffi.new("int32_t[?]", n)
+            k:launch(n, hist, cnt, n)
+            same_bits("hist n=" .. n, hist, want, 7)
+            for i = 0, n - 1 do assert.equals(i % 5, cnt[i]) end
+          end
+        end
+      end)
+      assert.matches(LIN, notes.hist_vec)
+    end)
+
+    it("an assert that fails in one lane of a linearized kernel: the scalar code's error", function()
+      local function f(o, a, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local v, s = a[i], 0
+          _G.assert(v ~= 2.25, "bad value")
+          for k = 1, 4 do s = s * v + k end
+          o[i] = s
+        end
+      end
+      local n = 50
+      local a = darray(n, function(i) return i == 37 and 2.25 or i * 0.5 end)
+      local errs = {}
+      local notes = both(f, "afail", function(kv, ks)
+        for j, k in ipairs({ kv, ks }) do
+          local ok, err = pcall(function() k:launch(n, darray(n, function() return 0 end), a, n) end)
+          assert.is_false(ok)
+          errs[j] = tostring(err):gsub("afail_%a+", "afail")
+        end
+      end)
+      assert.matches("bad value", errs[1])
+      assert.equals(errs[2], errs[1])
+      assert.matches(LIN, notes.afail_vec)
+    end)
+  end)
+
+  describe("leaves scalar, with the reason in the note", function()
+    local cases = {
+      { "a float atomic in a loop the lanes leave apart", "order in a loop under linearization at line %d+",
+        function(o, n)
+        local i = gpu.global_id(0)
+        if i < n then
+          local k = 0
+          while k < i % 3 do gpu.atomic_add(o, n, 0.5); k = k + 1 end
+          o[i] = k
+        end
+      end, function(i) return i % 3 end },
       { "atomics in a kernel with barriers", "atomics in a kernel with barriers", function(o, n)
         local i = gpu.global_id(0)
         local s = gpu.shared("double", 8)

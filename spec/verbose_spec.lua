@@ -184,6 +184,9 @@ if H.testing("cpu") then
   describe("the cpu vectorizer's note", function()
     -- vectorize = true: the option wins over GPUJIT_VECTORIZE=0 (the PTX run's)
     it("names the line of a branch, loop or if that varies with the work item", function()
+      -- (varying control flow is linearized with masks now: what still stays
+      -- scalar is named with the line of its branch, or of the branch whose
+      -- mask holds it)
       local notes = H.notes_of(function()
         H.kernel("cpu", function(o)
           local i = gpu.global_id(0)
@@ -195,25 +198,31 @@ if H.testing("cpu") then
         end, { name = "vary", vectorize = true }):launch(16, ffi.new("double[16]"))
         H.kernel("cpu", function(o)
           local i = gpu.global_id(0)
-          for j = 0, i % 4 do --@forvary
-            o[i * 4 + j] = j
+          local k = 0
+          while k < i % 3 do --@atomloop
+            gpu.atomic_add(o, 16, 0.5)
+            k = k + 1
           end
-        end, { name = "forvary", vectorize = true }):launch(16, ffi.new("double[64]"))
+          o[i] = k
+        end, { name = "atomloop", vectorize = true }):launch(16, ffi.new("double[17]"))
         H.kernel("cpu", function(o)
           local i = gpu.global_id(0)
-          local v = o[i]
-          if v > 2 then --@divif
-            v = (i * 7) % (i + 1)
+          local s = gpu.shared("double", 8)
+          s[gpu.local_id(0)] = i
+          gpu.barrier()
+          local v = s[7 - gpu.local_id(0)]
+          if v > 2 then --@barvary
+            if v > 4 then v = v * 2 end
+            o[i] = v
           end
-          o[i] = v
-        end, { name = "divif", vectorize = true }):launch(16, ffi.new("double[16]"))
+        end, { name = "barvary", vectorize = true }):launch({ global = 16, group = 8 },
+          ffi.new("double[16]"))
       end)
+      assert.matches("^vectorized: %d+ lanes %(linearized with masks%)$", notes.vary)
+      assert.are.equal("not vectorized: an atomic whose result depends on the work items' order in"
+        .. " a loop under linearization at line " .. H.line_of("--@atomloop"), notes.atomloop)
       assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
-        .. " at line " .. H.line_of("--@varying"), notes.vary)
-      assert.are.equal("not vectorized: a branch that varies with the work item (of a shape not handled)"
-        .. " at line " .. H.line_of("--@forvary"), notes.forvary)
-      assert.are.equal("not vectorized: a division in an if that varies at line " .. H.line_of("--@divif"),
-        notes.divif)
+        .. " at line " .. H.line_of("--@barvary"), notes.barvary)
     end)
   end)
 end

@@ -37,11 +37,17 @@
 ** Invariant: the vector loop is entered only for whole groups of W work
 ** items inside [lo, hi), every lane a work item that the fast loop would
 ** run (masks only come from the kernel's own varying ifs and loops); the
-** fast loop, unchanged, runs the rest.  A kernel with something this does not handle is left as
-** it was, and the note says why (GPUJIT_VERBOSE):
-**   - a branch whose condition varies, but for the exits of an inner loop
-**     of the shape native_vec_loop.c runs under a mask and the ifs of the
-**     shape native_vec_if.c converts (straight arms), or a switch;
+** fast loop, unchanged, runs the rest.  Branches whose condition varies:
+** the exits of an inner loop of the shape native_vec_loop.c runs under a
+** mask and the ifs of the shape native_vec_if.c converts (straight arms);
+** when a body has others (or what those shapes refuse), the analysis runs
+** again with every branch linearized (native_vec_lin.c: any reducible
+** control flow).  A kernel with something this does not handle is left as
+** it was, and the note says why (GPUJIT_VERBOSE), with the Lua line of the
+** branch, or of the branch whose mask holds it, where known:
+**   - a varying branch in a kernel with barriers of a shape not handled, a
+**     switch that varies; under linearization a call with effects under a
+**     mask, atomics in an inner loop, an irreducible cycle;
 **   - atomics, volatile or atomic accesses (print records, assert and
 **     error, timeouts);
 **   - a private array (alloca): the lanes would share it;
@@ -50,7 +56,8 @@
 **     fast loop.
 ** Files: this one analyzes (the kinds above, the shape, W);
 ** native_vec_build.c builds; native_vec_loop.c has the masked loops,
-** native_vec_if.c the masked ifs, native_vec_frame.c the kernels with
+** native_vec_if.c the masked ifs, native_vec_lin.c and native_vec_lin_build.c
+** the linearized bodies, native_vec_frame.c the kernels with
 ** barriers (the x loop of a pass as the site, the frame laid out by slots,
 ** a uniform resume switch).
 **
@@ -134,10 +141,18 @@ int vx_refuse(vctx *x, const char *why)
   return -1;
 }
 
+int vx_refuse_soft(vctx *x, LLVMValueRef I, const char *why)
+{
+  if (!x->why) x->soft = 1;
+  return vx_refuse_at(x, I, why);
+}
+
 int vx_refuse_at(vctx *x, LLVMValueRef I, const char *why)
 {
   LLVMValueRef md = I ? LLVMGetMetadata(I, LLVMGetMDKindIDInContext(x->c, "gj.line", 7))
                       : NULL;
+  if (!x->why && !md && I && x->lin)
+    x->why_line = vx_lin_line(x, LLVMGetInstructionParent(I));
   if (!x->why && md && LLVMGetMDNodeNumOperands(md) == 1) {
     LLVMValueRef v;
     LLVMGetMDNodeOperands(md, &v);
@@ -292,6 +307,33 @@ static int linear(vctx *x, LLVMValueRef I, LLVMOpcode op, int64_t *st)
   }
 }
 
+/* Does no result of atomic I depend on the order in which the work items
+** do theirs?  An integer add, sub, and, or, xor, min or max whose old value
+** nothing reads leaves the same word in any order; a print's reservation
+** (src/gj_cg_print.c: the next instruction loads "print.cap") reads it, but
+** the host orders the records by work item, then by reservation. */
+static int order_free(LLVMValueRef I)
+{
+  LLVMValueRef nx = LLVMGetNextInstruction(I);
+  int k;
+  switch (LLVMGetAtomicRMWBinOp(I)) {
+  case LLVMAtomicRMWBinOpAdd: case LLVMAtomicRMWBinOpSub: case LLVMAtomicRMWBinOpAnd:
+  case LLVMAtomicRMWBinOpOr: case LLVMAtomicRMWBinOpXor: case LLVMAtomicRMWBinOpMax:
+  case LLVMAtomicRMWBinOpMin: case LLVMAtomicRMWBinOpUMax: case LLVMAtomicRMWBinOpUMin:
+    if (!LLVMGetFirstUse(I)) return 1;
+    break;
+  default:
+    return 0;
+  }
+  for (k = 0; nx && k < 4 && LLVMGetAtomicRMWBinOp(I) == LLVMAtomicRMWBinOpAdd;
+       k++, nx = LLVMGetNextInstruction(nx)) {
+    size_t len = 0;
+    const char *nm = LLVMIsALoadInst(nx) ? LLVMGetValueName2(nx, &len) : "";
+    if (len >= 9 && !memcmp(nm, "print.cap", 9)) return 1;
+  }
+  return 0;
+}
+
 /* The kind of instruction I from its operands' kinds; -1 (x->why) when the
 ** vectorizer cannot handle it. */
 static int classify(vctx *x, LLVMValueRef I, int64_t *st)
@@ -315,6 +357,11 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
     /* each lane does its own, in lane order (native_vec_build.c): the
     ** order the scalar loop does them in */
     if (x->frame) return vx_refuse(x, "atomics in a kernel with barriers");
+    /* linearized, a loop runs an iteration of every lane before the next:
+    ** not the scalar code's order of the work items' atomics */
+    if (vx_lin_in_loop(x, LLVMGetInstructionParent(I)) && !order_free(I))
+      return vx_refuse_at(x, I, "an atomic whose result depends on the work items' "
+                                "order in a loop under linearization");
     return V_VEC;
   case LLVMAtomicCmpXchg: case LLVMFence:
     return vx_refuse(x, "atomics (or print, assert, error, or a timeout's checks)");
@@ -328,8 +375,9 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
         !vx_arm_of(x, LLVMGetInstructionParent(I), NULL))
       return V_UNI;
     if (LLVMGetVolatile(I) || LLVMGetOrdering(I) != LLVMAtomicOrderingNotAtomic)
-      return vx_refuse(x, "an atomic or volatile access (print, timeout)");
-    if (vx_arm_of(x, LLVMGetInstructionParent(I), NULL))
+      return vx_refuse_at(x, I, "an atomic or volatile access (print, timeout)");
+    if (vx_arm_of(x, LLVMGetInstructionParent(I), NULL) ||
+        vx_lin_masked(x, LLVMGetInstructionParent(I)))
       return V_VEC;                  /* masked */
     if (op == LLVMLoad)
       return vx_kind_of(x, LLVMGetOperand(I, 0), st) == V_UNI ? V_UNI : V_VEC;
@@ -345,16 +393,19 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
     if (!LLVMIsAFunction(f)) return vx_refuse(x, "an indirect call or inline asm");
     if (LLVMGetNumArgOperands(I) > VEC_MAX_ARGS)
       return vx_refuse(x, "a call with too many arguments");
+    if (!vx_readnone(f) && vx_lin_masked(x, LLVMGetInstructionParent(I)))
+      return vx_refuse_at(x, I, "a call with effects under a mask");
     return k == V_UNI && vx_readnone(f) ? V_UNI : V_VEC;
   }
   case LLVMBr:
+    if (x->lin) return V_UNI;         /* linearized: every branch */
     if (I != LLVMGetBasicBlockTerminator(x->latch) && LLVMIsConditional(I) &&
         vx_kind_of(x, LLVMGetCondition(I), st) != V_UNI) {
       vloop *L = vx_exit_of(x, I);     /* a loop the lanes leave apart */
       vif *f = L ? NULL : vx_if_of(x, I);
       if (!L && !f)
-        return vx_refuse_at(x, I, "a branch that varies with the work item (of a "
-                                  "shape not handled)");
+        return vx_refuse_soft(x, I, "a branch that varies with the work item (of a "
+                                    "shape not handled)");
       if (L && !L->varying) x->again = L->varying = 1;
       if (f && !f->varying) x->again = f->varying = 1;
     }
@@ -362,6 +413,7 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
   case LLVMUnreachable:
     return V_UNI;
   case LLVMPHI:
+    if (x->lin && I != x->lx) return k == V_UNI && !vx_lin_phi_varying(x, I) ? V_UNI : V_VEC;
     return k == V_UNI && !vx_exit_phi(x, I) && !vx_join_phi(x, I) ? V_UNI : V_VEC;
   case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMShl: case LLVMTrunc:
   case LLVMGetElementPtr:
@@ -374,6 +426,11 @@ static int classify(vctx *x, LLVMValueRef I, int64_t *st)
   default:
     if (LLVMIsATerminatorInst(I))
       return vx_refuse(x, "a switch, return or other exit inside the loop");
+    /* under a mask, a division's lanes that are off divide by 1
+    ** (native_vec_build.c): a vector even when uniform */
+    if ((op == LLVMSDiv || op == LLVMUDiv || op == LLVMSRem || op == LLVMURem) &&
+        vx_lin_masked(x, LLVMGetInstructionParent(I)))
+      return V_VEC;
     if (k == V_UNI) return V_UNI;
     if (vx_is_binop(op) || vx_is_cast(op) || op == LLVMFNeg || op == LLVMICmp ||
         op == LLVMFCmp || op == LLVMSelect || op == LLVMFreeze)
@@ -553,14 +610,14 @@ static unsigned choose_width(vctx *x, const gj_job *job)
   ** two vectors in each operation, independent chains that the core
   ** overlaps, as hand-vectorized C keeps several accumulators in flight
   ** (mandelbrot 1.3x faster, n-body unchanged, AVX-512; bench/RESULTS.md). */
-  if (x->nloops) w *= VX_INTERLEAVE;
+  if (x->nloops || x->lin_loops) w *= VX_INTERLEAVE;
   return w < 2 ? 2 : w > VX_MAXW ? VX_MAXW : w;
 }
 
-static int simplify(LLVMModuleRef m, gj_err *err)
+static int simplify(LLVMModuleRef m, const char *passes, gj_err *err)
 {
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e = LLVMRunPasses(m, "function(simplifycfg,adce)", NULL, po);
+  LLVMErrorRef e = LLVMRunPasses(m, passes, NULL, po);
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *msg = LLVMGetErrorMessage(e);
@@ -568,6 +625,37 @@ static int simplify(LLVMModuleRef m, gj_err *err)
     LLVMDisposeErrorMessage(msg);
     return -1;
   }
+  return 0;
+}
+
+/* The shapes of native_vec_if.c and native_vec_loop.c did not cover the
+** body: again, every branch linearized (native_vec_lin.c), the inner
+** loops in LCSSA form first (LLVM's pass: their values leave them only
+** through phis in their exit blocks). */
+static int linearized(vctx *x, gj_err *err)
+{
+  vx_loops_free(x);
+  vx_ifs_free(x);
+  free(x->tab);
+  free(x->bbs);
+  x->loops = NULL;
+  x->ifs = NULL;
+  x->nloops = x->nifs = 0;
+  x->tab = NULL;
+  x->cap = x->n = 0;
+  x->bbs = NULL;
+  x->nbbs = x->capbbs = 0;
+  x->why = NULL;
+  x->why_line = 0;
+  x->soft = 0;
+  if (simplify(x->m, "cgscc(function-attrs),function(lcssa)", err)) return -1;
+  if (collect(x)) return gj_err_set(err, "cpu: out of memory");
+  if (vx_lin_plan(x)) {
+    if (!x->why) return gj_err_set(err, "cpu: out of memory");
+    return 0;
+  }
+  if (!check_shape(x) && !analyze(x) && !worth_it(x))
+    vx_refuse(x, "no inner loop nor call: left to LLVM's loop vectorizer");
   return 0;
 }
 
@@ -599,7 +687,7 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   ** variable's slot that a work item may skip writing leaves phis that
   ** carry the last value from work item to work item, read by none.  The
   ** loop's blocks may merge: its latch and exit are found again. */
-  if (simplify(m, err)) return -1;
+  if (simplify(m, "function(simplifycfg,adce)", err)) return -1;
   x.lx = LLVMGetOperand(s->next, 0);   /* next = lx + 1 (w_loop_end) */
   x.latch = LLVMGetInstructionParent(s->next);
   x.fn = LLVMGetBasicBlockParent(s->head);
@@ -615,13 +703,19 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
   } else if (!check_shape(&x) && !(x.frame && vx_frame_slots(&x)) && !analyze(&x) &&
              !x.frame && !worth_it(&x)) {
     vx_refuse(&x, "no inner loop nor call: left to LLVM's loop vectorizer");
+  } else if (x.why && x.soft && !x.frame) {
+    r = linearized(&x, err);
+  }
+  if (r) {
+    /* out of memory */
   } else if (!x.why) {
     x.W = choose_width(&x, job);
     x.b = LLVMCreateBuilderInContext(x.c);
-    r = vx_build(&x);
+    r = vx_build(&x) ? gj_err_set(err, "cpu: out of memory") : 0;
     LLVMDisposeBuilder(x.b);
     snprintf(note, notesz, "vectorized: %u lanes%s", x.W,
-             x.frame ? " (groups through their barriers)" : "");
+             x.frame ? " (groups through their barriers)"
+             : x.lin ? " (linearized with masks)" : "");
   }
   if (x.why && x.why_line > 0)
     snprintf(note, notesz, "not vectorized: %s at line %d", x.why, x.why_line);
@@ -629,6 +723,7 @@ int cpu_vectorize(LLVMModuleRef m, const gj_job *job, cpu_split_site *s,
     snprintf(note, notesz, "not vectorized: %s", x.why);
   vx_loops_free(&x);
   vx_ifs_free(&x);
+  vx_lin_free(&x);
   free(x.slots);
   free(x.bbs);
   free(x.tab);

@@ -1,6 +1,6 @@
 /*
 ** The work-item vectorizer's shared state (native_vec.c, native_vec_build.c,
-** native_vec_loop.c, native_vec_if.c):
+** native_vec_loop.c, native_vec_if.c, native_vec_lin*.c):
 ** what the analysis knows of each value of the fast loop and the helpers
 ** that build vector code from it.  Internal to the native target.
 */
@@ -56,6 +56,9 @@ typedef struct vctx {
   struct vslot *slots;
   size_t nslots;
   LLVMValueRef md_scope, md_noalias;  /* building: frame / other accesses */
+  int soft;                     /* why is a shape native_vec_lin.c may take */
+  struct vlin *lin;             /* linearized (native_vec_lin.c), or NULL */
+  int lin_loops;                /* its inner loops */
 } vctx;
 
 /* A slot of the frame: the bytes [off, off + size) of every work item's
@@ -124,6 +127,9 @@ int vx_refuse(vctx *x, const char *why);
 /* vx_refuse at branch I (or NULL), with the Lua line codegen put on it
 ** (!gj.line, src/gj_cg.c) when it is still there: the note ends "at line N". */
 int vx_refuse_at(vctx *x, LLVMValueRef I, const char *why);
+/* vx_refuse_at for a shape that linearizing (native_vec_lin.c) may take:
+** cpu_vectorize then tries that. */
+int vx_refuse_soft(vctx *x, LLVMValueRef I, const char *why);
 int vx_readnone(LLVMValueRef f);
 /* Put bb into the blocks before x->bbs[at] (and into the table). */
 int vx_insert_bb(vctx *x, size_t at, LLVMBasicBlockRef bb);
@@ -198,5 +204,26 @@ int vx_if_term(vctx *x, LLVMBasicBlockRef bb, LLVMValueRef t);
 LLVMValueRef vx_mask_of(const vctx *x, LLVMBasicBlockRef bb);
 LLVMValueRef vx_join_select(vctx *x, LLVMValueRef phi);
 void vx_ifs_free(vctx *x);
+
+/* native_vec_lin.c: any reducible control flow, linearized with masks */
+/* The order, loops and dominators (after collect, before analyze); -1 with
+** x->why when refused (or out of memory, without). */
+int vx_lin_plan(vctx *x);
+/* Does bb run under a mask (not every lane)? */
+int vx_lin_masked(const vctx *x, LLVMBasicBlockRef bb);
+/* Is bb in an inner loop? */
+int vx_lin_in_loop(const vctx *x, LLVMBasicBlockRef bb);
+/* Must phi be a vector (it blends lanes from several edges)? */
+int vx_lin_phi_varying(vctx *x, LLVMValueRef phi);
+/* Building: every block in the order, emit_block doing each one's code;
+** in it, a phi's value, the block's mask (NULL: all lanes), and the
+** masks of a terminator's edges. */
+int vx_lin_emit(vctx *x, void (*emit_block)(vctx *, LLVMBasicBlockRef));
+LLVMValueRef vx_lin_phi(vctx *x, LLVMValueRef phi);
+LLVMValueRef vx_lin_mask(const vctx *x, LLVMBasicBlockRef bb);
+void vx_lin_term(vctx *x, LLVMBasicBlockRef bb, LLVMValueRef t);
+/* The line of the branch that dominates bb nearest (!gj.line), or 0. */
+int vx_lin_line(const vctx *x, LLVMBasicBlockRef bb);
+void vx_lin_free(vctx *x);
 
 #endif

@@ -326,6 +326,13 @@ static LLVMValueRef emit_vec(vctx *x, LLVMValueRef I)
 {
   LLVMOpcode op = LLVMGetInstructionOpcode(I);
   LLVMValueRef a = LLVMGetNumOperands(I) ? LLVMGetOperand(I, 0) : NULL;
+  if ((op == LLVMSDiv || op == LLVMUDiv || op == LLVMSRem || op == LLVMURem) &&
+      x->curmask) {
+    /* the lanes that are off divide by 1 (native_vec_lin.c) */
+    LLVMValueRef d = vx_vec(x, LLVMGetOperand(I, 1));
+    d = LLVMBuildSelect(x->b, x->curmask, d, vx_splat(x, LLVMConstInt(LLVMTypeOf(LLVMGetOperand(I, 1)), 1, 0)), "");
+    return LLVMBuildBinOp(x->b, op, vx_vec(x, a), d, "");
+  }
   if (vx_is_binop(op))
     return LLVMBuildBinOp(x->b, op, vx_vec(x, a), vx_vec(x, LLVMGetOperand(I, 1)), "");
   if (vx_is_cast(op))
@@ -372,7 +379,7 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
   vslot *sl;
   int headed = 0;
   LLVMPositionBuilderAtEnd(x->b, vx_vblock(x, bb));
-  x->curmask = vx_mask_of(x, bb);
+  x->curmask = x->lin ? vx_lin_mask(x, bb) : vx_mask_of(x, bb);
   for (in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
     vent *e = vx_get(x, in);
     if (!headed && !LLVMIsAPHINode(in)) {
@@ -386,13 +393,17 @@ static void emit_block(vctx *x, LLVMBasicBlockRef bb)
     } else if (in == x->s->next) {
       e->v = x->vnext = LLVMBuildNSWAdd(x->b, x->vlx,
                                         LLVMConstInt(x->i64, x->W, 0), "vx.next");
+    } else if (x->lin && LLVMIsAPHINode(in)) {
+      e->v = vx_lin_phi(x, in);
     } else if (vx_join_phi(x, in)) {
       e->v = vx_join_select(x, in);
     } else if (LLVMIsAPHINode(in)) {
       LLVMTypeRef t = LLVMTypeOf(in);
       e->v = LLVMBuildPhi(x->b, e->kind == V_VEC ? vx_vty(x, t) : t, "");
     } else if (LLVMIsATerminatorInst(in)) {
-      if (vx_if_term(x, bb, in) || vx_loop_term(x, bb, in)) {
+      if (x->lin && bb != x->latch) {
+        vx_lin_term(x, bb, in);  /* the next block's branch: vx_lin_emit */
+      } else if (vx_if_term(x, bb, in) || vx_loop_term(x, bb, in)) {
         /* a block of a varying loop */
       } else if (bb == x->latch) {
         x->vlatch = LLVMGetInsertBlock(x->b);
@@ -483,8 +494,12 @@ int vx_build(vctx *x)
   x->vend = LLVMBuildAdd(x->b, s->lo, nv, "vec.end");
   LLVMBuildCondBr(x->b, LLVMBuildICmp(x->b, LLVMIntSGT, nv, LLVMConstInt(x->i64, 0, 0), ""),
                   x->vhead, x->spre);
-  for (i = 0; i < x->nbbs; i++) emit_block(x, x->bbs[i]);
-  fill_phis(x);
+  if (x->lin) {
+    if (vx_lin_emit(x, emit_block)) return -1;
+  } else {
+    for (i = 0; i < x->nbbs; i++) emit_block(x, x->bbs[i]);
+    fill_phis(x);
+  }
   vx_loops_finish(x);
   LLVMAddIncoming(x->vlx, &s->lo, &pre, 1);
   LLVMAddIncoming(x->vlx, &x->vnext, &x->vlatch, 1);

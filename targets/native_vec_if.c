@@ -173,12 +173,12 @@ int vx_check_ifs(vctx *x)
              in = LLVMGetNextInstruction(in)) {
           LLVMOpcode op = LLVMGetInstructionOpcode(in);
           if (op == LLVMCall && !vx_readnone(LLVMGetCalledValue(in)))
-            return vx_refuse_at(x, x->ifs[i].br, "a call with effects in an if that varies");
+            return vx_refuse_soft(x, x->ifs[i].br, "a call with effects in an if that varies");
           if (op == LLVMSDiv || op == LLVMUDiv || op == LLVMSRem || op == LLVMURem) {
             LLVMValueRef d = LLVMGetOperand(in, 1);
             if (!LLVMIsAConstantInt(d) || LLVMConstIntGetZExtValue(d) == 0 ||
                 LLVMConstIntGetSExtValue(d) == -1)
-              return vx_refuse_at(x, x->ifs[i].br, "a division in an if that varies");
+              return vx_refuse_soft(x, x->ifs[i].br, "a division in an if that varies");
           }
         }
       }

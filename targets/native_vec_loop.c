@@ -257,16 +257,16 @@ int vx_check_loops(vctx *x)
         LLVMOpcode op = LLVMGetInstructionOpcode(in);
         int64_t st;
         if (op == LLVMStore)
-          return vx_refuse_at(x, br, "a store in a loop that varies with the work item");
+          return vx_refuse_soft(x, br, "a store in a loop that varies with the work item");
         if (op == LLVMLoad && vx_kind_of(x, LLVMGetOperand(in, 0), &st) != V_UNI)
-          return vx_refuse_at(x, br, "a load at a varying address in a loop that "
+          return vx_refuse_soft(x, br, "a load at a varying address in a loop that "
                                      "varies with the work item");
         if (op == LLVMCall && !vx_readnone(LLVMGetCalledValue(in)))
-          return vx_refuse_at(x, br, "a call with effects in a loop that varies "
+          return vx_refuse_soft(x, br, "a call with effects in a loop that varies "
                                      "with the work item");
         if ((op == LLVMSDiv || op == LLVMUDiv || op == LLVMSRem ||
              op == LLVMURem) && vx_kind_of(x, in, &st) != V_UNI)
-          return vx_refuse_at(x, br, "integer division in a loop that varies with "
+          return vx_refuse_soft(x, br, "integer division in a loop that varies with "
                                      "the work item");
       }
     }
