@@ -782,7 +782,10 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
     rc = 0;
     goto done;
   }
-  if (cg->emit(ts, job, tm, mid->m, 0, &art, &artlen, err)) goto done;
+  if (cg->emit(ts, job, tm, mid->m, 0, &art, &artlen, err)) {
+    gj_err_prefix(err, "kernel %s: ", o->name);   /* e.g. a tool missing */
+    goto done;
+  }
   if (gj_plugset_emit(ps, kd, &art, &artlen, err)) goto done;
   mid->stats->compiles++;
   lap(out, GJ_ST_EMIT, &t0);
