@@ -133,5 +133,10 @@ GJ_API size_t gj_job_size(void);
 GJ_API const gj_job_field *gj_job_fields(int *n);
 GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,
                                gj_job *job);
+/* The job's part of the content key (gj_job_key: every field GJ_JOBDEF
+** marks KEY, libraries as if the kernel called each), as 64 hex digits
+** into hex (at least 65 bytes): what a spec checks each keyed field
+** against (a field whose change leaves it equal is missing from the key). */
+GJ_API void gj_job_key_hex(const gj_job *job, char *hex);
 
 #endif
