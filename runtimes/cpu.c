@@ -644,7 +644,7 @@ static int cpu_sjob_run(void *job, gj_err *err)
 ** threads are the device, and the launch returns when they have
 ** finished).  On another stream: checks the shape now and posts the rest
 ** to the stream's worker. */
-static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_stream *s,
+static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_bstream *s,
                           const gj_dims *d, void *args, gj_fault *record,
                           gj_err *err)
 {

@@ -517,7 +517,7 @@ typedef struct blk_chunk {
   uint64_t v[BLK_CHUNK];
 } blk_chunk;
 
-struct gj_stream {
+struct gj_bstream {
   int dev;
   int profiling;           /* q has CL_QUEUE_PROFILING_ENABLE */
   cl_command_queue q;
@@ -528,7 +528,7 @@ struct gj_stream {
 
 /* Where a launch on s finds block blk (n slots): the last launch's when it
 ** is the same, else a copy in s's chunks; NULL: out of memory. */
-static const uint64_t *stream_block(gj_stream *s, const uint64_t *blk,
+static const uint64_t *stream_block(gj_bstream *s, const uint64_t *blk,
                                     unsigned n)
 {
   uint64_t *v;
@@ -552,7 +552,7 @@ static const uint64_t *stream_block(gj_stream *s, const uint64_t *blk,
 }
 
 /* Every launch on s has finished: its chunks are free again. */
-static void stream_blocks_reset(gj_stream *s)
+static void stream_blocks_reset(gj_bstream *s)
 {
   blk_chunk *c;
   for (c = s->chunks; c; c = c->next) c->used = 0;
@@ -560,9 +560,9 @@ static void stream_blocks_reset(gj_stream *s)
   s->last = NULL;
 }
 
-int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
+int ocl_stream_new(gj_bstate *st, int dev, gj_bstream **out, gj_err *err)
 {
-  gj_stream *s;
+  gj_bstream *s;
   cl_int rc;
   *out = NULL;
   if (ocl_ready(st, dev, err) != 0) return -1;
@@ -582,7 +582,7 @@ int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
 /* Move s to a queue with profiling: its first command waits for the last
 ** of the old queue, which is released (OpenCL ends it once its commands
 ** have run). */
-static int stream_profile(gj_bstate *st, gj_stream *s, gj_err *err)
+static int stream_profile(gj_bstate *st, gj_bstream *s, gj_err *err)
 {
   ocl_device *d = &st->devs[s->dev];
   cl_event last = NULL;
@@ -607,7 +607,7 @@ static int stream_profile(gj_bstate *st, gj_stream *s, gj_err *err)
   return 0;
 }
 
-void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
+void ocl_stream_free(gj_bstate *st, int dev, gj_bstream *s)
 {
   (void)dev;
   if (!s || OCL_IN_CHILD(st)) return;   /* the parent's (ocl_forked) */
@@ -623,15 +623,15 @@ void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
 
 /* -- events: markers on a stream's queue ---------------------------------- */
 
-struct gj_event {
+struct gj_bevent {
   int dev;
   cl_event ev;
 };
 
-int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+int ocl_event_record(gj_bstate *st, int dev, gj_bstream *s, gj_bevent **out,
                      gj_err *err)
 {
-  gj_event *e;
+  gj_bevent *e;
   cl_int rc;
   *out = NULL;
   if (ocl_forked(st, err)) return -1;
@@ -650,7 +650,7 @@ int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
   return 0;
 }
 
-int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+int ocl_event_query(gj_bstate *st, gj_bevent *e, gj_err *err)
 {
   cl_int status = CL_QUEUED;
   cl_int rc;
@@ -662,7 +662,7 @@ int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err)
   return status == CL_COMPLETE;
 }
 
-int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+int ocl_event_sync(gj_bstate *st, gj_bevent *e, gj_err *err)
 {
   cl_int rc;
   if (ocl_forked(st, err)) return -1;
@@ -670,7 +670,7 @@ int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clWaitForEvents", rc);
 }
 
-int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+int ocl_event_wait(gj_bstate *st, int dev, gj_bstream *s, gj_bevent *e,
                    gj_err *err)
 {
   cl_int rc;
@@ -680,7 +680,7 @@ int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
   return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clEnqueueBarrierWithWaitList", rc);
 }
 
-int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+int ocl_event_elapsed(gj_bstate *st, gj_bevent *a, gj_bevent *b, double *ms,
                       gj_err *err)
 {
   cl_ulong ta = 0, tb = 0;
@@ -696,14 +696,14 @@ int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
   return 0;
 }
 
-void ocl_event_free(gj_bstate *st, gj_event *e)
+void ocl_event_free(gj_bstate *st, gj_bevent *e)
 {
   if (!e) return;
   if (!OCL_IN_CHILD(st)) st->cl.ReleaseEvent(e->ev);   /* else the parent's */
   free(e);
 }
 
-int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+int ocl_stream_copy(gj_bstate *st, int dev, gj_bstream *s, void *dst,
                     const void *src, size_t n, int dir, gj_err *err)
 {
   cl_int rc;
@@ -722,7 +722,7 @@ int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
 ** which lives until the wait.  The buffer is released at once: OpenCL
 ** frees it when the commands that use it have finished. */
 static int launch_on_stream(gj_bstate *st, gj_program *p, ocl_entry *e,
-                            gj_stream *s, cl_uint nd, const size_t *gl,
+                            gj_bstream *s, cl_uint nd, const size_t *gl,
                             const size_t *lo, gj_fault *fault, gj_err *err)
 {
   ocl_device *d = &st->devs[p->dev];
@@ -764,7 +764,7 @@ static int launch_on_stream(gj_bstate *st, gj_program *p, ocl_entry *e,
 }
 
 /* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
-int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
+int ocl_wait(gj_bstate *st, int dev, gj_bstream *s, int *failed, gj_err *err)
 {
   ocl_device *d = &st->devs[dev];
   gj_program *p = d->pending.p;
@@ -799,7 +799,7 @@ int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
 }
 
 /* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
-int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
+int ocl_launch(gj_bstate *st, gj_program *p, gj_bstream *s, const gj_dims *dm,
                void *args, gj_fault *fault, gj_err *err)
 {
   ocl_device *d;
