@@ -21,7 +21,7 @@ INCDIR      ?= $(PREFIX)/include/gpujit
 # love, xvfb, xauth and Mesa (llvmpipe) run the LÖVE example headless.
 # Open MPI runs the MPI specs (make test-mpi; gpujit.mpi needs no headers,
 # libopenmpi-dev is for building MPI programs beside it).
-DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev lua-busted lua-check \
+DEPS_PKGS = luajit libluajit-5.1-dev llvm-15-dev binutils lua-busted lua-check \
             pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo \
             luarocks cppcheck zlib1g pkg-config valgrind \
             llvm-spirv-15 spirv-tools \

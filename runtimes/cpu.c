@@ -1,6 +1,8 @@
 /*
-** The cpu backend: kernels compiled to native code for the host and run by
-** LLVM's ORC JIT, work-groups spread over a thread pool.
+** The cpu backend: kernels compiled to native code for the host, linked
+** into shared objects (targets/native_link.c) and loaded with dlopen,
+** work-groups spread over a thread pool.  Loading needs no LLVM: a kernel
+** from the disk cache or a bundle is a dlopen (cpu_load).
 **
 ** Execution model.  The core's @gj_body computes one work item.  `wrap`
 ** adds @gj_entry(args, launch), which runs a range of work-groups: for each
@@ -31,19 +33,19 @@
 */
 #include "gj_backend.h"
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <llvm-c/Core.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-#include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
 #include "pool.h"
@@ -63,19 +65,13 @@ typedef void (*cpu_entry_fn)(void *args, const cpu_launch *launch);
 /* -- State --------------------------------------------------------------- */
 
 struct gj_bstate {
-  LLVMOrcLLJITRef jit;
   pthread_mutex_t mu;          /* guards everything below but `pool` */
   gj_pool *_Atomic pool;       /* made on the first launch that needs it */
   unsigned pool_gen;           /* gj_fork_gen() when it was made (atomic) */
   int nthreads;                /* the pool's size, decided at open */
-  uint64_t ndylibs;            /* JITDylibs made so far, for unique names */
-  LLVMOrcJITDylibRef *spare;   /* emptied JITDylibs, reused by load */
-  int nspare, capspare;
   int have_job;
   gj_job job;                  /* the host's job, made once */
   gj_device_info info;
-  pthread_mutex_t msg_mu;      /* guards jitmsg */
-  char jitmsg[512];            /* last error ORC reported asynchronously */
 };
 
 struct gj_program {
@@ -84,31 +80,8 @@ struct gj_program {
   uint32_t frame_bytes;
   uint32_t argsize;              /* the argument block's bytes */
   int uses_barrier;
-  LLVMOrcResourceTrackerRef rt;  /* owns the object's code and data */
-  LLVMOrcJITDylibRef jd;
+  void *dl;                      /* the kernel's shared object (dlopen) */
 };
-
-/* Move an LLVMErrorRef's message into err (consuming it); returns -1. */
-static int llvm_error(gj_err *err, LLVMErrorRef e, const char *what)
-{
-  char *msg = LLVMGetErrorMessage(e);
-  gj_err_set(err, "cpu: %s: %s", what, msg ? msg : "unknown error");
-  LLVMDisposeErrorMessage(msg);
-  return -1;
-}
-
-/* ORC reports some failures (e.g. an unresolved symbol while linking) only
-** to the session's error reporter; keep the last one for load's message
-** instead of letting LLVM print it. */
-static void cpu_report(void *ctx, LLVMErrorRef e)
-{
-  gj_bstate *st = ctx;
-  char *msg = LLVMGetErrorMessage(e);
-  pthread_mutex_lock(&st->msg_mu);
-  snprintf(st->jitmsg, sizeof(st->jitmsg), "%s", msg ? msg : "");
-  pthread_mutex_unlock(&st->msg_mu);
-  LLVMDisposeErrorMessage(msg);
-}
 
 /* "key<tabs>: value" from /proc/cpuinfo into out (trimmed); 0 if found. */
 static int cpuinfo_field(const char *key, char *out, size_t n)
@@ -150,9 +123,9 @@ static void cpu_fill_info(gj_bstate *st)
   d->rank = GJ_RANK_CPU;
   d->parallel_items = CPU_SERIAL_ITEMS;
   if (cpuinfo_field("model name", d->name, sizeof(d->name)) != 0) {
-    char *host = LLVMGetHostCPUName();
-    snprintf(d->name, sizeof(d->name), "%s", host ? host : "cpu");
-    LLVMDisposeMessage(host);
+    struct utsname u;   /* no model name (not x86): the machine's kind */
+    snprintf(d->name, sizeof(d->name), "%s",
+             uname(&u) == 0 ? u.machine : "cpu");
   }
   if (cpuinfo_field("vendor_id", vendor, sizeof(vendor)) == 0)
     snprintf(d->vendor, sizeof(d->vendor), "%s",
@@ -173,42 +146,23 @@ static void cpu_close(gj_bstate *st);
 static int cpu_open(gj_bstate **out, gj_err *err)
 {
   gj_bstate *st;
-  LLVMErrorRef e;
   *out = NULL;
-  if (gj_target_init(err) != 0) return -1;
   st = calloc(1, sizeof(*st));
   if (!st) return gj_err_set(err, "cpu: out of memory");
   pthread_mutex_init(&st->mu, NULL);
-  pthread_mutex_init(&st->msg_mu, NULL);
   atomic_init(&st->pool, NULL);
-  e = LLVMOrcCreateLLJIT(&st->jit, NULL);
-  if (e) {
-    st->jit = NULL;
-    llvm_error(err, e, "cannot create the ORC JIT");
-    cpu_close(st);
-    return -1;
-  }
-  LLVMOrcExecutionSessionSetErrorReporter(
-      LLVMOrcLLJITGetExecutionSession(st->jit), cpu_report, st);
   st->nthreads = gj_pool_default_size();
   cpu_fill_info(st);
   *out = st;
   return 0;
 }
 
-/* Programs must have been unloaded before: their trackers belong to the
-** JIT that is disposed here. */
+/* Programs are unloaded before (each dlclose'd by cpu_unload). */
 static void cpu_close(gj_bstate *st)
 {
   if (!st) return;
   if (st->pool_gen == gj_fork_gen())   /* else the parent's: no threads here */
     gj_pool_free(atomic_load(&st->pool));
-  if (st->jit) {
-    LLVMErrorRef e = LLVMOrcDisposeLLJIT(st->jit);
-    if (e) LLVMConsumeError(e);
-  }
-  free(st->spare);
-  pthread_mutex_destroy(&st->msg_mu);
   pthread_mutex_destroy(&st->mu);
   free(st);
 }
@@ -228,13 +182,12 @@ static int cpu_device_info(gj_bstate *st, int dev, gj_device_info *out)
 
 /* -- Compile job --------------------------------------------------------- */
 
-/* Code model and relocation: ORC's LLJIT in LLVM 15 links ELF x86-64
-** objects with RuntimeDyld, which gives calls to outside functions (libm)
-** a stub and GOT-relative loads a GOT entry, so the small code model with
-** PIC works wherever the process's libraries are mapped; the sections of
-** one object are allocated together, so RIP-relative constant pool loads
-** stay in range.  The large model would also work but makes every constant
-** a 64-bit absolute load. */
+/* Code model and relocation: position-independent code in the small code
+** model, as any shared object: the linker gives calls to outside functions
+** (libm) PLT entries and the dynamic loader resolves them from the
+** process; the kernel's sections are mapped together, so RIP-relative
+** constant pool loads stay in range.  The LLVM targets are initialized
+** here, on the first compile: opening the backend needs no LLVM. */
 static int cpu_make_job(gj_bstate *st, gj_err *err)
 {
   gj_job *j = &st->job;
@@ -242,6 +195,7 @@ static int cpu_make_job(gj_bstate *st, gj_err *err)
   LLVMTargetDataRef td;
   char *dl;
   memset(j, 0, sizeof(*j));
+  if (gj_target_init(err) != 0) return -1;
   if (gj_target_host(j->triple, sizeof(j->triple), j->cpu, sizeof(j->cpu),
                      j->features, sizeof(j->features)) != 0)
     return gj_err_set(err, "cpu: the host's target description is too long");
@@ -294,112 +248,58 @@ static const gj_codegen *cpu_target(gj_bstate *st, const gj_job *job,
   return &gj_codegen_native;
 }
 
-/* A JITDylib for one program: a spare one, or a new one that resolves
-** outside symbols (libm) from the process. */
-static int cpu_dylib(gj_bstate *st, LLVMOrcJITDylibRef *out, gj_err *err)
+/* The shared object so[0..len) into a file of its own for dlopen: a new
+** name each time, since dlopen answers a name it has loaded already with
+** that object; removed once loaded (the mapping keeps it). */
+static void *cpu_dlopen(const char *so, size_t len, gj_err *err)
 {
-  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(st->jit);
-  LLVMOrcDefinitionGeneratorRef gen;
-  LLVMErrorRef e;
-  char name[64];
-  if (st->nspare > 0) {
-    *out = st->spare[--st->nspare];
-    return 0;
+  const char *dir = getenv("TMPDIR");
+  char path[4096];
+  size_t done = 0;
+  void *dl;
+  int fd;
+  if (!dir || !*dir) dir = "/tmp";
+  if ((size_t)snprintf(path, sizeof(path), "%s/gpujit-kernel-XXXXXX.so",
+                       dir) >= sizeof(path)) {
+    gj_err_set(err, "cpu: TMPDIR is too long");
+    return NULL;
   }
-  do snprintf(name, sizeof(name), "gpujit.%llu",
-              (unsigned long long)st->ndylibs++);
-  while (LLVMOrcExecutionSessionGetJITDylibByName(es, name));
-  *out = LLVMOrcExecutionSessionCreateBareJITDylib(es, name);
-  e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-      &gen, LLVMOrcLLJITGetGlobalPrefix(st->jit), NULL, NULL);
-  if (e) return llvm_error(err, e, "cannot search the process's symbols");
-  LLVMOrcJITDylibAddGenerator(*out, gen);
-  return 0;
+  fd = mkostemps(path, 3, O_CLOEXEC);
+  if (fd < 0) {
+    gj_err_set(err, "cpu: cannot make a file for the kernel in %s: %s", dir,
+               strerror(errno));
+    return NULL;
+  }
+  while (done < len) {
+    ssize_t w = write(fd, so + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      gj_err_set(err, "cpu: cannot write the kernel to %s: %s", path,
+                 w < 0 ? strerror(errno) : "no space");
+      close(fd);
+      unlink(path);
+      return NULL;
+    }
+    done += (size_t)w;
+  }
+  close(fd);
+  dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    const char *why = dlerror();
+    gj_err_set(err, "cpu: cannot load the kernel: %s", why ? why : "?");
+  }
+  unlink(path);
+  return dl;
 }
 
-/* Keep an emptied JITDylib for the next load (the C API of LLVM 15 cannot
-** remove one from the session).  Out of memory: it just stays unused. */
-static void cpu_dylib_spare(gj_bstate *st, LLVMOrcJITDylibRef jd)
-{
-  if (st->nspare == st->capspare) {
-    int cap = st->capspare ? 2 * st->capspare : 8;
-    LLVMOrcJITDylibRef *n = realloc(st->spare, (size_t)cap * sizeof(*n));
-    if (!n) return;
-    st->spare = n;
-    st->capspare = cap;
-  }
-  st->spare[st->nspare++] = jd;
-}
-
-/* A synchronous lookup of one symbol in one JITDylib. */
-typedef struct cpu_lookup {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int done;
-  LLVMOrcExecutorAddress addr;
-  char msg[512];
-} cpu_lookup;
-
-static void cpu_lookup_done(LLVMErrorRef e, LLVMOrcCSymbolMapPairs res,
-                            size_t n, void *ctx)
-{
-  cpu_lookup *l = ctx;
-  pthread_mutex_lock(&l->mu);
-  if (e) {
-    char *msg = LLVMGetErrorMessage(e);
-    snprintf(l->msg, sizeof(l->msg), "%s", msg ? msg : "unknown error");
-    LLVMDisposeErrorMessage(msg);
-  } else if (n >= 1) {
-    l->addr = res[0].Sym.Address;
-  }
-  l->done = 1;
-  pthread_cond_signal(&l->cv);
-  pthread_mutex_unlock(&l->mu);
-}
-
-static int cpu_lookup_entry(gj_bstate *st, LLVMOrcJITDylibRef jd,
-                            LLVMOrcExecutorAddress *addr, gj_err *err)
-{
-  cpu_lookup l;
-  LLVMOrcCJITDylibSearchOrderElement order = {
-    jd, LLVMOrcJITDylibLookupFlagsMatchExportedSymbolsOnly };
-  LLVMOrcCLookupSetElement sym;
-  memset(&l, 0, sizeof(l));
-  pthread_mutex_init(&l.mu, NULL);
-  pthread_cond_init(&l.cv, NULL);
-  /* The lookup takes over the reference that MangleAndIntern returns. */
-  sym.Name = LLVMOrcLLJITMangleAndIntern(st->jit, "gj_entry");
-  sym.LookupFlags = LLVMOrcSymbolLookupFlagsRequiredSymbol;
-  LLVMOrcExecutionSessionLookup(LLVMOrcLLJITGetExecutionSession(st->jit),
-                                LLVMOrcLookupKindStatic, &order, 1, &sym, 1,
-                                cpu_lookup_done, &l);
-  pthread_mutex_lock(&l.mu);
-  while (!l.done) pthread_cond_wait(&l.cv, &l.mu);
-  pthread_mutex_unlock(&l.mu);
-  pthread_cond_destroy(&l.cv);
-  pthread_mutex_destroy(&l.mu);
-  *addr = l.addr;
-  if (l.msg[0] || !l.addr) {
-    char why[512];
-    pthread_mutex_lock(&st->msg_mu);
-    snprintf(why, sizeof(why), "%s", st->jitmsg);
-    st->jitmsg[0] = '\0';
-    pthread_mutex_unlock(&st->msg_mu);
-    /* The reporter's message names the cause (e.g. "Symbols not found:
-    ** [ foo ]"); the lookup's only says that gj_entry failed. */
-    return gj_err_set(err, "cpu: cannot link the kernel: %s",
-                      why[0] ? why : l.msg[0] ? l.msg : "gj_entry not found");
-  }
-  return 0;
-}
-
+/* art: the native target's shared object (a fresh compile's, or the disk
+** cache's); no LLVM here. */
 static int cpu_load(gj_bstate *st, int dev, const char *art, size_t len,
                     const gj_sig *sig, gj_program **out, gj_err *err)
 {
   gj_program *p;
-  LLVMMemoryBufferRef buf;
-  LLVMOrcExecutorAddress addr = 0;
-  LLVMErrorRef e;
+  void *entry;
+  (void)st;
   *out = NULL;
   if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
   p = calloc(1, sizeof(*p));
@@ -408,47 +308,27 @@ static int cpu_load(gj_bstate *st, int dev, const char *art, size_t len,
   p->frame_bytes = sig->uses_barrier ? (sig->frame_bytes + 15) / 16 * 16 : 0;
   p->uses_barrier = sig->uses_barrier;
   p->argsize = sig->argsize;
-  pthread_mutex_lock(&st->mu);
-  pthread_mutex_lock(&st->msg_mu);
-  st->jitmsg[0] = '\0';        /* whatever ORC reports now is about us */
-  pthread_mutex_unlock(&st->msg_mu);
-  if (cpu_dylib(st, &p->jd, err) != 0) goto fail;
-  p->rt = LLVMOrcJITDylibCreateResourceTracker(p->jd);
-  buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(art, len, "gpujit-kernel");
-  e = LLVMOrcLLJITAddObjectFileWithRT(st->jit, p->rt, buf);  /* owns buf */
-  if (e) {
-    llvm_error(err, e, "cannot add the kernel's object code");
-    goto fail;
+  if (!(p->dl = cpu_dlopen(art, len, err))) {
+    free(p);
+    return -1;
   }
-  if (cpu_lookup_entry(st, p->jd, &addr, err) != 0) goto fail;
-  pthread_mutex_unlock(&st->mu);
-  p->entry = (cpu_entry_fn)(uintptr_t)addr;
+  entry = dlsym(p->dl, "gj_entry");
+  if (!entry) {
+    dlclose(p->dl);
+    free(p);
+    return gj_err_set(err, "cpu: the kernel's shared object has no gj_entry");
+  }
+  /* POSIX: a function's address from dlsym converts to a function pointer */
+  memcpy(&p->entry, &entry, sizeof(entry));
   *out = p;
   return 0;
-fail:
-  if (p->rt) {
-    e = LLVMOrcResourceTrackerRemove(p->rt);
-    LLVMOrcReleaseResourceTracker(p->rt);
-    if (e) LLVMConsumeError(e);
-    else cpu_dylib_spare(st, p->jd);
-  } else if (p->jd) {
-    cpu_dylib_spare(st, p->jd);
-  }
-  pthread_mutex_unlock(&st->mu);
-  free(p);
-  return -1;
 }
 
 static void cpu_unload(gj_bstate *st, gj_program *p)
 {
-  LLVMErrorRef e;
+  (void)st;
   if (!p) return;
-  pthread_mutex_lock(&st->mu);
-  e = LLVMOrcResourceTrackerRemove(p->rt);
-  LLVMOrcReleaseResourceTracker(p->rt);
-  if (e) LLVMConsumeError(e);    /* the JITDylib may hold leftovers */
-  else cpu_dylib_spare(st, p->jd);
-  pthread_mutex_unlock(&st->mu);
+  dlclose(p->dl);
   free(p);
 }
 
@@ -764,7 +644,7 @@ static int cpu_sjob_run(void *job, gj_err *err)
 ** threads are the device, and the launch returns when they have
 ** finished).  On another stream: checks the shape now and posts the rest
 ** to the stream's worker. */
-static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_stream *s,
+static int cpu_launch_run(gj_bstate *st, gj_program *p, gj_bstream *s,
                           const gj_dims *d, void *args, gj_fault *record,
                           gj_err *err)
 {

@@ -8,13 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-struct gj_stream {
+struct gj_bstream {
   gj_worker *w;
 };
 
-int cpu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
+int cpu_stream_new(gj_bstate *st, int dev, gj_bstream **out, gj_err *err)
 {
-  gj_stream *s;
+  gj_bstream *s;
   (void)st;
   *out = NULL;
   if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
@@ -29,7 +29,7 @@ int cpu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
   return 0;
 }
 
-void cpu_stream_free(gj_bstate *st, int dev, gj_stream *s)
+void cpu_stream_free(gj_bstate *st, int dev, gj_bstream *s)
 {
   (void)st;
   (void)dev;
@@ -38,7 +38,7 @@ void cpu_stream_free(gj_bstate *st, int dev, gj_stream *s)
   free(s);
 }
 
-int cpu_stream_wait(gj_bstate *st, int dev, gj_stream *s, int *failed,
+int cpu_stream_wait(gj_bstate *st, int dev, gj_bstream *s, int *failed,
                     gj_err *err)
 {
   (void)st;
@@ -48,7 +48,7 @@ int cpu_stream_wait(gj_bstate *st, int dev, gj_stream *s, int *failed,
   return gj_worker_wait(s->w, failed, err);
 }
 
-int cpu_stream_post(gj_stream *s, gj_work_fn run, gj_work_done done,
+int cpu_stream_post(gj_bstream *s, gj_work_fn run, gj_work_done done,
                     void *job, gj_err *err)
 {
   return gj_worker_post(s->w, run, done, job, err);
@@ -70,7 +70,7 @@ static int copy_run(void *job, gj_err *err)
   return 0;
 }
 
-int cpu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+int cpu_stream_copy(gj_bstate *st, int dev, gj_bstream *s, void *dst,
                     const void *src, size_t n, int dir, gj_err *err)
 {
   cpu_copy_job *j;
@@ -95,7 +95,7 @@ int cpu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
 
 /* Held by the user's handle and by each job on a worker that refers to it
 ** (the marker, waits of other streams): freed by the last of them. */
-struct gj_event {
+struct gj_bevent {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int done;
@@ -103,7 +103,7 @@ struct gj_event {
   double t;                /* CLOCK_MONOTONIC seconds when it finished */
 };
 
-static void ev_unref(gj_event *e)
+static void ev_unref(gj_bevent *e)
 {
   int left;
   pthread_mutex_lock(&e->mu);
@@ -117,7 +117,7 @@ static void ev_unref(gj_event *e)
 
 static void ev_reached(void *job)     /* the marker: the worker got here */
 {
-  gj_event *e = job;
+  gj_bevent *e = job;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   pthread_mutex_lock(&e->mu);
@@ -130,17 +130,17 @@ static void ev_reached(void *job)     /* the marker: the worker got here */
 
 static void ev_block(void *job)       /* another stream waits for it here */
 {
-  gj_event *e = job;
+  gj_bevent *e = job;
   pthread_mutex_lock(&e->mu);
   while (!e->done) pthread_cond_wait(&e->cv, &e->mu);
   pthread_mutex_unlock(&e->mu);
   ev_unref(e);
 }
 
-int cpu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+int cpu_event_record(gj_bstate *st, int dev, gj_bstream *s, gj_bevent **out,
                      gj_err *err)
 {
-  gj_event *e;
+  gj_bevent *e;
   (void)st;
   *out = NULL;
   if (dev != 0) return gj_err_set(err, "cpu: no device %d", dev);
@@ -159,7 +159,7 @@ int cpu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
   return 0;
 }
 
-int cpu_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+int cpu_event_query(gj_bstate *st, gj_bevent *e, gj_err *err)
 {
   int done;
   (void)st;
@@ -170,7 +170,7 @@ int cpu_event_query(gj_bstate *st, gj_event *e, gj_err *err)
   return done;
 }
 
-int cpu_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+int cpu_event_sync(gj_bstate *st, gj_bevent *e, gj_err *err)
 {
   (void)st;
   (void)err;
@@ -180,7 +180,7 @@ int cpu_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
   return 0;
 }
 
-int cpu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+int cpu_event_wait(gj_bstate *st, int dev, gj_bstream *s, gj_bevent *e,
                    gj_err *err)
 {
   (void)st;
@@ -199,7 +199,7 @@ int cpu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
   return 0;
 }
 
-int cpu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+int cpu_event_elapsed(gj_bstate *st, gj_bevent *a, gj_bevent *b, double *ms,
                       gj_err *err)
 {
   (void)st;
@@ -209,7 +209,7 @@ int cpu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
   return 0;
 }
 
-void cpu_event_free(gj_bstate *st, gj_event *e)
+void cpu_event_free(gj_bstate *st, gj_bevent *e)
 {
   (void)st;
   if (e) ev_unref(e);

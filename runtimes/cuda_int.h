@@ -185,24 +185,24 @@ void cu_unload(gj_bstate *st, gj_program *p);
 /* On the default stream: runs the kernel to its end.  On a stream of
 ** cu_stream_new: enqueues it (cuLaunchKernel on the CUstream) and returns;
 ** cu_wait synchronizes the stream and fills the launches' records. */
-int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
+int cu_launch(gj_bstate *st, gj_program *p, gj_bstream *s, const gj_dims *dims,
               void *args, gj_fault *fault, gj_err *err);
-int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
-int cu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
-void cu_stream_free(gj_bstate *st, int dev, gj_stream *s);
+int cu_wait(gj_bstate *st, int dev, gj_bstream *s, int *failed, gj_err *err);
+int cu_stream_new(gj_bstate *st, int dev, gj_bstream **out, gj_err *err);
+void cu_stream_free(gj_bstate *st, int dev, gj_bstream *s);
 /* Events: CUevents recorded on the stream (untested: no GPU here). */
-int cu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+int cu_event_record(gj_bstate *st, int dev, gj_bstream *s, gj_bevent **out,
                     gj_err *err);
-int cu_event_query(gj_bstate *st, gj_event *e, gj_err *err);
-int cu_event_sync(gj_bstate *st, gj_event *e, gj_err *err);
-int cu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+int cu_event_query(gj_bstate *st, gj_bevent *e, gj_err *err);
+int cu_event_sync(gj_bstate *st, gj_bevent *e, gj_err *err);
+int cu_event_wait(gj_bstate *st, int dev, gj_bstream *s, gj_bevent *e,
                   gj_err *err);
-int cu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+int cu_event_elapsed(gj_bstate *st, gj_bevent *a, gj_bevent *b, double *ms,
                      gj_err *err);
-void cu_event_free(gj_bstate *st, gj_event *e);
+void cu_event_free(gj_bstate *st, gj_bevent *e);
 /* gj_backend.copy_async: cuMemcpy*Async on the stream (from pageable host
 ** memory the driver may finish the copy before it returns). */
-int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+int cu_stream_copy(gj_bstate *st, int dev, gj_bstream *s, void *dst,
                    const void *src, size_t n, int dir, gj_err *err);
 /* gj_backend.cache_save and cache_load: the disk cache keeps a loaded
 ** program's cubin (owned by the program), so that the next process skips

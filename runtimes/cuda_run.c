@@ -293,16 +293,16 @@ typedef struct cu_srec {
   size_t bytes;
 } cu_srec;
 
-struct gj_stream {
+struct gj_bstream {
   int dev;
   CUstream cs;
   cu_srec *recs;           /* the launches' since the last wait */
   int nrecs, caprecs;
 };
 
-int cu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
+int cu_stream_new(gj_bstate *st, int dev, gj_bstream **out, gj_err *err)
 {
-  gj_stream *s;
+  gj_bstream *s;
   CUresult r;
   int pushed;
   *out = NULL;
@@ -325,7 +325,7 @@ int cu_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
 
 /* Synchronize s (in the device's context), then give each launch's record
 ** to the core and free the buffers. */
-static CUresult stream_drain(gj_bstate *st, gj_stream *s)
+static CUresult stream_drain(gj_bstate *st, gj_bstream *s)
 {
   const cu_api *a = &st->drv->api;
   CUresult r = a->StreamSynchronize(s->cs);
@@ -340,7 +340,7 @@ static CUresult stream_drain(gj_bstate *st, gj_stream *s)
   return r;
 }
 
-void cu_stream_free(gj_bstate *st, int dev, gj_stream *s)
+void cu_stream_free(gj_bstate *st, int dev, gj_bstream *s)
 {
   gj_err e;
   int pushed;
@@ -354,7 +354,7 @@ void cu_stream_free(gj_bstate *st, int dev, gj_stream *s)
   free(s);
 }
 
-int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
+int cu_wait(gj_bstate *st, int dev, gj_bstream *s, int *failed, gj_err *err)
 {
   CUresult r;
   int pushed;
@@ -366,16 +366,16 @@ int cu_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuStreamSynchronize", r);
 }
 
-struct gj_event {
+struct gj_bevent {
   int dev;
   CUevent ev;
 };
 
-int cu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+int cu_event_record(gj_bstate *st, int dev, gj_bstream *s, gj_bevent **out,
                     gj_err *err)
 {
   const cu_api *a;
-  gj_event *e;
+  gj_bevent *e;
   CUresult r;
   int pushed;
   *out = NULL;
@@ -401,7 +401,7 @@ int cu_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
   return 0;
 }
 
-int cu_event_query(gj_bstate *st, gj_event *e, gj_err *err)
+int cu_event_query(gj_bstate *st, gj_bevent *e, gj_err *err)
 {
   CUresult r = st->drv->api.EventQuery(e->ev);
   if (r == CUDA_SUCCESS) return 1;
@@ -409,13 +409,13 @@ int cu_event_query(gj_bstate *st, gj_event *e, gj_err *err)
   return cu_fail_dev(e->dev, err, "cuEventQuery", r);
 }
 
-int cu_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
+int cu_event_sync(gj_bstate *st, gj_bevent *e, gj_err *err)
 {
   CUresult r = st->drv->api.EventSynchronize(e->ev);
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(e->dev, err, "cuEventSynchronize", r);
 }
 
-int cu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+int cu_event_wait(gj_bstate *st, int dev, gj_bstream *s, gj_bevent *e,
                   gj_err *err)
 {
   CUresult r;
@@ -426,7 +426,7 @@ int cu_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
   return r == CUDA_SUCCESS ? 0 : cu_fail_dev(dev, err, "cuStreamWaitEvent", r);
 }
 
-int cu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+int cu_event_elapsed(gj_bstate *st, gj_bevent *a, gj_bevent *b, double *ms,
                      gj_err *err)
 {
   float f = 0;
@@ -436,14 +436,14 @@ int cu_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
   return 0;
 }
 
-void cu_event_free(gj_bstate *st, gj_event *e)
+void cu_event_free(gj_bstate *st, gj_bevent *e)
 {
   if (!e) return;
   st->drv->api.EventDestroy(e->ev);
   free(e);
 }
 
-int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+int cu_stream_copy(gj_bstate *st, int dev, gj_bstream *s, void *dst,
                    const void *src, size_t n, int dir, gj_err *err)
 {
   const cu_api *a;
@@ -466,7 +466,7 @@ int cu_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
 ** record's): a bounds-checked kernel gets a record of its own (device
 ** buffer and pinned host copy, cu_srec), written before the kernel and read
 ** back whole (print area included) after it, on the stream. */
-static CUresult launch_on_stream(const cu_api *a, gj_program *p, gj_stream *s,
+static CUresult launch_on_stream(const cu_api *a, gj_program *p, gj_bstream *s,
                                  const int64_t *grid, const int64_t *group,
                                  gj_fault *fault, const char **call)
 {
@@ -521,7 +521,7 @@ static CUresult launch_on_stream(const cu_api *a, gj_program *p, gj_stream *s,
 }
 
 /* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
-int cu_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
+int cu_launch(gj_bstate *st, gj_program *p, gj_bstream *s, const gj_dims *dm,
               void *args, gj_fault *fault, gj_err *err)
 {
   const cu_device *d;

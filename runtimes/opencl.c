@@ -358,7 +358,9 @@ static int ocl_open(gj_bstate **out, gj_err *err)
   pthread_mutex_lock(&ocl_discovery_mu);
   rc = list_devices(st, err);
   pthread_mutex_unlock(&ocl_discovery_mu);
-  if (rc != 0 || load_libm(st, err) != 0 || gj_target_init(err) != 0) {
+  /* no gj_target_init: LLVM's targets are the compile's (gj_target_machine
+  ** initializes them), not the runtime's */
+  if (rc != 0 || load_libm(st, err) != 0) {
     ocl_close(st);
     return -1;
   }

@@ -185,30 +185,59 @@ int ocl_load(gj_bstate *st, int dev, const char *art, size_t len,
 void ocl_unload(gj_bstate *st, gj_program *p);
 /* Enqueues on the default stream (the device's queue) and returns;
 ** ocl_wait finishes the queue and reads the record back. */
-int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dims,
+int ocl_launch(gj_bstate *st, gj_program *p, gj_bstream *s, const gj_dims *dims,
                void *args, gj_fault *fault, gj_err *err);
-int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+int ocl_wait(gj_bstate *st, int dev, gj_bstream *s, int *failed, gj_err *err);
 /* A copy (gj_backend.copy) on queue q (NULL: the device's default one),
 ** blocking or not (then src or dst must stay valid until q finishes). */
 int ocl_copy_on(gj_bstate *st, int dev, cl_command_queue q, int blocking,
                 void *dst, const void *src, size_t n, int dir, gj_err *err);
 /* gj_backend.copy_async: ocl_copy_on the stream's queue, not blocking. */
-int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
+int ocl_stream_copy(gj_bstate *st, int dev, gj_bstream *s, void *dst,
                     const void *src, size_t n, int dir, gj_err *err);
 /* Events: a marker on the stream's queue (queues of streams profile, for
 ** event_elapsed). */
-int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+int ocl_event_record(gj_bstate *st, int dev, gj_bstream *s, gj_bevent **out,
                      gj_err *err);
-int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err);
-int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err);
-int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+int ocl_event_query(gj_bstate *st, gj_bevent *e, gj_err *err);
+int ocl_event_sync(gj_bstate *st, gj_bevent *e, gj_err *err);
+int ocl_event_wait(gj_bstate *st, int dev, gj_bstream *s, gj_bevent *e,
                    gj_err *err);
-int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+int ocl_event_elapsed(gj_bstate *st, gj_bevent *a, gj_bevent *b, double *ms,
                       gj_err *err);
-void ocl_event_free(gj_bstate *st, gj_event *e);
-/* A stream: a command queue of its own on the device's context. */
-int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
-void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s);
+void ocl_event_free(gj_bstate *st, gj_bevent *e);
+/* A stream: a command queue of its own on the device's context
+** (opencl_stream.c).  The stream's queue is made without profiling, which
+** cost a stream launch about 0.3 us of PoCL's time on each enqueue
+** (bench/stream_overhead.lua); the stream's first event moves it to a
+** queue with profiling (events time the work between them), which starts
+** after everything on the first. */
+/* in_process devices: the argument blocks of a stream's launches, which
+** the kernels read while they run, in chunks that never move, kept until
+** the stream's wait and then reused. */
+#define OCL_BLK_CHUNK (4 * OCL_BLOCK_MAX)
+typedef struct ocl_blk_chunk {
+  struct ocl_blk_chunk *next;
+  unsigned used;           /* slots taken since the wait */
+  uint64_t v[OCL_BLK_CHUNK];
+} ocl_blk_chunk;
+
+struct gj_bstream {
+  int dev;
+  int profiling;           /* q has CL_QUEUE_PROFILING_ENABLE */
+  cl_command_queue q;
+  ocl_blk_chunk *chunks, *cur; /* all, and the one blocks are taken from */
+  const uint64_t *last;    /* the last launch's block since the wait */
+  unsigned last_n;         /* its slots */
+};
+int ocl_stream_new(gj_bstate *st, int dev, gj_bstream **out, gj_err *err);
+void ocl_stream_free(gj_bstate *st, int dev, gj_bstream *s);
+/* Where a launch on s finds block blk (n slots): the last launch's when it
+** is the same, else a copy in s's chunks; NULL: out of memory. */
+const uint64_t *ocl_stream_block(gj_bstream *s, const uint64_t *blk,
+                                 unsigned n);
+/* Every launch on s has finished (ocl_wait): its chunks are free again. */
+void ocl_stream_blocks_reset(gj_bstream *s);
 /* The disk cache keeps a program's device binary (CL_PROGRAM_BINARIES),
 ** so that the next process skips the device compiler's build. */
 int ocl_cache_save(gj_bstate *st, gj_program *p, char **out, size_t *len,

@@ -11,9 +11,9 @@
 ** clEnqueueNDRangeKernel, then (ocl_wait) clFinish and the record read
 ** back: the core waits right after each launch on the default stream, so
 ** those are synchronous for the caller (API.md).  A stream (gpu.stream) is
-** a command queue of its own: a launch on it enqueues the kernel (and its
-** record's copies, launch_on_stream) and returns; ocl_wait on it is one
-** clFinish.
+** a command queue of its own (opencl_stream.c): a launch on it enqueues
+** the kernel (and its record's copies, launch_on_stream) and returns;
+** ocl_wait on it is one clFinish.
 */
 #include "opencl_int.h"
 
@@ -500,219 +500,6 @@ static cl_int read_prints(gj_bstate *st, ocl_device *d, gj_program *p,
                                   NULL, NULL);
 }
 
-/* -- streams: one command queue each ------------------------------------- */
-
-/* A stream: a command queue of its own.  It is made without profiling,
-** which cost a stream launch about 0.3 us of PoCL's time on each enqueue
-** (bench/stream_overhead.lua), and the stream's first event moves it to a
-** queue with profiling (events time the work between them), which starts
-** after everything on the first. */
-/* in_process devices: the argument blocks of a stream's launches, which
-** the kernels read while they run, in chunks that never move, kept until
-** the stream's wait and then reused. */
-#define BLK_CHUNK (4 * OCL_BLOCK_MAX)
-typedef struct blk_chunk {
-  struct blk_chunk *next;
-  unsigned used;           /* slots taken since the wait */
-  uint64_t v[BLK_CHUNK];
-} blk_chunk;
-
-struct gj_stream {
-  int dev;
-  int profiling;           /* q has CL_QUEUE_PROFILING_ENABLE */
-  cl_command_queue q;
-  blk_chunk *chunks, *cur; /* all, and the one blocks are taken from */
-  const uint64_t *last;    /* the last launch's block since the wait */
-  unsigned last_n;         /* its slots */
-};
-
-/* Where a launch on s finds block blk (n slots): the last launch's when it
-** is the same, else a copy in s's chunks; NULL: out of memory. */
-static const uint64_t *stream_block(gj_stream *s, const uint64_t *blk,
-                                    unsigned n)
-{
-  uint64_t *v;
-  if (s->last && s->last_n == n &&
-      memcmp(s->last, blk, n * sizeof(uint64_t)) == 0)
-    return s->last;
-  if (s->cur && s->cur->used + n > BLK_CHUNK) s->cur = s->cur->next;
-  if (!s->cur) {
-    blk_chunk *c = calloc(1, sizeof(*c)), **end = &s->chunks;
-    if (!c) return NULL;
-    while (*end) end = &(*end)->next;
-    *end = c;
-    s->cur = c;
-  }
-  v = s->cur->v + s->cur->used;
-  s->cur->used += n;
-  memcpy(v, blk, n * sizeof(uint64_t));
-  s->last = v;
-  s->last_n = n;
-  return v;
-}
-
-/* Every launch on s has finished: its chunks are free again. */
-static void stream_blocks_reset(gj_stream *s)
-{
-  blk_chunk *c;
-  for (c = s->chunks; c; c = c->next) c->used = 0;
-  s->cur = s->chunks;
-  s->last = NULL;
-}
-
-int ocl_stream_new(gj_bstate *st, int dev, gj_stream **out, gj_err *err)
-{
-  gj_stream *s;
-  cl_int rc;
-  *out = NULL;
-  if (ocl_ready(st, dev, err) != 0) return -1;
-  s = calloc(1, sizeof(*s));
-  if (!s) return gj_err_set(err, "opencl: out of memory");
-  s->dev = dev;
-  s->q = st->cl.CreateCommandQueue(st->devs[dev].ctx, st->devs[dev].id, 0,
-                                   &rc);
-  if (!s->q) {
-    free(s);
-    return ocl_fail(err, "clCreateCommandQueue (stream)", rc);
-  }
-  *out = s;
-  return 0;
-}
-
-/* Move s to a queue with profiling: its first command waits for the last
-** of the old queue, which is released (OpenCL ends it once its commands
-** have run). */
-static int stream_profile(gj_bstate *st, gj_stream *s, gj_err *err)
-{
-  ocl_device *d = &st->devs[s->dev];
-  cl_event last = NULL;
-  cl_int rc;
-  cl_command_queue q = st->cl.CreateCommandQueue(d->ctx, d->id,
-                                                 CL_QUEUE_PROFILING_ENABLE,
-                                                 &rc);
-  if (!q) return ocl_fail(err, "clCreateCommandQueue (stream, profiling)", rc);
-  rc = st->cl.EnqueueMarkerWithWaitList(s->q, 0, NULL, &last);
-  if (rc == CL_SUCCESS) rc = st->cl.Flush(s->q);
-  if (rc == CL_SUCCESS)
-    rc = st->cl.EnqueueBarrierWithWaitList(q, 1, &last, NULL);
-  if (last) st->cl.ReleaseEvent(last);
-  if (rc != CL_SUCCESS) {
-    st->cl.ReleaseCommandQueue(q);
-    return ocl_fail(err, "clEnqueueBarrierWithWaitList (stream, profiling)",
-                    rc);
-  }
-  st->cl.ReleaseCommandQueue(s->q);
-  s->q = q;
-  s->profiling = 1;
-  return 0;
-}
-
-void ocl_stream_free(gj_bstate *st, int dev, gj_stream *s)
-{
-  (void)dev;
-  if (!s || OCL_IN_CHILD(st)) return;   /* the parent's (ocl_forked) */
-  st->cl.Finish(s->q);
-  st->cl.ReleaseCommandQueue(s->q);
-  while (s->chunks) {
-    blk_chunk *c = s->chunks;
-    s->chunks = c->next;
-    free(c);
-  }
-  free(s);
-}
-
-/* -- events: markers on a stream's queue ---------------------------------- */
-
-struct gj_event {
-  int dev;
-  cl_event ev;
-};
-
-int ocl_event_record(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
-                     gj_err *err)
-{
-  gj_event *e;
-  cl_int rc;
-  *out = NULL;
-  if (ocl_forked(st, err)) return -1;
-  if (!s->profiling && stream_profile(st, s, err) != 0) return -1;
-  e = calloc(1, sizeof(*e));
-  if (!e) return gj_err_set(err, "opencl: out of memory");
-  e->dev = dev;
-  rc = st->cl.EnqueueMarkerWithWaitList(s->q, 0, NULL, &e->ev);
-  if (rc == CL_SUCCESS) rc = st->cl.Flush(s->q);
-  if (rc != CL_SUCCESS) {
-    if (e->ev) st->cl.ReleaseEvent(e->ev);
-    free(e);
-    return ocl_fail(err, "clEnqueueMarkerWithWaitList", rc);
-  }
-  *out = e;
-  return 0;
-}
-
-int ocl_event_query(gj_bstate *st, gj_event *e, gj_err *err)
-{
-  cl_int status = CL_QUEUED;
-  cl_int rc;
-  if (ocl_forked(st, err)) return -1;
-  rc = st->cl.GetEventInfo(e->ev, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                           sizeof(status), &status, NULL);
-  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetEventInfo", rc);
-  if (status < 0) return ocl_fail(err, "the event's stream", status);
-  return status == CL_COMPLETE;
-}
-
-int ocl_event_sync(gj_bstate *st, gj_event *e, gj_err *err)
-{
-  cl_int rc;
-  if (ocl_forked(st, err)) return -1;
-  rc = st->cl.WaitForEvents(1, &e->ev);
-  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clWaitForEvents", rc);
-}
-
-int ocl_event_wait(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
-                   gj_err *err)
-{
-  cl_int rc;
-  if (ocl_forked(st, err)) return -1;
-  if (e->dev != dev) return ocl_event_sync(st, e, err);  /* another context */
-  rc = st->cl.EnqueueBarrierWithWaitList(s->q, 1, &e->ev, NULL);
-  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clEnqueueBarrierWithWaitList", rc);
-}
-
-int ocl_event_elapsed(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
-                      gj_err *err)
-{
-  cl_ulong ta = 0, tb = 0;
-  cl_int rc;
-  if (ocl_forked(st, err)) return -1;
-  rc = st->cl.GetEventProfilingInfo(a->ev, CL_PROFILING_COMMAND_END,
-                                    sizeof(ta), &ta, NULL);
-  if (rc == CL_SUCCESS)
-    rc = st->cl.GetEventProfilingInfo(b->ev, CL_PROFILING_COMMAND_END,
-                                      sizeof(tb), &tb, NULL);
-  if (rc != CL_SUCCESS) return ocl_fail(err, "clGetEventProfilingInfo", rc);
-  *ms = ((double)tb - (double)ta) * 1e-6;
-  return 0;
-}
-
-void ocl_event_free(gj_bstate *st, gj_event *e)
-{
-  if (!e) return;
-  if (!OCL_IN_CHILD(st)) st->cl.ReleaseEvent(e->ev);   /* else the parent's */
-  free(e);
-}
-
-int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
-                    const void *src, size_t n, int dir, gj_err *err)
-{
-  cl_int rc;
-  if (ocl_copy_on(st, dev, s->q, 0, dst, src, n, dir, err) != 0) return -1;
-  if (st->devs[dev].starts_on_enqueue) return 0;
-  rc = st->cl.Flush(s->q);
-  return rc == CL_SUCCESS ? 0 : ocl_fail(err, "clFlush (stream)", rc);
-}
-
 /* Enqueue entry e (its arguments set) on stream s without waiting.  A
 ** bounds-checked kernel's record gets a buffer of its own for this launch
 ** (the program's is the default stream's, and another stream's launch of
@@ -722,7 +509,7 @@ int ocl_stream_copy(gj_bstate *st, int dev, gj_stream *s, void *dst,
 ** which lives until the wait.  The buffer is released at once: OpenCL
 ** frees it when the commands that use it have finished. */
 static int launch_on_stream(gj_bstate *st, gj_program *p, ocl_entry *e,
-                            gj_stream *s, cl_uint nd, const size_t *gl,
+                            gj_bstream *s, cl_uint nd, const size_t *gl,
                             const size_t *lo, gj_fault *fault, gj_err *err)
 {
   ocl_device *d = &st->devs[p->dev];
@@ -764,7 +551,7 @@ static int launch_on_stream(gj_bstate *st, gj_program *p, ocl_entry *e,
 }
 
 /* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
-int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
+int ocl_wait(gj_bstate *st, int dev, gj_bstream *s, int *failed, gj_err *err)
 {
   ocl_device *d = &st->devs[dev];
   gj_program *p = d->pending.p;
@@ -776,7 +563,7 @@ int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
   if (s) {
     rc = st->cl.Finish(s->q);
     if (rc != CL_SUCCESS) return ocl_fail(err, "clFinish (stream)", rc);
-    stream_blocks_reset(s);     /* only once every launch has run */
+    ocl_stream_blocks_reset(s);   /* only once every launch has run */
     return 0;
   }
   if (!p) return 0;
@@ -799,7 +586,7 @@ int ocl_wait(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err)
 }
 
 /* cppcheck-suppress constParameter ; the stream is enqueued on (gj_backend.h) */
-int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
+int ocl_launch(gj_bstate *st, gj_program *p, gj_bstream *s, const gj_dims *dm,
                void *args, gj_fault *fault, gj_err *err)
 {
   ocl_device *d;
@@ -875,7 +662,7 @@ int ocl_launch(gj_bstate *st, gj_program *p, gj_stream *s, const gj_dims *dm,
   if (d->in_process) {         /* its address; kept until the launch has run */
     const uint64_t *kept = d->block;
     uint64_t addr;
-    if (s) kept = stream_block(s, blk, p->nblock);
+    if (s) kept = ocl_stream_block(s, blk, p->nblock);
     else memcpy(d->block, blk, p->nblock * sizeof(uint64_t));
     if (!kept) return gj_err_set(err, "opencl: out of memory");
     addr = (uint64_t)(uintptr_t)kept;

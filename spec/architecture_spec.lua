@@ -59,6 +59,27 @@ describe("architecture boundaries (docs/architecture.md)", function()
     assert.are.same({}, bad)
   end)
 
+  it("no runtime loads kernels through LLVM; the disk cache's side of a compile needs none", function()
+    -- a kernel is loaded by dlopen (cpu) or its driver (opencl, cuda), so that
+    -- loading one from the cache needs no compiler (docs/architecture.md, "The
+    -- runtime and the compiler"); gj_pipeline_cache.c is the lookup and store
+    local list = files("runtimes", "%.[ch]$")
+    list[#list + 1] = "src/gj_pipeline_cache.c"
+    list[#list + 1] = "src/gj_pipeline_int.h"
+    for _, f in ipairs(list) do
+      for _, l in ipairs(code_lines(f)) do
+        local bad = l.s:match("#%s*include%s*<llvm%-c/(LLJIT)%.h>")
+          or l.s:match("#%s*include%s*<llvm%-c/(Orc)%.h>")
+          or l.s:match("(LLVMOrc%w+)") or l.s:match("(LLVMCreate%w*ExecutionEngine)")
+        assert.is_nil(bad, f .. ":" .. l.n .. ": " .. tostring(bad))
+        if f:match("gj_pipeline_") then
+          assert.is_nil(l.s:match("(LLVM%w+)"), f .. ":" .. l.n .. " calls LLVM")
+          assert.is_nil(l.s:match("#%s*include%s*<llvm"), f .. ":" .. l.n .. " includes LLVM")
+        end
+      end
+    end
+  end)
+
   it("no target includes a runtime's header or sees a runtime's state", function()
     local bad = {}
     for _, f in ipairs(files("targets", "%.[ch]$")) do

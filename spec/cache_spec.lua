@@ -396,3 +396,34 @@ for _, bk in ipairs(H.compilers) do
     end)
   end)
 end
+
+-- The cpu backend's entries are shared objects, linked when compiled
+-- (targets/native_link.c) and dlopened on a hit (runtimes/cpu.c): a hit
+-- needs no linker, and a compile without one says which is missing.
+local function has(list, x)
+  for _, v in ipairs(list) do if v == x then return true end end
+  return false
+end
+if has(H.compilers, "cpu") then
+  describe("disk cache on cpu, shared objects", function()
+    it("a hit loads without the linker; a miss without one names it", function()
+      H.need("cpu")
+      local dir = fresh_dir()
+      assert.are.equal(1, child("cpu", dir, SAXPY).compiles)
+      local nold = { GPUJIT_LD = "/nonexistent/gpujit-no-ld" }
+      local s = child("cpu", dir, SAXPY, nold)
+      assert.are.same({ 1, 0 }, { s.hits, s.compiles })
+      local ok, out = H.run_isolated("cpu", [[
+        local k = gpu.kernel(function(x, n)
+          local i = gpu.global_id(0)
+          if i < n then x[i] = 3 * x[i] end
+        end, { name = "triple" })
+        local x = ffi.new("double[4]")
+        k:launch(4, x, 4)
+      ]], { GPUJIT_CACHE_DIR = dir, GPUJIT_LD = "/nonexistent/gpujit-no-ld" })
+      assert.is_false(ok, out)
+      assert.truthy(out:find("GPUJIT_LD=/nonexistent/gpujit-no-ld is not an executable file", 1, true), out)
+      assert.truthy(out:find("triple", 1, true), out)
+    end)
+  end)
+end

@@ -358,6 +358,48 @@ define void @plug_fill(ptr addrspace(%d) %%p, i64 %%i) {
       assert.equal("no backend 'nosuch'", ffi.string(lib.gj_errmsg(gpu.core.ctx)))
     end)
 
+    it("key every field GJ_JOBDEF marks keyed: changing any one changes the job's key", function()
+      -- A field that changes code and is left out of the cache key gives stale
+      -- binaries (issue 35: block_by_address changes the entry point after the
+      -- key is taken); each keyed member is changed here, one at a time.
+      local ffi = require("ffi")
+      pcall(ffi.cdef, "void gj_job_key_hex(const spec_gj_job *job, char *hex);")
+      local lib = ffi.load(gpu.core.path)
+      local n = ffi.new("int[1]")
+      local fields = lib.gj_job_fields(n)
+      local job = ffi.new("spec_gj_job")
+      assert.equal(0, lib.gj_job_from_backend(gpu.core.ctx, bk, 0, job))
+      local hex = ffi.new("char[65]")
+      local function key(j)
+        lib.gj_job_key_hex(j, hex)
+        return ffi.string(hex)
+      end
+      local other_text = ffi.new("char[?]", 16, "; another text")
+      local keyed = 0
+      for i = 0, n[0] - 1 do
+        local f = fields[i]
+        local name = ffi.string(f.name)
+        if bit.band(f.flags, 1) ~= 0 then
+          local base, changed = ffi.new("spec_gj_job"), ffi.new("spec_gj_job")
+          ffi.copy(base, job, ffi.sizeof(job))
+          if name == "libs" then base.nlibs = 1 end   -- only the first nlibs are read
+          ffi.copy(changed, base, ffi.sizeof(base))
+          local v = changed[name]
+          if type(v) == "number" then
+            changed[name] = v == 0 and 1 or v == 1 and 0 or v + 1
+          elseif ffi.istype("const char *", v) then
+            changed[name] = other_text
+          else   -- a char array, or the libraries: the first byte of its text
+            local p = ffi.cast("uint8_t *", changed) + f.offset
+            p[0] = p[0] == 65 and 66 or 65
+          end
+          assert.are_not.equal(key(base), key(changed), "job." .. name .. " is not in the key")
+          keyed = keyed + 1
+        end
+      end
+      assert.is_true(keyed >= 20)
+    end)
+
     it("are part of the cache key: another plugin version is another entry", function()
       local dir = os.tmpname()
       os.remove(dir)

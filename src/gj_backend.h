@@ -190,14 +190,16 @@ static inline size_t gj_record_size(const gj_sig *sig)
 
 typedef struct gj_bstate gj_bstate;    /* a backend's state in one context */
 /* A stream: a runtime's ordered queue of work on one device (a CUDA stream,
-** an OpenCL command queue, the cpu backend's worker thread).  NULL is the
+** an OpenCL command queue, the cpu backend's worker thread).  The b is for
+** backend, as in gj_bstate: the public gj_stream and gj_event (gpujit.h,
+** src/gj_stream.c) are the core's handles around one of these.  NULL is the
 ** device's default stream; others are made by stream_new (gpu.stream).
 ** Launches on one stream run in the order they were made; launches on
 ** different streams (the default one included) may overlap. */
-typedef struct gj_stream gj_stream;
+typedef struct gj_bstream gj_bstream;
 typedef struct gj_program gj_program;  /* a loaded, launchable kernel */
 /* An event: a point in a stream's work (gpu.stream's s:record()). */
-typedef struct gj_event gj_event;
+typedef struct gj_bevent gj_bevent;
 
 /* Direction for gj_backend.copy. */
 enum { GJ_COPY_TO_DEVICE = 0, GJ_COPY_TO_HOST = 1 };
@@ -286,7 +288,7 @@ typedef struct gj_backend {
   ** what it finds wrong before enqueueing is its error; what goes wrong
   ** while the kernel runs is wait's.  The arrays in args stay valid until
   ** wait returns (the core's caller keeps them). */
-  int (*launch)(gj_bstate *st, gj_program *p, gj_stream *s,
+  int (*launch)(gj_bstate *st, gj_program *p, gj_bstream *s,
                 const gj_dims *dims, void *args, gj_fault *fault, gj_err *err);
   /* Optional: wait until what was launched on stream s (NULL: the default
   ** stream) of device dev has finished, with the records of those launches
@@ -297,7 +299,7 @@ typedef struct gj_backend {
   ** is then its index among the launches on s since the previous wait
   ** (0-based), or -1 when the runtime cannot tell.  Launches made after a
   ** failed one, up to the wait, may not have run. */
-  int (*wait)(gj_bstate *st, int dev, gj_stream *s, int *failed, gj_err *err);
+  int (*wait)(gj_bstate *st, int dev, gj_bstream *s, int *failed, gj_err *err);
   /* 1: launch on the default stream returns when the kernel has finished
   ** (its record final), so the core calls wait only for other streams
   ** (the cpu backend: one indirect call less per launch). */
@@ -307,9 +309,9 @@ typedef struct gj_backend {
   ** waits for what was enqueued on s, errors dropped); copy_async is copy
   ** enqueued on s after what is there: it counts as one of s's launches
   ** for wait's *failed, and the host memory stays valid until wait. */
-  int (*stream_new)(gj_bstate *st, int dev, gj_stream **out, gj_err *err);
-  void (*stream_free)(gj_bstate *st, int dev, gj_stream *s);
-  int (*copy_async)(gj_bstate *st, int dev, gj_stream *s, void *dst,
+  int (*stream_new)(gj_bstate *st, int dev, gj_bstream **out, gj_err *err);
+  void (*stream_free)(gj_bstate *st, int dev, gj_bstream *s);
+  int (*copy_async)(gj_bstate *st, int dev, gj_bstream *s, void *dst,
                     const void *src, size_t n, int dir, gj_err *err);
   /* Optional, all or none (a backend with streams): events, which are not
   ** launches (wait's *failed does not count them).  event_record: a new
@@ -320,15 +322,15 @@ typedef struct gj_backend {
   ** of it, the runtime may wait on the host).  event_elapsed: *ms from a to
   ** b, both finished, on the device's clock.  event_free: the event goes
   ** (what was enqueued keeps working). */
-  int (*event_record)(gj_bstate *st, int dev, gj_stream *s, gj_event **out,
+  int (*event_record)(gj_bstate *st, int dev, gj_bstream *s, gj_bevent **out,
                       gj_err *err);
-  int (*event_query)(gj_bstate *st, gj_event *e, gj_err *err);
-  int (*event_sync)(gj_bstate *st, gj_event *e, gj_err *err);
-  int (*event_wait)(gj_bstate *st, int dev, gj_stream *s, gj_event *e,
+  int (*event_query)(gj_bstate *st, gj_bevent *e, gj_err *err);
+  int (*event_sync)(gj_bstate *st, gj_bevent *e, gj_err *err);
+  int (*event_wait)(gj_bstate *st, int dev, gj_bstream *s, gj_bevent *e,
                     gj_err *err);
-  int (*event_elapsed)(gj_bstate *st, gj_event *a, gj_event *b, double *ms,
+  int (*event_elapsed)(gj_bstate *st, gj_bevent *a, gj_bevent *b, double *ms,
                        gj_err *err);
-  void (*event_free)(gj_bstate *st, gj_event *e);
+  void (*event_free)(gj_bstate *st, gj_bevent *e);
   void *(*alloc)(gj_bstate *st, int dev, size_t bytes, gj_err *err);
   void (*free)(gj_bstate *st, int dev, void *ptr);
   int (*copy)(gj_bstate *st, int dev, void *dst, const void *src, size_t n,

@@ -25,7 +25,7 @@ struct gj_ctx {
   gj_cache_stats cache;
   /* gj_mem_host_register calls that succeeded, and those not released. */
   int64_t host_regs, host_live;
-  struct gj_queue *queues;       /* the live streams (gj_stream.h) */
+  struct gj_stream *queues;       /* the live streams (gj_stream.h) */
   /* Held by a compile while it uses the backends' compile side (the job,
   ** target, load and cache hooks): the back half of a compile may run on
   ** the background worker (gj_bg.h) while the owning thread compiles, so

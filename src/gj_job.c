@@ -14,7 +14,7 @@ int gj_job_lib_used(const gj_job_lib *lib, LLVMModuleRef m)
 {
   LLVMValueRef f;
   size_t n = strlen(lib->prefix);
-  if (!n) return 1;
+  if (!n || !m) return 1;   /* no module: as if it called every library */
   for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     size_t len;
     const char *name = LLVMGetValueName2(f, &len);
@@ -103,6 +103,16 @@ GJ_API const gj_job_field *gj_job_fields(int *n)
 {
   *n = (int)(sizeof(fields) / sizeof(fields[0]));
   return fields;
+}
+
+GJ_API void gj_job_key_hex(const gj_job *job, char *hex)
+{
+  gj_cache_hasher h;
+  gj_cache_key key;
+  gj_cache_key_begin(&h);
+  gj_job_key(job, NULL, &h);
+  gj_cache_key_end(&h, &key);
+  gj_cache_key_hex(&key, hex);
 }
 
 GJ_API size_t gj_job_size(void)

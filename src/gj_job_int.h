@@ -14,11 +14,12 @@
 #include "gj_job.h"
 
 /* Hash every KEY field of job into h, in GJ_JOBDEF's order; the libraries
-** by path, prefix and contents, only those m calls (gj_job_lib_used). */
+** by path, prefix and contents, only those m calls (gj_job_lib_used; m
+** NULL: every one, as gj_job_key_hex does). */
 void gj_job_key(const gj_job *job, LLVMModuleRef m, gj_cache_hasher *h);
 
 /* Does m call a declared function whose name starts with lib's prefix
-** (always, for "")?  Only such a library is linked, and keyed. */
+** (always, for "" or m NULL)?  Only such a library is linked, and keyed. */
 int gj_job_lib_used(const gj_job_lib *lib, LLVMModuleRef m);
 
 /* The C name of the first RO field (GJ_JOBDEF) that differs between a and

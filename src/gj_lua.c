@@ -75,12 +75,33 @@ static int core_intrinsic(lua_State *L)
   return 0;
 }
 
-static int core_backends(lua_State *L)
+/* core.backends([bk]): every backend's entry in gj_backends' order, each
+** opened to say whether it is available; with bk (0-based), that one
+** only, as the list's one entry.  core.backend_names(): the names alone,
+** opening none (the Lua face opens a backend when it is first asked for:
+** opening opencl loads its ICD and driver, PoCL's maps LLVM). */
+static int core_backend_names(lua_State *L)
 {
-  ctxobj *c = ctx_of(L);
   int i;
   lua_createtable(L, gj_nbackends, 0);
   for (i = 0; i < gj_nbackends; i++) {
+    lua_pushstring(L, gj_backends[i]->name);
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int core_backends(lua_State *L)
+{
+  ctxobj *c = ctx_of(L);
+  int i, lo = 0, hi = gj_nbackends;
+  if (!lua_isnoneornil(L, 1)) {
+    lo = (int)luaL_checkinteger(L, 1);
+    luaL_argcheck(L, lo >= 0 && lo < gj_nbackends, 1, "no such backend");
+    hi = lo + 1;
+  }
+  lua_createtable(L, hi - lo, 0);
+  for (i = lo; i < hi; i++) {
     gj_err e;
     int ok = gj_ctx_backend(&c->ctx, i, &e) == 0;
     /* Open without a device: it compiles (inspect), it does not launch. */
@@ -101,17 +122,24 @@ static int core_backends(lua_State *L)
       lua_pushstring(L, e.msg);
       lua_setfield(L, -2, "error");
     }
-    lua_rawseti(L, -2, i + 1);
+    lua_rawseti(L, -2, i - lo + 1);
   }
   return 1;
 }
 
+/* core.devices([bk]): the devices of every backend that opens (of backend
+** bk only, 0-based, when given), in order. */
 static int core_devices(lua_State *L)
 {
   ctxobj *c = ctx_of(L);
-  int i, n = 0;
+  int i, n = 0, lo = 0, hi = gj_nbackends;
+  if (!lua_isnoneornil(L, 1)) {
+    lo = (int)luaL_checkinteger(L, 1);
+    luaL_argcheck(L, lo >= 0 && lo < gj_nbackends, 1, "no such backend");
+    hi = lo + 1;
+  }
   lua_newtable(L);
-  for (i = 0; i < gj_nbackends; i++) {
+  for (i = lo; i < hi; i++) {
     gj_err e;
     int d, nd;
     if (gj_ctx_backend(&c->ctx, i, &e)) continue;
@@ -676,6 +704,7 @@ static void register_libs(lua_State *L, int tintr)
 static const luaL_Reg core_funcs[] = {
   { "intrinsic", core_intrinsic },
   { "backends", core_backends },
+  { "backend_names", core_backend_names },
   { "devices", core_devices },
   { "compile", core_compile },
   { "compile_start", core_compile_start },

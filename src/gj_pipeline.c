@@ -33,6 +33,7 @@
 #include "gj_kv.h"
 #include "gj_params.h"
 #include "gj_pipeline.h"
+#include "gj_pipeline_int.h"
 #include "gj_plugin.h"
 #include "gj_target.h"
 #include "gj_typer.h"
@@ -230,101 +231,6 @@ static void content_key(const gj_backend *be, const gj_job *job,
   gj_cache_key_str(&h, ir);
   LLVMDisposeMessage(ir);
   gj_cache_key_end(&h, key);
-}
-
-static gj_kernel *kernel_new(gj_ctx *ctx, const gj_backend *be,
-                             const gj_compile_opts *o, const gj_sig *sig,
-                             gj_err *err)
-{
-  gj_kernel *k = calloc(1, sizeof(gj_kernel));
-  if (!k) {
-    gj_err_set(err, "out of memory");
-    return NULL;
-  }
-  k->ctx = ctx;
-  k->be = be;
-  k->bst = ctx->bst[o->bk];
-  k->bk = o->bk;
-  k->dev = o->dev;
-  k->sig = *sig;
-  k->timeout = sig->cancel ? o->timeout : 0;
-  snprintf(k->name, sizeof(k->name), "%s", o->name ? o->name : "?");
-  return k;
-}
-
-/* A sound entry for key, loaded: 1 and *out.  0 on a miss, which includes
-** an entry the backend no longer takes (a new driver, say): the compile
-** goes on and replaces it. */
-static int cache_lookup(gj_ctx *ctx, gj_cache_stats *st, const gj_backend *be,
-                        const gj_compile_opts *o, const gj_cache_key *key,
-                        const gj_sig *sig, gj_kernel **out)
-{
-  char *bin = NULL;
-  size_t len = 0;
-  int bad = 0, r;
-  gj_err e;
-  gj_kernel *k;
-  if (!gj_cache_get(o->cache_dir, key, &bin, &len, &bad)) {
-    st->misses++;
-    st->rejected += bad != 0;
-    return 0;
-  }
-  k = kernel_new(ctx, be, o, sig, &e);
-  r = !k ? -1 : (be->cache_load ? be->cache_load : be->load)(
-                    k->bst, o->dev, bin, len, sig, &k->prog, &e);
-  free(bin);
-  if (r) {
-    free(k);
-    st->misses++;
-    st->rejected++;
-    return 0;
-  }
-  st->hits++;
-  *out = k;
-  return 1;
-}
-
-/* cache_lookup again, once the entry's compile lock is held (another
-** process may have written it meanwhile): the miss, and a bad entry, were
-** counted by the first lookup; only a hit counts. */
-static int cache_relookup(gj_ctx *ctx, gj_cache_stats *st,
-                          const gj_backend *be, const gj_compile_opts *o,
-                          const gj_cache_key *key, const gj_sig *sig,
-                          gj_kernel **out)
-{
-  gj_cache_stats again;
-  int r;
-  memset(&again, 0, sizeof(again));
-  r = cache_lookup(ctx, &again, be, o, key, sig, out);
-  st->hits += again.hits;
-  return r;
-}
-
-/* Keep what the backend wants kept for k (else the emitted artifact).  A
-** failure is counted, never fatal: the kernel is compiled and loaded. */
-static int cache_store(gj_cache_stats *st, const gj_compile_opts *o,
-                       const gj_cache_key *key, gj_kernel *k,
-                       const char *art, size_t artlen)
-{
-  char *bin = NULL;
-  size_t len = 0;
-  gj_err e;
-  int ok;
-  if (k->be->cache_save) {
-    if (k->be->cache_save(k->bst, k->prog, &bin, &len, &e)) {
-      st->write_errors++;
-      return 0;
-    }
-    art = bin;
-    artlen = len;
-  }
-  ok = gj_cache_put(o->cache_dir, key, art, artlen, &e) == 0;
-  if (ok)
-    st->writes++;
-  else
-    st->write_errors++;
-  free(bin);
-  return ok;
 }
 
 /* What plugins see of the kernel (gpujit_plugin.h). */
@@ -648,11 +554,8 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
   if (use_cache) {
     content_key(be, job, o, ps, mid->m, &key);
     if (!getenv("GPUJIT_DUMP") &&
-        (cache_lookup(ctx, mid->stats, be, o, &key, &mid->sig, &out->kernel) ||
-         ((lockfd = gj_cache_lock(o->cache_dir, &key)) >= 0 &&
-          cache_relookup(ctx, mid->stats, be, o, &key, &mid->sig,
-                         &out->kernel)))) {
-      gj_cache_unlock(o->cache_dir, &key, lockfd);
+        gj_pipeline_cache_get(ctx, mid->stats, o, &key, &mid->sig,
+                              &out->kernel, &lockfd)) {
       /* The check sites (file, line, argument names) are not in the
       ** module, only their numbers: this compile's describe the code. */
       out->kernel->sites = mid->sites;
@@ -742,14 +645,17 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
     rc = 0;
     goto done;
   }
-  if (cg->emit(ts, job, tm, mid->m, 0, &art, &artlen, err)) goto done;
+  if (cg->emit(ts, job, tm, mid->m, 0, &art, &artlen, err)) {
+    gj_err_prefix(err, "kernel %s: ", o->name);   /* e.g. a tool missing */
+    goto done;
+  }
   if (gj_plugset_emit(ps, kd, &art, &artlen, err)) goto done;
   mid->stats->compiles++;
   lap(out, GJ_ST_EMIT, &t0);
 
   /* 10. load, 11. store in the disk cache */
   {
-    gj_kernel *k = kernel_new(ctx, be, o, &mid->sig, err);
+    gj_kernel *k = gj_pipeline_kernel_new(ctx, o, &mid->sig, err);
     if (!k) goto done;
     if (be->load(k->bst, o->dev, art, artlen, &mid->sig, &k->prog, err)) {
       free(k);
@@ -764,7 +670,7 @@ static int back(gj_pmid *mid, gj_compile_out *out, gj_err *err)
     memset(&mid->asserts, 0, sizeof(mid->asserts));
     out->kernel = k;
     lap(out, GJ_ST_LOAD, &t0);
-    if (use_cache && cache_store(mid->stats, o, &key, k, art, artlen))
+    if (use_cache && gj_pipeline_cache_put(mid->stats, o, &key, k, art, artlen))
       out->cache = GJ_CACHE_WRITTEN;
     lap(out, GJ_ST_STORE, &t0);
   }

@@ -17,25 +17,25 @@ typedef struct gj_pend {
   gj_fault *rec;        /* sig.faults: its own record (gj_record_size) */
 } gj_pend;
 
-struct gj_queue {
+struct gj_stream {
   gj_ctx *ctx;
   int bk, dev;
-  gj_stream *rs;        /* the runtime's; NULL once closed */
+  gj_bstream *rs;        /* the runtime's; NULL once closed */
   gj_pend *v;
   int n, cap;
   int waited;           /* gj_stream_wait ran since the last launch */
   int rc, failed;       /* the runtime's wait: its result, its *failed */
   gj_err err;           /* and its error */
-  gj_queue *next, *prev;
+  gj_stream *next, *prev;
 };
 
-static const gj_backend *be_of(const gj_queue *q)
+static const gj_backend *be_of(const gj_stream *q)
 {
   return gj_backends[q->bk];
 }
 
 /* The runtime's wait, once per batch of launches (its error kept). */
-static void queue_wait(gj_queue *q)
+static void queue_wait(gj_stream *q)
 {
   if (q->waited || !q->rs) return;
   q->failed = -1;
@@ -44,7 +44,7 @@ static void queue_wait(gj_queue *q)
   q->waited = 1;
 }
 
-static void queue_clear(gj_queue *q)
+static void queue_clear(gj_stream *q)
 {
   int i;
   for (i = 0; i < q->n; i++) free(q->v[i].rec);
@@ -54,9 +54,9 @@ static void queue_clear(gj_queue *q)
   q->waited = 1;
 }
 
-GJ_API gj_queue *gj_stream_new(gj_ctx *c, int bk, int dev)
+GJ_API gj_stream *gj_stream_new(gj_ctx *c, int bk, int dev)
 {
-  gj_queue *q;
+  gj_stream *q;
   const gj_backend *be;
   if (gj_ctx_backend(c, bk, &c->err)) return NULL;
   be = gj_backends[bk];
@@ -85,7 +85,7 @@ GJ_API gj_queue *gj_stream_new(gj_ctx *c, int bk, int dev)
 }
 
 /* Wait for q's launches and end its runtime stream (q stays, detached). */
-static void queue_close(gj_queue *q)
+static void queue_close(gj_stream *q)
 {
   if (!q->rs) return;
   queue_wait(q);
@@ -98,7 +98,7 @@ static void queue_close(gj_queue *q)
   q->next = q->prev = NULL;
 }
 
-GJ_API void gj_stream_free(gj_queue *q)
+GJ_API void gj_stream_free(gj_stream *q)
 {
   if (!q) return;
   queue_close(q);
@@ -113,7 +113,7 @@ void gj_streams_close(gj_ctx *ctx)
 
 void gj_streams_forget_kernel(gj_ctx *ctx, const gj_kernel *k)
 {
-  gj_queue *q;
+  gj_stream *q;
   int i;
   for (q = ctx->queues; q; q = q->next)
     for (i = 0; i < q->n; i++)
@@ -124,7 +124,7 @@ void gj_streams_forget_kernel(gj_ctx *ctx, const gj_kernel *k)
 }
 
 /* Room for one more entry in q's list; 0, or -1 with err. */
-static int queue_grow(gj_queue *q, gj_err *err)
+static int queue_grow(gj_stream *q, gj_err *err)
 {
   if (q->n == q->cap) {
     int cap = q->cap ? 2 * q->cap : 8;
@@ -136,7 +136,7 @@ static int queue_grow(gj_queue *q, gj_err *err)
   return 0;
 }
 
-GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
+GJ_API int gj_stream_launch(gj_stream *q, gj_kernel *k, const gj_dims *dims,
                             void *args)
 {
   gj_err *err = &q->ctx->err;
@@ -171,7 +171,7 @@ GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
   return 0;
 }
 
-GJ_API int gj_stream_copy(gj_queue *q, void *dst, const void *src,
+GJ_API int gj_stream_copy(gj_stream *q, void *dst, const void *src,
                           uint64_t bytes, int dir)
 {
   gj_err *err = &q->ctx->err;
@@ -187,13 +187,13 @@ GJ_API int gj_stream_copy(gj_queue *q, void *dst, const void *src,
   return 0;
 }
 
-GJ_API int gj_stream_wait(gj_queue *q)
+GJ_API int gj_stream_wait(gj_stream *q)
 {
   queue_wait(q);
   return q->n;
 }
 
-GJ_API int gj_stream_status(gj_queue *q, int i)
+GJ_API int gj_stream_status(gj_stream *q, int i)
 {
   gj_err *err = &q->ctx->err;
   const gj_pend *pe;
@@ -216,7 +216,7 @@ GJ_API int gj_stream_status(gj_queue *q, int i)
   return 0;
 }
 
-GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,
+GJ_API const void *gj_stream_prints(gj_stream *q, int i, uint64_t *written,
                                     uint64_t *dropped)
 {
   const gj_print_head *h;
@@ -229,7 +229,7 @@ GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,
   return h + 1;
 }
 
-GJ_API void gj_stream_done(gj_queue *q)
+GJ_API void gj_stream_done(gj_stream *q)
 {
   queue_wait(q);
   queue_clear(q);
@@ -237,23 +237,23 @@ GJ_API void gj_stream_done(gj_queue *q)
 
 /* -- events ----------------------------------------------------------------- */
 
-struct gj_evt {
+struct gj_event {
   gj_ctx *ctx;
   int bk, dev;
-  gj_event *re;         /* the runtime's */
+  gj_bevent *re;         /* the runtime's */
 };
 
 /* Is e's backend still open (not after the state closed)? */
-static int evt_live(const gj_evt *e)
+static int evt_live(const gj_event *e)
 {
   return e && e->re && e->ctx->bopened[e->bk] > 0;
 }
 
-GJ_API gj_evt *gj_event_record(gj_queue *q)
+GJ_API gj_event *gj_event_record(gj_stream *q)
 {
   gj_err *err = &q->ctx->err;
   const gj_backend *be = be_of(q);
-  gj_evt *e;
+  gj_event *e;
   if (!q->rs) {
     gj_err_set(err, "the stream is closed");
     return NULL;
@@ -277,26 +277,26 @@ GJ_API gj_evt *gj_event_record(gj_queue *q)
   return e;
 }
 
-GJ_API void gj_event_free(gj_evt *e)
+GJ_API void gj_event_free(gj_event *e)
 {
   if (!e) return;
   if (evt_live(e)) gj_backends[e->bk]->event_free(e->ctx->bst[e->bk], e->re);
   free(e);
 }
 
-GJ_API int gj_event_query(gj_evt *e)
+GJ_API int gj_event_query(gj_event *e)
 {
   if (!evt_live(e)) return gj_err_set(&e->ctx->err, "the event's context is closed");
   return gj_backends[e->bk]->event_query(e->ctx->bst[e->bk], e->re, &e->ctx->err);
 }
 
-GJ_API int gj_event_sync(gj_evt *e)
+GJ_API int gj_event_sync(gj_event *e)
 {
   if (!evt_live(e)) return gj_err_set(&e->ctx->err, "the event's context is closed");
   return gj_backends[e->bk]->event_sync(e->ctx->bst[e->bk], e->re, &e->ctx->err);
 }
 
-GJ_API int gj_stream_wait_event(gj_queue *q, gj_evt *e)
+GJ_API int gj_stream_wait_event(gj_stream *q, gj_event *e)
 {
   gj_err *err = &q->ctx->err;
   if (!q->rs) return gj_err_set(err, "the stream is closed");
@@ -306,7 +306,7 @@ GJ_API int gj_stream_wait_event(gj_queue *q, gj_evt *e)
   return be_of(q)->event_wait(q->ctx->bst[q->bk], q->dev, q->rs, e->re, err);
 }
 
-GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms)
+GJ_API int gj_event_elapsed(gj_event *a, gj_event *b, double *ms)
 {
   gj_err *err = &a->ctx->err;
   const gj_backend *be;

@@ -1,6 +1,6 @@
 /*
 ** Streams (gpu.stream): the core's side of a runtime stream (gj_backend.h,
-** gj_stream).  A gj_queue owns one runtime stream and the launches made on
+** gj_bstream).  A gj_stream owns one runtime stream and the launches made on
 ** it since its last wait, in order: for each, the kernel and its own fault
 ** record (and print area), which the runtime fills while the kernel runs.
 **
@@ -21,10 +21,10 @@
 #define GJ_STREAM_H
 
 #include "gj_ctx.h"
-#include "gpujit.h"   /* gj_ctx, gj_kernel, gj_queue */
+#include "gpujit.h"   /* gj_ctx, gj_kernel, gj_stream */
 
 /* Wait for and end every runtime stream of ctx (the state is closing);
-** the gj_queue structs stay, detached, until gj_stream_free. */
+** the gj_stream structs stay, detached, until gj_stream_free. */
 void gj_streams_close(gj_ctx *ctx);
 
 /* Wait for every stream of ctx with a launch of k not yet waited for, and

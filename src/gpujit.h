@@ -81,32 +81,32 @@ GJ_API int gj_mem_host_release(gj_ctx *c, int bk, int dev, void *p,
 ** returns how many launches were waited for; status gives 0, or -1 with
 ** gj_errmsg() for launch i's error (i = -1: an error of the stream that no
 ** launch owns); prints is gj_prints for launch i; done forgets them. */
-typedef struct gj_queue gj_queue;
-GJ_API gj_queue *gj_stream_new(gj_ctx *c, int bk, int dev);
-GJ_API void gj_stream_free(gj_queue *q);
-GJ_API int gj_stream_launch(gj_queue *q, gj_kernel *k, const gj_dims *dims,
+typedef struct gj_stream gj_stream;
+GJ_API gj_stream *gj_stream_new(gj_ctx *c, int bk, int dev);
+GJ_API void gj_stream_free(gj_stream *q);
+GJ_API int gj_stream_launch(gj_stream *q, gj_kernel *k, const gj_dims *dims,
                             void *args);
 /* copy: gj_mem_copy enqueued on q after what is there (one more of q's
 ** launches for wait and status); the host memory stays valid until wait. */
-GJ_API int gj_stream_copy(gj_queue *q, void *dst, const void *src,
+GJ_API int gj_stream_copy(gj_stream *q, void *dst, const void *src,
                           uint64_t bytes, int dir);
-GJ_API int gj_stream_wait(gj_queue *q);
-GJ_API int gj_stream_status(gj_queue *q, int i);
-GJ_API const void *gj_stream_prints(gj_queue *q, int i, uint64_t *written,
+GJ_API int gj_stream_wait(gj_stream *q);
+GJ_API int gj_stream_status(gj_stream *q, int i);
+GJ_API const void *gj_stream_prints(gj_stream *q, int i, uint64_t *written,
                                     uint64_t *dropped);
-GJ_API void gj_stream_done(gj_queue *q);
+GJ_API void gj_stream_done(gj_stream *q);
 /* FFI: events (s:record()).  record: an event at q's current end, or NULL
 ** with gj_errmsg().  query: 1 finished, 0 not yet, -1 error.  sync: the
 ** host waits.  wait_event: q's later work waits for e (of another backend:
 ** the host waits now).  elapsed: *ms from a to b (waits for both; one
 ** device).  Errors (-1) in gj_errmsg() of the queue's or a's context. */
-typedef struct gj_evt gj_evt;
-GJ_API gj_evt *gj_event_record(gj_queue *q);
-GJ_API void gj_event_free(gj_evt *e);
-GJ_API int gj_event_query(gj_evt *e);
-GJ_API int gj_event_sync(gj_evt *e);
-GJ_API int gj_stream_wait_event(gj_queue *q, gj_evt *e);
-GJ_API int gj_event_elapsed(gj_evt *a, gj_evt *b, double *ms);
+typedef struct gj_event gj_event;
+GJ_API gj_event *gj_event_record(gj_stream *q);
+GJ_API void gj_event_free(gj_event *e);
+GJ_API int gj_event_query(gj_event *e);
+GJ_API int gj_event_sync(gj_event *e);
+GJ_API int gj_stream_wait_event(gj_stream *q, gj_event *e);
+GJ_API int gj_event_elapsed(gj_event *a, gj_event *b, double *ms);
 
 /* FFI: the SIGINT handler of watched launches alone (gj_watch.h; the sim
 ** backend's Ctrl-C): begin gives 0, or -1 when sigaction failed (nothing
@@ -133,5 +133,10 @@ GJ_API size_t gj_job_size(void);
 GJ_API const gj_job_field *gj_job_fields(int *n);
 GJ_API int gj_job_from_backend(gj_ctx *c, const char *backend, int dev,
                                gj_job *job);
+/* The job's part of the content key (gj_job_key: every field GJ_JOBDEF
+** marks KEY, libraries as if the kernel called each), as 64 hex digits
+** into hex (at least 65 bytes): what a spec checks each keyed field
+** against (a field whose change leaves it equal is missing from the key). */
+GJ_API void gj_job_key_hex(const gj_job *job, char *hex);
 
 #endif

@@ -8,6 +8,7 @@
 #include "native.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h>   /* LLVMTemporaryMDNode */
@@ -664,9 +665,16 @@ static int cpu_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,
                     LLVMModuleRef m, int asm, char **out, size_t *len,
                     gj_err *err)
 {
+  char *obj = NULL;
+  size_t objlen = 0;
+  int r;
   (void)ts;
   (void)job;
-  return gj_target_emit(tm, m, asm, "cpu", out, len, err);
+  if (asm) return gj_target_emit(tm, m, asm, "cpu", out, len, err);
+  if (gj_target_emit(tm, m, 0, "cpu", &obj, &objlen, err) != 0) return -1;
+  r = gj_native_link(obj, objlen, out, len, err);   /* native_link.c */
+  free(obj);
+  return r;
 }
 
 const gj_codegen gj_codegen_native = {

@@ -127,7 +127,14 @@ int cpu_aos(LLVMModuleRef m, const cpu_split_site *s, char *note,
             size_t notesz);
 
 /* The native target (native.c): wrap adds @gj_entry around @gj_body, emit
-** gives an object file (or the assembly). */
+** gives a shared object that defines gj_entry (or the assembly), which
+** the cpu runtime dlopens. */
 extern const gj_codegen gj_codegen_native;
+
+/* The object code obj[0..len) linked into a shared object (native_link.c,
+** by the system's linker): *out malloc'ed.  0, or -1 with err naming the
+** linker or what it said. */
+int gj_native_link(const char *obj, size_t len, char **out, size_t *outlen,
+                   gj_err *err);
 
 #endif

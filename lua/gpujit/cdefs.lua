@@ -1,6 +1,8 @@
 -- The C declarations of the compiled core's FFI entry points (the GJ_API
--- functions of src/gpujit.h that the launch path calls, defined in
--- src/gj_ctx.c) and of the structs they share with Lua, in one place.
+-- functions of src/gpujit.h that the launch path calls: launches and memory
+-- in src/gj_ctx.c, streams and events in src/gj_stream.c, the SIGINT count
+-- in src/gj_watch.c, the cache's size parser in src/gj_cache.c) and of the
+-- structs they share with Lua, in one place.
 -- Each is declared on its own, so that a declaration this LuaJIT state has
 -- already seen (a second copy of the module) does not stop the others.
 -- Returns the list; spec/architecture_spec.lua checks each function against

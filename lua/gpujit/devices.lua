@@ -1,7 +1,12 @@
 -- gpujit.devices: the registry of backends, devices and targets of one Lua
--- state, built once from the compiled core's lists (core.backends(),
--- core.devices()) and the Lua face's own sim backend, and the lookups
--- gpu.use, gpu.kernel and the dispatcher resolve device names with.
+-- state, built from the compiled core's lists (core.backend_names(), then
+-- core.backends(bk) and core.devices(bk) for each backend when it is first
+-- asked for) and the Lua face's own sim backend, and the lookups gpu.use,
+-- gpu.kernel and the dispatcher resolve device names with.  A backend is
+-- opened when a name, a target or a listing needs it, not at require:
+-- opening opencl loads its driver (PoCL maps LLVM, ~20 ms), which a script
+-- that says gpu.use("cpu") first never pays (docs/architecture.md, "The
+-- runtime and the compiler").  The default device needs every backend.
 -- Everything a device is known by comes from its entry's facts (rank,
 -- host_shared, host_register, parallel_items, ...: src/gj_backend.h); the
 -- only name this file knows is "sim", the backend that lives here.
@@ -41,24 +46,46 @@ function M.open(core, core_error)
     return c
   end
 
+  -- The compiled backends by name, none opened yet: backends[bk + 1] is
+  -- backend bk's entry, completed (available, error, offline) when opened.
+  local nbk = 0
   if core then
-    local ok, list = pcall(core.backends)
+    local ok, list = pcall(core.backend_names)
     if ok and type(list) == "table" then
-      for _, b in ipairs(list) do
-        local e = copy(b)
-        backends[#backends + 1] = e
-        backend_by_name[e.name] = e
-        if e.offline then
-          offline[e.name] = {
-            backend = e.name, bk = e.index, dev = 0, sim = false, shared = false, offline = true,
-            entry = { backend = e.name, index = 0, name = e.name .. " (no device: compiles only)" },
-            label = e.name .. ":0 (no device)",
-          }
-        end
+      for i, name in ipairs(list) do
+        backends[i] = { name = name, index = i - 1 }
+        backend_by_name[name] = backends[i]
       end
+      nbk = #list
     end
-    local okd, devs = pcall(core.devices)
-    if okd and type(devs) == "table" then
+  end
+  backends[#backends + 1] = { name = "sim", index = -1, available = true }
+  backend_by_name.sim = backends[#backends]
+
+  local opened = {}        -- opened[bk]: its entry and devices are in
+  local function by_order(a, b) return a.bk < b.bk or (a.bk == b.bk and a.dev < b.dev) end
+
+  -- Open backend bk (0-based) once: its entry's facts, and its devices as
+  -- targets, kept in the core's order.
+  local function open_bk(bk)
+    if opened[bk] or bk == nil or bk < 0 or bk >= nbk then return end
+    opened[bk] = true
+    local e = backends[bk + 1]
+    local ok, list = pcall(core.backends, bk)
+    if ok and type(list) == "table" and type(list[1]) == "table" then
+      for k, v in each(list[1]) do e[k] = v end
+      if e.offline then
+        offline[e.name] = {
+          backend = e.name, bk = e.index, dev = 0, sim = false, shared = false, offline = true,
+          entry = { backend = e.name, index = 0, name = e.name .. " (no device: compiles only)" },
+          label = e.name .. ":0 (no device)",
+        }
+      end
+    else
+      e.available, e.error = false, tostring(list)
+    end
+    local okd, devs = pcall(core.devices, bk)
+    if okd and type(devs) == "table" and #devs > 0 then
       for _, d in ipairs(devs) do
         local entry = copy(d)
         local shared = entry.host_shared == true   -- the device's fact (src/gj_backend.h)
@@ -71,13 +98,18 @@ function M.open(core, core_error)
         by_bk[t.bk] = by_bk[t.bk] or {}
         by_bk[t.bk][t.dev] = t
       end
+      table.sort(targets, by_order)
     end
   end
-  backends[#backends + 1] = { name = "sim", index = -1, available = true }
-  backend_by_name.sim = backends[#backends]
+
+  -- Every backend opened: for listings and the default device.
+  local function open_all()
+    for bk = 0, nbk - 1 do open_bk(bk) end
+  end
 
   local function target_of(bk, dev)
     if bk == -1 then return sim_target end
+    if not opened[bk] then open_bk(bk) end
     return by_bk[bk] and by_bk[bk][dev] or nil
   end
 
@@ -94,6 +126,8 @@ function M.open(core, core_error)
       end
       return sim_target
     end
+    local named = backend_by_name[backend]
+    if named then open_bk(named.index) end
     for _, t in ipairs(targets) do
       if t.backend == backend and (index == nil or t.dev == index) then return t end
     end
@@ -156,6 +190,7 @@ function M.open(core, core_error)
   -- The device with the highest rank the backend gives it (a CUDA GPU, an
   -- OpenCL GPU, the cpu backend; src/gj_backend.h), else sim.
   local function default_target()
+    open_all()
     local best
     for _, t in ipairs(targets) do
       local r = t.entry.rank or 0
@@ -166,7 +201,7 @@ function M.open(core, core_error)
 
   -- A target that can compile, for inspection when the current one is sim.
   local function inspect_target()
-    local t = default_target()
+    local t = default_target()   -- every backend opened
     if t.sim then
       if targets[1] then return targets[1] end
       return nil, "no compiling backend is available"
@@ -178,7 +213,7 @@ function M.open(core, core_error)
   return {
     sim_entry = sim_entry, sim_target = sim_target, targets = targets, backends = backends,
     copy = copy, target_of = target_of, resolve = resolve, resolve_compile = resolve_compile,
-    default_target = default_target, inspect_target = inspect_target,
+    default_target = default_target, inspect_target = inspect_target, open_all = open_all,
   }
 end
 

@@ -102,6 +102,7 @@ local vars = {
   GPUJIT_PLUGIN_PATH = { parse = any_text, when = "load" },    -- templates
   GPUJIT_OPENCL_FORMAT = { parse = one_of({ "spir", "spirv", "ptx" }), when = "load" },
   GPUJIT_LLVM_SPIRV = { parse = any_text, when = "load" },     -- a path
+  GPUJIT_LD = { parse = any_text, when = "load" },             -- a path (targets/native_link.c)
   -- read by require("gpujit.mpi") (lua/gpujit/mpi_abi.lua), not by gpujit itself
   GPUJIT_MPI_LIB = { parse = any_text, when = "gpujit.mpi" },  -- a library's name or path
   GPUJIT_MPI_CUDA_AWARE = { parse = boolean, when = "gpujit.mpi" },

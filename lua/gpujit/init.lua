@@ -73,7 +73,17 @@ local sim_target, target_of, resolve = R.sim_target, R.target_of, R.resolve
 local resolve_compile, default_target, inspect_target =
   R.resolve_compile, R.default_target, R.inspect_target
 
-local S = { cur = nil, cur_err = nil }
+-- The current target.  Without GPUJIT_BACKEND it is the default device,
+-- chosen when first read (which opens every backend), so that a script
+-- whose first word is gpu.use("cpu") opens the cpu backend only.
+local S = setmetatable({ cur_err = nil }, { __index = function(s, k)
+  if k == "cur" and rawget(s, "lazy") then
+    s.lazy = nil
+    local t = default_target()
+    s.cur = t
+    return t
+  end
+end })
 
 do
   local want = os.getenv("GPUJIT_BACKEND")
@@ -81,11 +91,12 @@ do
     local t, err = resolve(want, "GPUJIT_BACKEND=" .. want, nil)
     if t then S.cur = t else S.cur_err = err end
   else
-    S.cur = default_target()
+    S.lazy = true
   end
 end
 
 function gpu.devices()
+  R.open_all()
   local out = {}
   for _, t in ipairs(targets) do out[#out + 1] = copy(t.entry) end
   out[#out + 1] = copy(sim_entry)
@@ -93,6 +104,7 @@ function gpu.devices()
 end
 
 function gpu.backends()
+  R.open_all()
   local out = {}
   for _, b in ipairs(backends) do out[#out + 1] = copy(b) end
   return out
@@ -101,7 +113,7 @@ end
 -- gpu.use("cpu" | "cuda:1" | "sim" | entry [, index]) -> the device entry.
 function gpu.use(device, index)
   local t = resolve(device, "gpu.use", 2, index)
-  S.cur, S.cur_err = t, nil
+  S.cur, S.cur_err, S.lazy = t, nil, nil
   return copy(t.entry)
 end
 

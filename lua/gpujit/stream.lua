@@ -1,7 +1,7 @@
 -- gpujit.stream: streams (gpu.stream), their launches' bookkeeping on the
 -- Lua side, and synchronize (docs/api.md, "Streams").
 --
--- A stream object is a table { h = the core's gj_queue (cdata, freed by its
+-- A stream object is a table { h = the core's gj_stream (cdata, freed by its
 -- finalizer, which waits first), tgt = its target, n, pk, pov, pdone,
 -- pwhat, keep, nkeep, held, nheld, staged, order }.  Entry i (1..n) is a
 -- launch or a copy not yet synchronized, in flat arrays (no table per
