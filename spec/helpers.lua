@@ -536,7 +536,13 @@ local function clone_arg(v)
   local ct = H.elem_ct(v)
   if ct then
     local size = ffi.sizeof(v)
-    local c = ffi.new(ct .. "[?]", size / ffi.sizeof(ct))
+    local c
+    if H.is_multidim(v) then   -- the same ctype: T[?][N] with its outer count, or T[M][N]
+      local T = ffi.typeof(v)
+      c = select(2, pcall(ffi.new, T)) or ffi.new(T, size / ffi.sizeof(v[0]))
+    else
+      c = ffi.new(ct .. "[?]", size / ffi.sizeof(ct))
+    end
     ffi.copy(c, v, size)
     return c
   end
@@ -545,15 +551,21 @@ end
 H.clone_arg = clone_arg
 
 -- Element type of an FFI array cdata, or nil.
+-- (of its scalars for a multi-dimensional array: "double" for double[?][2])
 function H.elem_ct(v)
   if type(v) ~= "cdata" then return nil end
   local s = tostring(ffi.typeof(v))
-  local t = s:match("^ctype<(.-)%s*%[[%d%?]*%]>$")
-  if t then
+  local t = s:match("^ctype<([^%[]-)%s*%[[%d%?]*%]")
+  if t and s:match("%]>$") then
     t = t:gsub("^const ", "")
     return t
   end
   return nil
+end
+
+-- Is v an FFI array of two or more dimensions?
+function H.is_multidim(v)
+  return type(v) == "cdata" and tostring(ffi.typeof(v)):match("%]%s*%[") ~= nil
 end
 
 -- Compare every array argument of two launches.  ulps: float tolerance.
@@ -578,6 +590,9 @@ function H.compare_args(label, got_args, ref_args, ulps, dulps)
       local ct = H.elem_ct(g)
       if ct then
         local n = ffi.sizeof(g) / ffi.sizeof(ct)
+        if H.is_multidim(g) then   -- element by element in memory order
+          g, r = ffi.cast("const " .. ct .. " *", g), ffi.cast("const " .. ct .. " *", r)
+        end
         H.check(ct, g, function(i) return r[i] end, n, {
           ulps = (ct == "float") and (ulps or 2) or (ct == "double" and dulps or nil),
           what = label .. ", argument #" .. j .. " (" .. ct .. "[" .. n .. "])",
