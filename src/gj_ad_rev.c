@@ -44,16 +44,105 @@ static LLVMValueRef first_non_phi(LLVMBasicBlockRef b)
 }
 
 static int block_index(rev *R, LLVMBasicBlockRef b);
+static LLVMValueRef fwd(rev *R, LLVMValueRef v);
+
+/* Can the reverse pass compute v again from its operands, rather than keep
+** it on a stack?  Arithmetic, comparisons, casts, selects and addresses,
+** and loads from an array (or constant data) that nothing in the launch
+** writes: they give the same value again, bit for bit. */
+static int recomputable(rev *R, LLVMValueRef v)
+{
+  if (LLVMGetNumOperands(v) > 8) return 0;
+  switch (LLVMGetInstructionOpcode(v)) {
+  case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMShl: case LLVMLShr:
+  case LLVMAShr: case LLVMAnd: case LLVMOr: case LLVMXor:
+  case LLVMFAdd: case LLVMFSub: case LLVMFMul: case LLVMFDiv: case LLVMFNeg:
+  case LLVMTrunc: case LLVMZExt: case LLVMSExt: case LLVMFPToUI: case LLVMFPToSI:
+  case LLVMUIToFP: case LLVMSIToFP: case LLVMFPTrunc: case LLVMFPExt:
+  case LLVMPtrToInt: case LLVMIntToPtr: case LLVMBitCast:
+  case LLVMICmp: case LLVMFCmp: case LLVMSelect: case LLVMGetElementPtr:
+  case LLVMFreeze:
+    return 1;
+  case LLVMLoad: {
+    LLVMValueRef p = LLVMGetOperand(v, 0), r;
+    if (LLVMGetVolatile(v) || LLVMGetOrdering(v) != LLVMAtomicOrderingNotAtomic) return 0;
+    while (LLVMIsAGetElementPtrInst(p) || LLVMIsAConstantExpr(p)) p = LLVMGetOperand(p, 0);
+    if (LLVMIsAGlobalVariable(p)) return LLVMIsGlobalConstant(p);
+    r = gj_ad_root(R->a, LLVMGetOperand(v, 0));
+    return !R->wild && r && !gj_admap_get(&R->written, r);
+  }
+  default:
+    return 0;
+  }
+}
+
+/* v computed again at a->B, from its operands where the reverse needs
+** them (once per reverse block: R->memo). */
+static LLVMValueRef recompute(rev *R, LLVMValueRef v)
+{
+  LLVMValueRef c = gj_admap_get(&R->memo, v), ops[8];
+  int n = LLVMGetNumOperands(v), i;
+  if (c) return c;
+  for (i = 0; i < n; i++)
+    if (!(ops[i] = fwd(R, LLVMGetOperand(v, i)))) return NULL;
+  c = LLVMInstructionClone(v);
+  for (i = 0; i < n; i++) LLVMSetOperand(c, (unsigned)i, ops[i]);
+  LLVMInsertIntoBuilder(R->a->B, c);
+  if (gj_admap_put(&R->memo, v, c)) return NULL;
+  return c;
+}
+
+/* Where the kernel writes memory: the arrays it writes (R->written), or
+** R->wild when it writes through a pointer of no known array.  A call's
+** pointer arguments count as written.  Local memory (allocas) is never
+** read again by recomputation. */
+static int find_written(rev *R)
+{
+  gj_ad *a = R->a;
+  unsigned b;
+  LLVMValueRef *I;
+  for (b = 0; b < R->nfb; b++)
+    for (I = R->ins[b]; *I; I++) {
+      LLVMOpcode op = LLVMGetInstructionOpcode(*I);
+      int k, n = 0;
+      LLVMValueRef ps[16];
+      if (op == LLVMStore) ps[n++] = LLVMGetOperand(*I, 1);
+      else if (op == LLVMAtomicRMW || op == LLVMAtomicCmpXchg) ps[n++] = LLVMGetOperand(*I, 0);
+      else if (op == LLVMCall) {
+        unsigned j, na = LLVMGetNumArgOperands(*I);
+        for (j = 0; j < na && n < 16; j++)
+          if (LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(*I, j))) == LLVMPointerTypeKind)
+            ps[n++] = LLVMGetOperand(*I, j);
+        if (j < na) R->wild = 1;
+      }
+      for (k = 0; k < n; k++) {
+        LLVMValueRef p = ps[k], r = gj_ad_root(a, p);
+        if (r) {
+          if (gj_admap_put(&R->written, r, r)) return gj_err_set(a->err, "out of memory");
+          continue;
+        }
+        while (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p)) p = LLVMGetOperand(p, 0);
+        /* local memory, the work item's state (the body's first
+        ** parameter), a record a call returns (faults, prints): no array */
+        if (!LLVMIsAAllocaInst(p) && !LLVMIsACallInst(p) && p != LLVMGetParam(a->fn, 0))
+          R->wild = 1;
+      }
+    }
+  return 0;
+}
 
 /* The forward value v where the reverse pass (a->B) needs it: a slot,
-** or, defined in a loop, its stack. */
+** or, defined in a loop, computed again (recomputable) or its stack. */
 static LLVMValueRef fwd(rev *R, LLVMValueRef v)
 {
   LLVMValueRef s;
   LLVMBasicBlockRef bb;
-  int id = 0;
+  int id = 0, b0;
   if (!LLVMIsAInstruction(v)) return v;   /* arguments, constants */
   bb = LLVMGetInstructionParent(v);
+  b0 = block_index(R, bb);
+  if (b0 >= 0 && R->loop[b0] && !gj_admap_get(&R->keep, v) && recomputable(R, v))
+    return recompute(R, v);
   s = gj_admap_get(&R->keep, v);
   if (!s) {
     LLVMValueRef at = LLVMGetInstructionOpcode(v) == LLVMPHI
@@ -171,7 +260,8 @@ static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
   LLVMBasicBlockRef plain, atom, join;
   LLVMValueRef v;
   if (!root || !gj_admap_get(&R->own, root)) {
-    LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+    v = LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+    if (root && !gj_admap_get(&R->atom, root)) gj_adr_mark_adj(a, v);
     return;
   }
   if (!R->oned) R->oned = gj_adr_slot(R, LLVMInt1TypeInContext(a->C), NULL);
@@ -184,7 +274,8 @@ static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
   LLVMBuildStore(B, LLVMBuildFAdd(B, v, d, ""), s);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, atom);
-  LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+  v = LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+  if (!gj_admap_get(&R->atom, root)) gj_adr_mark_adj(a, v);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, join);
   gj_admap_put(&R->rend, gj_adr_bbv(rb), gj_adr_bbv(join));
@@ -443,6 +534,7 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
   for (I = R->ins[b]; *I; I++) n++;
   LLVMPositionBuilderAtEnd(a->B, rb);
   R->cur = rb;
+  gj_admap_free(&R->memo);
   while (n-- > 0) {
     LLVMValueRef v = R->ins[b][n], last, at;
     LLVMBasicBlockRef cb;
@@ -557,7 +649,16 @@ int gj_ad_reverse(gj_ad *a)
     R.loop[b] = (char)reaches(&R, b, b, seen);
     free(seen);
   }
-  if (read_after_write(&R) || find_own(&R)) goto done;
+  if (read_after_write(&R) || find_own(&R) || find_written(&R)) goto done;
+  /* the arrays the kernel adds into atomically: their adjoints are read
+  ** by the reverse of the add (dy[j]), so adds into them keep their order */
+  for (b = 0; b < R.nfb; b++)
+    for (I = R.ins[b]; *I; I++)
+      if (LLVMGetInstructionOpcode(*I) == LLVMAtomicRMW ||
+          LLVMGetInstructionOpcode(*I) == LLVMAtomicCmpXchg) {
+        LLVMValueRef r = gj_ad_root(a, LLVMGetOperand(*I, 0));
+        if (r && gj_admap_put(&R.atom, r, r)) goto oom;
+      }
   LLVMPositionBuilderBefore(R.Ba, LLVMGetFirstInstruction(R.fb[0]));
   if (back) {   /* the tape's slots */
     if (!a->tape) {
@@ -617,9 +718,10 @@ int gj_ad_reverse(gj_ad *a)
   for (i = 0; i < a->sadj.cap; i++) {
     LLVMValueRef k = a->sadj.key[i];
     if (!k) continue;
-    LLVMBuildAtomicRMW(a->B, LLVMAtomicRMWBinOpFAdd, a->sadj.val[i],
-                       LLVMBuildLoad2(a->B, LLVMTypeOf(k), gj_admap_get(&R.adj, k), ""),
-                       LLVMAtomicOrderingMonotonic, 0);
+    gj_adr_mark_adj(a, LLVMBuildAtomicRMW(a->B, LLVMAtomicRMWBinOpFAdd, a->sadj.val[i],
+                                          LLVMBuildLoad2(a->B, LLVMTypeOf(k),
+                                                         gj_admap_get(&R.adj, k), ""),
+                                          LLVMAtomicOrderingMonotonic, 0));
   }
   LLVMBuildRetVoid(a->B);
   /* after the slots (Ba inserts before the kernel's first instruction) */
@@ -645,6 +747,9 @@ done:
   gj_admap_free(&R.stkid);
   gj_admap_free(&R.mark);
   gj_admap_free(&R.own);
+  gj_admap_free(&R.atom);
+  gj_admap_free(&R.written);
+  gj_admap_free(&R.memo);
   gj_admap_free(&R.rend);
   free(R.loop);
   return rc;

@@ -33,12 +33,28 @@ typedef struct rev {
                               ** is at index gj.global_id(0) */
   gj_admap rend;              /* reverse block -> the block its code ends in
                               ** (the plain-or-atomic adds split blocks) */
+  gj_admap atom;              /* array parameter -> itself, where the kernel
+                              ** itself adds into it atomically */
+  gj_admap written;           /* array parameter -> itself, where the kernel
+                              ** writes into it (a store, an atomic, a call) */
+  int wild;                   /* the kernel writes through a pointer of no
+                              ** known array: no load is recomputed */
+  gj_admap memo;              /* in-loop value -> its recomputation in the
+                              ** reverse block being built */
   LLVMValueRef oned;          /* slot: is the launch 1-D (i1)? NULL: unused */
   LLVMBasicBlockRef cur;      /* the reverse block being built */
   LLVMValueRef cap, base, need;   /* slots: entries per stack, the work
                                   ** item's part of the tape, the most
                                   ** entries a stack needed */
 } rev;
+
+/* Mark the adjoint's atomic add I as one whose order against the rest of
+** the launch does not matter ("gj.adj" metadata): nothing in the launch
+** reads the element before the launch ends, but a work item whose forward
+** pass raced with another's (docs/autodiff.md).  The cpu target then
+** sums such adds per call of its entry and adds once per element
+** (targets/native_adj.c). */
+void gj_adr_mark_adj(gj_ad *a, LLVMValueRef I);
 
 /* The basic block b as a value (the maps' keys). */
 LLVMValueRef gj_adr_bbv(LLVMBasicBlockRef b);
