@@ -46,6 +46,25 @@ for _, bk in ipairs(H.backends) do
       for i = 0, N - 1 do assert.equals(1 + i, y[i]) end
     end)
 
+    it("gradcheck passes for a dense layer whose input rows are the work item's own", function()
+      -- x[i * 4 + j], j = 0, 3: plain adds into dx in a 1-D launch (docs/autodiff.md,
+      -- "arrays"); in a 2-D launch two work items read each row: atomic adds
+      local k = H.kernel(bk, function(w, x, y, n)
+        local i, r = gpu.global_id(0), gpu.global_id(1)
+        if i < n then
+          local s = 0.0
+          for j = 0, 3 do s = s + w[j] * x[i * 4 + j] * (r + 1) end
+          y[r * n + i] = math.tanh(s)
+        end
+      end)
+      local w = darr(4, function(j) return 0.3 - 0.2 * j end)
+      local x = darr(4 * N, function(i) return math.sin(i) end)
+      for _, cfg in ipairs({ N, { global = { N, 2 } } }) do
+        local ok, why = gpu.gradcheck(k, cfg, w, x, darr(2 * N, function() return 0 end), N)
+        assert.is_true(ok, why)
+      end
+    end)
+
     it("gradcheck names the first argument and element that differ", function()
       -- floor's derivative is 0, but x[1] * 10 = 3 sits on a step
       local k = H.kernel(bk, function(x, y, n)

@@ -24,7 +24,7 @@
 ** the first loop) and returns without the reverse, which would read what
 ** was not kept: never a silent wrong number.  Arrays: a read of x[i] adds
 ** its adjoint into dx[i], atomically unless the array is the work item's
-** own in a 1-D launch (find_own); a write y[i] = v takes dy[i] as v's
+** own in a 1-D launch (gj_ad_own.c); a write y[i] = v takes dy[i] as v's
 ** adjoint and zeroes dy[i] (Enzyme's convention).  A float scalar's
 ** adjoint is added (atomically) into element 0 of its adjoint array at the
 ** end.  Refused: a read of an array after a write to it in one launch,
@@ -212,45 +212,8 @@ static int call_rule(rev *R, LLVMValueRef I, LLVMValueRef d)
   return 0;
 }
 
-/* Is v the work item's id in dimension 0 (a call of gj.global_id(wi, 0))? */
-static int is_gid0(LLVMValueRef v)
-{
-  LLVMValueRef f, d;
-  size_t len = 0;
-  const char *name;
-  if (!LLVMIsACallInst(v)) return 0;
-  f = LLVMGetCalledValue(v);
-  if (!LLVMIsAFunction(f)) return 0;
-  name = LLVMGetValueName2(f, &len);
-  d = LLVMGetOperand(v, 1);
-  return len == 12 && !strncmp(name, "gj.global_id", 12) && LLVMIsAConstantInt(d) &&
-         LLVMConstIntGetZExtValue(d) == 0;
-}
-
-/* The arrays with a shadow whose every use is an element at index
-** gj.global_id(0): in a 1-D launch no two work items touch one element,
-** so their adjoints are added plainly (no atomic). */
-static int find_own(rev *R)
-{
-  gj_ad *a = R->a;
-  size_t i;
-  for (i = 0; i < a->sh.cap; i++) {
-    LLVMValueRef r = a->sh.key[i];
-    LLVMUseRef u;
-    int ok = 1;
-    if (!r || !gj_admap_get(&a->roots, r)) continue;
-    for (u = LLVMGetFirstUse(r); u && ok; u = LLVMGetNextUse(u)) {
-      LLVMValueRef g = LLVMGetUser(u);
-      ok = LLVMIsAGetElementPtrInst(g) && LLVMGetNumOperands(g) == 2 &&
-           LLVMGetOperand(g, 0) == r && is_gid0(LLVMGetOperand(g, 1));
-    }
-    if (ok && gj_admap_put(&R->own, r, r)) return gj_err_set(a->err, "out of memory");
-  }
-  return 0;
-}
-
 /* *s += d for the read of an element of array root: plainly where the
-** launch is 1-D and the array is the work item's own (find_own), else
+** launch is 1-D and the array is the work item's own (gj_adr_find_own), else
 ** atomically.  May end a->B's block (rb's code goes on in a new one). */
 static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
                         LLVMValueRef s, LLVMValueRef d)
@@ -649,7 +612,7 @@ int gj_ad_reverse(gj_ad *a)
     R.loop[b] = (char)reaches(&R, b, b, seen);
     free(seen);
   }
-  if (read_after_write(&R) || find_own(&R) || find_written(&R)) goto done;
+  if (read_after_write(&R) || gj_adr_find_own(&R) || find_written(&R)) goto done;
   /* the arrays the kernel adds into atomically: their adjoints are read
   ** by the reverse of the add (dy[j]), so adds into them keep their order */
   for (b = 0; b < R.nfb; b++)

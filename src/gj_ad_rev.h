@@ -72,6 +72,9 @@ LLVMValueRef gj_adr_stack(rev *R, LLVMValueRef key, int *id);
 void gj_adr_push(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMValueRef v);
 LLVMValueRef gj_adr_peek(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMTypeRef t);
 void gj_adr_pop(rev *R, LLVMBuilderRef B, LLVMValueRef top);
+/* The arrays with a shadow that are the work item's own in a 1-D launch
+** (gj_ad_own.c), into R->own; 0 or -1 (out of memory). */
+int gj_adr_find_own(rev *R);
 /* At the entry (a->B there): the work item's part of the tape and the
 ** stacks' length; whether the launch is 1-D (R->oned). */
 void gj_adr_tape_setup(rev *R);
