@@ -113,8 +113,9 @@ static LLVMValueRef make_flush(LLVMModuleRef m, LLVMContextRef c, LLVMTypeRef t,
   LLVMBuildBr(b, next);
   LLVMPositionBuilderAtEnd(b, next);
   ni = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, ni, LLVMConstInt(i64, ADJ_N, 0), ""),
-                  loop, done);
+  cpu_plain_loop(c, LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, ni,
+                                                     LLVMConstInt(i64, ADJ_N, 0), ""),
+                                     loop, done));   /* compiled small: it runs once */
   LLVMAddIncoming(i, &zero, &e, 1);
   LLVMAddIncoming(i, &ni, &next, 1);
   LLVMPositionBuilderAtEnd(b, done);
