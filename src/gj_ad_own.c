@@ -139,6 +139,26 @@ static long long own_index(LLVMValueRef idx)
   return 0;
 }
 
+LLVMValueRef gj_adr_iv(LLVMBasicBlockRef b, LLVMBasicBlockRef *entry, long long *c)
+{
+  LLVMValueRef p;
+  for (p = LLVMGetFirstInstruction(b); p && LLVMIsAPHINode(p); p = LLVMGetNextInstruction(p)) {
+    long long lo = 0, hi = 0, k;
+    unsigned j, n = LLVMCountIncoming(p), nc = 0;
+    if (LLVMGetTypeKind(LLVMTypeOf(p)) != LLVMIntegerTypeKind || n != 2 ||
+        !phi_range(p, &lo, &hi))
+      continue;
+    for (j = 0; j < n; j++)
+      if (const_of(LLVMGetIncomingValue(p, j), &k)) {
+        nc++;
+        *entry = LLVMGetIncomingBlock(p, j);
+        *c = k;
+      }
+    if (nc == 1) return p;
+  }
+  return NULL;
+}
+
 int gj_adr_find_own(rev *R)
 {
   gj_ad *a = R->a;

@@ -521,8 +521,30 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
     /* forward: which predecessor it came from, kept (in a loop: on a
     ** stack, read and popped by the reverse) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(a->C);
-    LLVMValueRef phi, from, sw, fs;
+    LLVMValueRef phi, from, sw, fs, iv = NULL;
+    LLVMBasicBlockRef ivfrom = NULL;
+    long long ivc = 0;
     int id = 0;
+    /* a loop's head entered from outside or along its back edge: a counted
+    ** loop's variable says which (its start only on the first entry), so
+    ** that no index is kept per iteration */
+    if (np == 2 && R->loop[b] && (iv = gj_adr_iv(R->fb[b], &ivfrom, &ivc)) != NULL &&
+        (ivfrom == pb[0] || ivfrom == pb[1])) {
+      LLVMValueRef v = fwd(R, iv), first;
+      if (!v) return gj_err_set(a->err, "out of memory");
+      first = LLVMBuildICmp(a->B, LLVMIntEQ, v, LLVMConstInt(LLVMTypeOf(iv),
+                                                             (unsigned long long)ivc, 1), "");
+      from = LLVMBuildSelect(a->B, first, LLVMConstInt(i32, ivfrom == pb[0] ? 0 : 1, 0),
+                             LLVMConstInt(i32, ivfrom == pb[0] ? 1 : 0, 0), "");
+      sw = LLVMBuildSwitch(a->B, from, exitb, np);
+      for (k = 0; k < np; k++) {
+        LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.edge");
+        LLVMAddCase(sw, LLVMConstInt(i32, k, 0), e);
+        LLVMPositionBuilderAtEnd(a->B, e);
+        if (edge(R, b, pb[k])) return -1;
+      }
+      return 0;
+    }
     LLVMPositionBuilderBefore(R->Bs, first_non_phi(R->fb[b]));
     phi = LLVMBuildPhi(R->Bs, i32, "");
     for (k = 0; k < np; k++) {

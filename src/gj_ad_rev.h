@@ -72,6 +72,11 @@ LLVMValueRef gj_adr_stack(rev *R, LLVMValueRef key, int *id);
 void gj_adr_push(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMValueRef v);
 LLVMValueRef gj_adr_peek(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMTypeRef t);
 void gj_adr_pop(rev *R, LLVMBuilderRef B, LLVMValueRef top);
+/* A counted loop's variable among block b's phis (gj_ad_own.c): an
+** integer phi of two edges, a constant *c on the one from *entry, an
+** increment by a positive constant on the other, bounded (no wrap): it is
+** *c exactly when b was entered from *entry.  NULL: none. */
+LLVMValueRef gj_adr_iv(LLVMBasicBlockRef b, LLVMBasicBlockRef *entry, long long *c);
 /* The arrays with a shadow that are the work item's own in a 1-D launch
 ** (gj_ad_own.c), into R->own; 0 or -1 (out of memory). */
 int gj_adr_find_own(rev *R);
