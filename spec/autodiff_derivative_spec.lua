@@ -563,5 +563,17 @@ describe("derivatives inside kernels for cuda", function()
     local s = k:inspect_asm({ "double[]", "double[]", "double[]", "int32_t", "int32_t" }, "cuda")
     local ok, out = H.ptxas(s)
     assert.is_true(ok, out)
+    -- a vec3 as the active argument: from an array of them and made in the kernel
+    local kv = gpu.kernel(function(ps, s2, out2, n)
+      local i = gpu.global_id()
+      if i < n then
+        local g = gpu.gradient(vec_e, ps[i], s2[i])
+        local h = gpu.gradient(vec_pot, gvec(ps[i].z, ps[i].x, 1), ps[i])
+        out2[i] = g.x + g.y + g.z + h.x
+      end
+    end, { cache = false })
+    s = kv:inspect_asm({ "deriv_spec_gvec[]", "double[]", "double[]", "int32_t" }, "cuda")
+    ok, out = H.ptxas(s)
+    assert.is_true(ok, out)
   end)
 end)
