@@ -139,6 +139,27 @@ static long long own_index(LLVMValueRef idx)
   return 0;
 }
 
+void gj_adr_merge_phis(LLVMValueRef fn)
+{
+  LLVMBasicBlockRef b;
+  int changed = 1;
+  while (changed) {
+    changed = 0;
+    for (b = LLVMGetFirstBasicBlock(fn); b; b = LLVMGetNextBasicBlock(b)) {
+      LLVMValueRef p, q, next;
+      for (p = LLVMGetFirstInstruction(b); p && LLVMIsAPHINode(p); p = LLVMGetNextInstruction(p))
+        for (q = LLVMGetNextInstruction(p); q && LLVMIsAPHINode(q); q = next) {
+          next = LLVMGetNextInstruction(q);
+          if (LLVMTypeOf(q) == LLVMTypeOf(p) && same_phi(p, q)) {
+            LLVMReplaceAllUsesWith(q, p);
+            LLVMInstructionEraseFromParent(q);
+            changed = 1;
+          }
+        }
+    }
+  }
+}
+
 LLVMValueRef gj_adr_iv(LLVMBasicBlockRef b, LLVMBasicBlockRef *entry, long long *c)
 {
   LLVMValueRef p;

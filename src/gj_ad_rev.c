@@ -619,6 +619,7 @@ int gj_ad_reverse(gj_ad *a)
   int rc = -1;
   memset(&R, 0, sizeof(R));
   R.a = a;
+  gj_adr_merge_phis(a->fn);
   if (gj_ad_rpo(a->fn, &R.fb, &R.nfb, &back)) return gj_err_set(a->err, "out of memory");
   R.Ba = LLVMCreateBuilderInContext(a->C);
   R.Bs = LLVMCreateBuilderInContext(a->C);

@@ -72,6 +72,10 @@ LLVMValueRef gj_adr_stack(rev *R, LLVMValueRef key, int *id);
 void gj_adr_push(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMValueRef v);
 LLVMValueRef gj_adr_peek(rev *R, LLVMBuilderRef B, LLVMValueRef top, int id, LLVMTypeRef t);
 void gj_adr_pop(rev *R, LLVMBuilderRef B, LLVMValueRef top);
+/* Phis of one block that take the same value on every edge (the typer's
+** slots give one loop variable several copies) merged into the first, so
+** that the reverse keeps one stack for them (gj_ad_own.c). */
+void gj_adr_merge_phis(LLVMValueRef fn);
 /* A counted loop's variable among block b's phis (gj_ad_own.c): an
 ** integer phi of two edges, a constant *c on the one from *entry, an
 ** increment by a positive constant on the other, bounded (no wrap): it is
