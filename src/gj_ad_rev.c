@@ -139,6 +139,7 @@ static LLVMValueRef fwd(rev *R, LLVMValueRef v)
   LLVMBasicBlockRef bb;
   int id = 0, b0;
   if (!LLVMIsAInstruction(v)) return v;   /* arguments, constants */
+  if ((s = gj_adr_iv_value(R, v)) != NULL) return s;   /* a counted loop's */
   bb = LLVMGetInstructionParent(v);
   b0 = block_index(R, bb);
   if (b0 >= 0 && R->loop[b0] && !gj_admap_get(&R->keep, v) && recomputable(R, v))
@@ -466,6 +467,7 @@ static int edge(rev *R, unsigned b, LLVMBasicBlockRef P)
       }
   }
   free(d);
+  gj_adr_iv_edge(R, b, P);
   LLVMBuildBr(R->a->B, LLVMValueAsBasicBlock(gj_admap_get(&R->rb, gj_adr_bbv(P))));
   return 0;
 }
@@ -636,6 +638,8 @@ int gj_ad_reverse(gj_ad *a)
     free(seen);
   }
   if (read_after_write(&R) || gj_adr_find_own(&R) || find_written(&R)) goto done;
+  LLVMPositionBuilderBefore(R.Ba, LLVMGetFirstInstruction(R.fb[0]));
+  if (gj_adr_find_ivs(&R)) goto done;
   /* the arrays the kernel adds into atomically: their adjoints are read
   ** by the reverse of the add (dy[j]), so adds into them keep their order */
   for (b = 0; b < R.nfb; b++)
@@ -733,6 +737,7 @@ done:
   gj_admap_free(&R.stkid);
   gj_admap_free(&R.mark);
   gj_admap_free(&R.own);
+  gj_adr_free_ivs(&R);
   gj_admap_free(&R.atom);
   gj_admap_free(&R.written);
   gj_admap_free(&R.memo);

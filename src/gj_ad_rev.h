@@ -8,6 +8,16 @@
 
 #include "gj_ad_int.h"
 
+/* A counted loop reversed by counting its variable down (gj_ad_loop.c). */
+typedef struct rev_iv {
+  LLVMValueRef p, slot;       /* the variable (a header phi), its value in the
+                              ** reverse (an integer slot) */
+  LLVMBasicBlockRef header, latch;
+  long long c, s, last;       /* start, step, the value of the last iteration */
+  char *in;                   /* per forward block: in this loop? */
+} rev_iv;
+#define GJ_ADR_MAXIV 16
+
 typedef struct rev {
   gj_ad *a;
   LLVMBuilderRef Ba;          /* slots: at the start of the entry block */
@@ -41,6 +51,8 @@ typedef struct rev {
                               ** known array: no load is recomputed */
   gj_admap memo;              /* in-loop value -> its recomputation in the
                               ** reverse block being built */
+  rev_iv iv[GJ_ADR_MAXIV];    /* counted loops reversed by their variable */
+  int niv;
   LLVMValueRef oned;          /* slot: is the launch 1-D (i1)? NULL: unused */
   LLVMBasicBlockRef cur;      /* the reverse block being built */
   LLVMValueRef cap, base, need;   /* slots: entries per stack, the work
@@ -81,6 +93,19 @@ void gj_adr_merge_phis(LLVMValueRef fn);
 ** increment by a positive constant on the other, bounded (no wrap): it is
 ** *c exactly when b was entered from *entry.  NULL: none. */
 LLVMValueRef gj_adr_iv(LLVMBasicBlockRef b, LLVMBasicBlockRef *entry, long long *c);
+/* Counted loops (gj_ad_loop.c): a loop whose head has a counted variable
+** (gj_adr_iv) with a constant bound, one exit (its latch's test) and no use
+** of the variable outside it runs its reverse by counting the variable
+** down from its last value (known: start, step and bound are constants),
+** so that the variable needs no stack.  Found once (R->iv); iv_value: the
+** variable's value where the reverse (a->B) needs it, or NULL for another
+** value; iv_edge: at a->B on the reverse edge from block b back to its
+** predecessor P: entering the loop (from its exit) sets the variable to its
+** last value, taking the back edge steps it down. */
+int gj_adr_find_ivs(rev *R);
+LLVMValueRef gj_adr_iv_value(rev *R, LLVMValueRef v);
+void gj_adr_iv_edge(rev *R, unsigned b, LLVMBasicBlockRef P);
+void gj_adr_free_ivs(rev *R);
 /* The arrays with a shadow that are the work item's own in a 1-D launch
 ** (gj_ad_own.c), into R->own; 0 or -1 (out of memory). */
 int gj_adr_find_own(rev *R);
