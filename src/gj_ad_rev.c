@@ -238,8 +238,10 @@ static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
   LLVMBuildStore(B, LLVMBuildFAdd(B, v, d, ""), s);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, atom);
-  v = LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
-  if (!gj_admap_get(&R->atom, root)) gj_adr_mark_adj(a, v);
+  /* (not marked: a 2-D launch's path; kept small, so that the optimizer
+  ** can unswitch the work-item loop on the launch's shape and vectorize
+  ** the plain one) */
+  LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, join);
   gj_admap_put(&R->rend, gj_adr_bbv(rb), gj_adr_bbv(join));
