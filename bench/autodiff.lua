@@ -2,7 +2,9 @@
 -- 31's bounds: a reverse pass <= 3x the kernel's time, an adjoint's cold
 -- compile <= 3x the kernel's).
 --   LUA_PATH="lua/?.lua;lua/?/init.lua;;" LUA_CPATH="build/?.so;;" \
---     luajit bench/autodiff.lua [backend] [n] [rounds]
+--     luajit bench/autodiff.lua [backend] [n] [rounds] [cases]
+-- cases: a comma-separated list of the kernels to measure (saxpy, mlp,
+-- conv3x3, softmax_ce; default all of them), launches and cold compiles.
 -- Times: the median of `rounds` (15) interleaved rounds of the kernel's and
 -- its derivative's launch on n work items (262144: the softmax layer's tape
 -- is then 1.3 GB).  Reverse mode's tape is sized for the launch by the
@@ -29,6 +31,12 @@ end
 local D = AD.data(N)
 local S, x, y, gy = D.S, D.x, D.y, D.gy
 local cases = AD.cases(D)
+if arg[4] then
+  local want, kept = {}, {}
+  for name in arg[4]:gmatch("[^,]+") do want[name] = true end
+  for _, c in ipairs(cases) do if want[c[1]] then kept[#kept + 1] = c end end
+  cases = kept
+end
 local fitted_grad = AD.fitted_grad
 
 local function median(t)

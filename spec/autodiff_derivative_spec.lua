@@ -112,6 +112,34 @@ local function dvlen(x)
   return (a + b * (2 + x)) / math.sqrt(a * a + b * b + c * c)
 end
 
+-- A vec3 as the active argument of gpu.gradient: its partial is a vec3.
+-- dvec_e reads fields and calls a method (every backend: sim's duals reach
+-- it through a proxy); dvec_pot also subtracts with the metatype's
+-- operator (compiled backends: on sim the operator would build a struct
+-- of duals).
+pcall(ffi.cdef, "typedef struct { double x, y, z; } deriv_spec_gvec;")
+pcall(ffi.cdef, "typedef struct { double x; int32_t k; } deriv_spec_mixed;")
+local gvec
+gvec = ffi.metatype("deriv_spec_gvec", {
+  __sub = function(a, b) return gvec(a.x - b.x, a.y - b.y, a.z - b.z) end,
+  __index = { dot = function(a, b) return a.x * b.x + a.y * b.y + a.z * b.z end },
+})
+local function vec_e(p, s) return p.x * p.x * p.y + math.sin(p.z) * p:dot(p) * s end
+local function dvec_e(p, s)   -- by hand: d/dp (a vec3), d/ds
+  local r2, sz = p.x * p.x + p.y * p.y + p.z * p.z, math.sin(p.z)
+  return 2 * p.x * p.y + sz * 2 * p.x * s, p.x * p.x + sz * 2 * p.y * s,
+    (math.cos(p.z) * r2 + sz * 2 * p.z) * s, sz * r2
+end
+local function vec_pot(p, c)   -- 1 / |p - c|
+  local d = p - c
+  return 1 / math.sqrt(d:dot(d))
+end
+local function dvec_pot(p, c)
+  local dx, dy, dz = p.x - c.x, p.y - c.y, p.z - c.z
+  local r3 = (dx * dx + dy * dy + dz * dz) ^ 1.5
+  return -dx / r3, -dy / r3, -dz / r3
+end
+
 local M = 6   -- looped's trip count
 
 local cases = {
@@ -196,6 +224,105 @@ for _, bk in ipairs(H.backends) do
         close(gb[i], hb, HAND, "d/db against the hand-written derivative")
         close(v[i], g2(a[i], b[i]), 1e-13, "the value")
       end
+    end)
+
+    it("the gradient with respect to a vec3 (a struct of the same type)", function()
+      -- p: an element of an array of vec3 (global memory); q: a vec3 made in
+      -- the kernel (private memory); s: a number
+      local k = H.kernel(bk, function(ps, s, out, v, n)
+        local i = gpu.global_id()
+        if i < n then
+          local g, gs, val = gpu.gradient(vec_e, ps[i], s[i])
+          local q = gvec(ps[i].z, ps[i].x, ps[i].y)
+          local h = gpu.gradient(vec_e, q, 0.5)
+          out[i * 7 + 0], out[i * 7 + 1], out[i * 7 + 2], out[i * 7 + 3] = g.x, g.y, g.z, gs
+          out[i * 7 + 4], out[i * 7 + 5], out[i * 7 + 6] = h.x, h.y, h.z
+          v[i] = val
+        end
+      end)
+      local function vecs(shift_f, h)
+        local a = ffi.new("deriv_spec_gvec[?]", N)
+        for i = 0, N - 1 do
+          a[i].x, a[i].y, a[i].z = 0.5 + 0.1 * i, 1.2 - 0.05 * i, 0.3 + 0.07 * i
+          if shift_f then a[i][shift_f] = a[i][shift_f] + h end
+        end
+        return a
+      end
+      local s = input(3)
+      local function go(ps, ss)
+        local out, v = darr(7 * N, function() return 0 end), darr(N, function() return 0 end)
+        k:launch({ global = N }, ps, ss, out, v, N)
+        return out, v
+      end
+      local ps = vecs()
+      local out, v = go(ps, s)
+      for fi, f in ipairs({ "x", "y", "z" }) do
+        local _, vp = go(vecs(f, STEP), s)
+        local _, vm = go(vecs(f, -STEP), s)
+        for i = 0, N - 1 do
+          close(out[i * 7 + fi - 1], (vp[i] - vm[i]) / (2 * STEP), TOL,
+            "d/dp." .. f .. " against central differences")
+        end
+      end
+      local _, vp = go(ps, darr(N, function(i) return s[i] + STEP end))
+      local _, vm = go(ps, darr(N, function(i) return s[i] - STEP end))
+      for i = 0, N - 1 do
+        local p = ps[i]
+        local hx, hy, hz, hs = dvec_e(p, s[i])
+        close(out[i * 7 + 3], (vp[i] - vm[i]) / (2 * STEP), TOL, "d/ds against central differences")
+        close(out[i * 7 + 0], hx, HAND, "d/dp.x against the hand-written gradient")
+        close(out[i * 7 + 1], hy, HAND, "d/dp.y against the hand-written gradient")
+        close(out[i * 7 + 2], hz, HAND, "d/dp.z against the hand-written gradient")
+        close(out[i * 7 + 3], hs, HAND, "d/ds against the hand-written gradient")
+        local qx, qy, qz = dvec_e(gvec(p.z, p.x, p.y), 0.5)
+        close(out[i * 7 + 4], qx, HAND, "a vec3 made in the kernel: d/dq.x")
+        close(out[i * 7 + 5], qy, HAND, "a vec3 made in the kernel: d/dq.y")
+        close(out[i * 7 + 6], qz, HAND, "a vec3 made in the kernel: d/dq.z")
+        close(v[i], vec_e(p, s[i]), 1e-13, "the value")
+      end
+    end)
+
+    if bk ~= "sim" then
+      it("the gradient with respect to a vec3 through its metatype's operators", function()
+        local k = H.kernel(bk, function(ps, c, out, n)
+          local i = gpu.global_id()
+          if i < n then
+            local g, gc = gpu.gradient(vec_pot, ps[i], c[0])
+            out[i * 6], out[i * 6 + 1], out[i * 6 + 2] = g.x, g.y, g.z
+            out[i * 6 + 3], out[i * 6 + 4], out[i * 6 + 5] = gc.x, gc.y, gc.z
+          end
+        end)
+        local ps, c = ffi.new("deriv_spec_gvec[?]", N), ffi.new("deriv_spec_gvec[1]")
+        c[0].x, c[0].y, c[0].z = -0.3, 0.2, 0.9
+        for i = 0, N - 1 do ps[i].x, ps[i].y, ps[i].z = 0.5 + 0.1 * i, 1.2 - 0.05 * i, 0.3 end
+        local out = darr(6 * N, function() return 0 end)
+        k:launch({ global = N }, ps, c, out, N)
+        for i = 0, N - 1 do
+          local hx, hy, hz = dvec_pot(ps[i], c[0])
+          close(out[i * 6], hx, HAND, "d/dp.x")
+          close(out[i * 6 + 1], hy, HAND, "d/dp.y")
+          close(out[i * 6 + 2], hz, HAND, "d/dp.z")
+          close(out[i * 6 + 3], -hx, HAND, "d/dc.x")
+          close(out[i * 6 + 4], -hy, HAND, "d/dc.y")
+          close(out[i * 6 + 5], -hz, HAND, "d/dc.z")
+        end
+      end)
+    end
+
+    it("refuses a struct with a field that is not a float at the call's line", function()
+      local function fm(m) return m.x * m.x end
+      local err = H.error_of(function()
+        local k = H.kernel(bk, function(ms, y, n)
+          local i = gpu.global_id()
+          if i < n then
+            local g = gpu.gradient(fm, ms[i])   -- refused: an int32_t field
+            y[i] = g.x
+          end
+        end)
+        k:launch({ global = N }, ffi.new("deriv_spec_mixed[?]", N), darr(N, function() return 0 end), N)
+      end)
+      assert.matches(at("-- refused: an int32_t field"), err, 1, true)
+      assert.matches("field 'k' is not a float", err, 1, true)
     end)
 
     it("takes constants as active arguments and passes arrays on", function()
@@ -435,6 +562,18 @@ describe("derivatives inside kernels for cuda", function()
     end, { cache = false })
     local s = k:inspect_asm({ "double[]", "double[]", "double[]", "int32_t", "int32_t" }, "cuda")
     local ok, out = H.ptxas(s)
+    assert.is_true(ok, out)
+    -- a vec3 as the active argument: from an array of them and made in the kernel
+    local kv = gpu.kernel(function(ps, s2, out2, n)
+      local i = gpu.global_id()
+      if i < n then
+        local g = gpu.gradient(vec_e, ps[i], s2[i])
+        local h = gpu.gradient(vec_pot, gvec(ps[i].z, ps[i].x, 1), ps[i])
+        out2[i] = g.x + g.y + g.z + h.x
+      end
+    end, { cache = false })
+    s = kv:inspect_asm({ "deriv_spec_gvec[]", "double[]", "double[]", "int32_t" }, "cuda")
+    ok, out = H.ptxas(s)
     assert.is_true(ok, out)
   end)
 end)

@@ -391,8 +391,9 @@ for _, bk in ipairs(H.backends) do
         local gk2 = gpu.grad(k, { "a" })
         gk2:launch({ global = N }, 1.7, ffi.new("double[1]"), input(1), copy(input(1), N), input(2),
           input(3), N)
-        -- a loop whose reads keep shadow addresses on the tape: too small a
-        -- tape is the same error (the reverse, which would use them, is skipped)
+        -- a loop with reads (computed again by the reverse) and its variable
+        -- on the tape: too small a tape is the same error (the reverse, which
+        -- would read what was not kept, is skipped)
         local dense = H.kernel(bk, function(w, x, y, n)
           local i = gpu.global_id()
           if i < n then
@@ -412,8 +413,10 @@ for _, bk in ipairs(H.backends) do
           tostring(err))
         -- the index is the deepest entry the stacks asked for (the loop's 4
         -- iterations: index 3), not the first one past the end, so a tape
-        -- (index + 1) / length times as large holds (docs/api.md)
-        local bytes = 8 + N * 8 * 10
+        -- (index + 1) / length times as large holds (docs/api.md).  3 entries
+        -- per work item: the loop keeps one stack (its variable; its reads are
+        -- computed again) of 3 entries, or two of 1
+        local bytes = 8 + N * 8 * 3
         ok, err = dense_grad(bytes)
         assert.is_false(ok)
         local index, length = tostring(err):match("index (%d+) is out of bounds for the reverse%-mode tape "

@@ -46,6 +46,87 @@ for _, bk in ipairs(H.backends) do
       for i = 0, N - 1 do assert.equals(1 + i, y[i]) end
     end)
 
+    it("gradcheck passes for a dense layer whose input rows are the work item's own", function()
+      -- x[i * 4 + j], j = 0, 3: plain adds into dx in a 1-D launch (docs/autodiff.md,
+      -- "arrays"); in a 2-D launch two work items read each row: atomic adds
+      local k = H.kernel(bk, function(w, x, y, n)
+        local i, r = gpu.global_id(0), gpu.global_id(1)
+        if i < n then
+          local s = 0.0
+          for j = 0, 3 do s = s + w[j] * x[i * 4 + j] * (r + 1) end
+          y[r * n + i] = math.tanh(s)
+        end
+      end)
+      local w = darr(4, function(j) return 0.3 - 0.2 * j end)
+      local x = darr(4 * N, function(i) return math.sin(i) end)
+      for _, cfg in ipairs({ N, { global = { N, 2 } } }) do
+        local ok, why = gpu.gradcheck(k, cfg, w, x, darr(2 * N, function() return 0 end), N)
+        assert.is_true(ok, why)
+      end
+    end)
+
+    it("gradcheck passes for counted loops and loops that are not (src/gj_ad_loop.c)", function()
+      -- counted, reversed by their variable: nested constant bounds; not: a
+      -- break, a return inside, a negative step, a bound that is the outer variable
+      local loops = {
+        nested = function(w, x, y, n)
+          local i = gpu.global_id()
+          if i < n then
+            local s = x[i]
+            for j = 0, 2 do for k = 0, 3 do s = math.sin(s * w[j * 4 + k]) + s end end
+            y[i] = s
+          end
+        end,
+        brk = function(w, x, y, n)
+          local i = gpu.global_id()
+          if i < n then
+            local s = 0.0
+            for j = 0, 5 do
+              s = s + w[j] * x[i] * j
+              if s > 2.5 then break end
+            end
+            y[i] = s * s
+          end
+        end,
+        ret = function(w, x, y, n)
+          local i = gpu.global_id()
+          if i < n then
+            local s = 0.0
+            for j = 0, 5 do
+              s = s + w[j] * x[i]
+              if s > 1.7 then y[i] = s; return end
+            end
+            y[i] = -s
+          end
+        end,
+        neg = function(w, x, y, n)
+          local i = gpu.global_id()
+          if i < n then
+            local s = 1.0
+            for j = 5, 0, -1 do s = s * (1 + 0.1 * w[j] * x[i]) end
+            y[i] = s
+          end
+        end,
+        tri = function(w, x, y, n)
+          local i = gpu.global_id()
+          if i < n then
+            local s = 0.0
+            for j = 0, 4 do
+              for k = 0, j do s = s + w[k] * math.sin(x[i] + j) end
+              s = s * 0.9
+            end
+            y[i] = s
+          end
+        end,
+      }
+      for _, name in ipairs({ "nested", "brk", "ret", "neg", "tri" }) do
+        local k = H.kernel(bk, loops[name])
+        local ok, why = gpu.gradcheck(k, N, darr(12, function(j) return 0.2 + 0.1 * j end),
+          darr(N, function(i) return 0.3 + 0.25 * i end), darr(N, function() return 0 end), N)
+        assert.is_true(ok, name .. ": " .. tostring(why))
+      end
+    end)
+
     it("gradcheck names the first argument and element that differ", function()
       -- floor's derivative is 0, but x[1] * 10 = 3 sits on a step
       local k = H.kernel(bk, function(x, y, n)

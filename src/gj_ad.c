@@ -205,6 +205,52 @@ int gj_ad_mem(gj_ad *a, LLVMValueRef I, LLVMValueRef p)
                       "supported yet");
 }
 
+int gj_ad_seed(gj_ad *a, LLVMValueRef I, LLVMValueRef p, int store, LLVMValueRef *t)
+{
+  LLVMValueRef b = p;
+  LLVMTargetDataRef td;
+  long off = 0;
+  int ok = 1;
+  *t = NULL;
+  if (!a->seed_par) return 0;
+  while (b && LLVMIsAGetElementPtrInst(b)) b = LLVMGetOperand(b, 0);
+  if (!b || !LLVMIsAExtractValueInst(b) || LLVMGetOperand(b, 0) != a->seed_par) return 0;
+  if (store)
+    return gj_ad_refuse(a, I, "a store into the struct that is differentiated (an "
+                        "active argument of gpu.gradient or gpu.derivative)");
+  td = LLVMCreateTargetData(LLVMGetDataLayoutStr(a->m));
+  for (b = p; ok && LLVMIsAGetElementPtrInst(b); b = LLVMGetOperand(b, 0)) {
+    LLVMTypeRef ty = LLVMGetGEPSourceElementType(b);
+    unsigned j, n = (unsigned)LLVMGetNumOperands(b);
+    for (j = 1; j < n && ok; j++) {
+      LLVMValueRef ix = LLVMGetOperand(b, j);
+      long k;
+      if (!LLVMIsAConstantInt(ix)) {
+        ok = 0;
+        break;
+      }
+      k = (long)LLVMConstIntGetSExtValue(ix);
+      if (j == 1) {
+        off += k * (long)LLVMABISizeOfType(td, ty);
+      } else if (LLVMGetTypeKind(ty) == LLVMStructTypeKind) {
+        off += (long)LLVMOffsetOfElement(td, ty, (unsigned)k);
+        ty = LLVMStructGetTypeAtIndex(ty, (unsigned)k);
+      } else if (LLVMGetTypeKind(ty) == LLVMArrayTypeKind) {
+        ty = LLVMGetElementType(ty);
+        off += k * (long)LLVMABISizeOfType(td, ty);
+      } else {
+        ok = 0;
+      }
+    }
+  }
+  LLVMDisposeTargetData(td);
+  if (!ok)
+    return gj_ad_refuse(a, I, "a field of the struct that is differentiated at an "
+                        "index that is not a constant");
+  if (off == a->seed_off) *t = LLVMConstReal(LLVMTypeOf(I), 1.0);
+  return 0;
+}
+
 int gj_ad_gep(gj_ad *a, LLVMValueRef I)
 {
   LLVMValueRef sp = gj_admap_get(&a->sh, LLVMGetOperand(I, 0)), g;

@@ -54,7 +54,11 @@ static int mem_rule(fwd *F, LLVMValueRef I, int store)
   LLVMValueRef sp = shadow_ptr(a, p), t;
   if (!gj_ad_isfloat(LLVMTypeOf(v))) return 0;
   if (gj_ad_mem(a, I, p)) return -1;
-  if (!sp) return 0;   /* an array without a shadow: tangent 0, dropped */
+  if (!sp) {   /* an array without a shadow: tangent 0, dropped; but the
+               ** seeded field of an inner derivative's struct: 1 */
+    if (gj_ad_seed(a, I, p, store, &t)) return -1;
+    return t ? gj_admap_put(&a->tan, I, t) : 0;
+  }
   if (store) {
     t = LLVMBuildStore(a->B, tan_of(F, v), sp);
     LLVMSetAlignment(t, LLVMGetAlignment(I));

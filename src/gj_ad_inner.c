@@ -30,8 +30,22 @@ static int active_param(LLVMValueRef f)
   return v && len ? atoi(v) : -1;
 }
 
-/* Wrapper w's body becomes its derivative with respect to parameter p. */
-static int differentiate(gj_ad *a, LLVMValueRef w, unsigned p)
+/* The byte offset of the field of a struct parameter that wrapper f is
+** the derivative with respect to, or -1 (a float parameter). */
+static long active_field(LLVMValueRef f)
+{
+  LLVMAttributeRef at = LLVMGetStringAttributeAtIndex(
+      f, LLVMAttributeFunctionIndex, ATTR "-field", ATTRLEN + 6);
+  unsigned len = 0;
+  const char *v;
+  if (!at) return -1;
+  v = LLVMGetStringAttributeValue(at, &len);
+  return v && len ? atol(v) : -1;
+}
+
+/* Wrapper w's body becomes its derivative with respect to parameter p (a
+** float; or a struct, with respect to its field at offset field >= 0). */
+static int differentiate(gj_ad *a, LLVMValueRef w, unsigned p, long field)
 {
   LLVMBasicBlockRef bb;
   unsigned j, n = LLVMCountParams(w);
@@ -57,12 +71,17 @@ static int differentiate(gj_ad *a, LLVMValueRef w, unsigned p)
           gj_admap_put(&a->roots, I, I))
         return gj_err_set(a->err, "out of memory");
   }
-  if (!gj_ad_isfloat(LLVMTypeOf(par)))
+  a->seed_par = NULL;
+  if (field >= 0) {   /* the struct { ptr, length }: its field's loads */
+    a->seed_par = par;
+    a->seed_off = field;
+  } else if (!gj_ad_isfloat(LLVMTypeOf(par))) {
     return gj_err_set(a->err, "internal error: kernel %s: derivative parameter "
                       "%u of %s is not a float", a->kname, p,
                       LLVMGetValueName(w));
-  if (gj_admap_put(&a->tan, par, LLVMConstReal(LLVMTypeOf(par), 1.0)))
+  } else if (gj_admap_put(&a->tan, par, LLVMConstReal(LLVMTypeOf(par), 1.0))) {
     return gj_err_set(a->err, "out of memory");
+  }
   gj_ad_forward_extracts(w);
   if (gj_ad_forward(a)) return -1;
   /* return the tangent of what was returned */
@@ -73,7 +92,11 @@ static int differentiate(gj_ad *a, LLVMValueRef w, unsigned p)
     d = gj_admap_get(&a->tan, v);
     LLVMSetOperand(t, 0, d ? d : LLVMConstNull(LLVMTypeOf(v)));
   }
+  a->seed_par = NULL;
   LLVMRemoveStringAttributeAtIndex(w, LLVMAttributeFunctionIndex, ATTR, ATTRLEN);
+  if (field >= 0)
+    LLVMRemoveStringAttributeAtIndex(w, LLVMAttributeFunctionIndex, ATTR "-field",
+                                     ATTRLEN + 6);
   LLVMAddAttributeAtIndex(w, LLVMAttributeFunctionIndex,
                           LLVMCreateEnumAttribute(a->C, LLVMGetEnumAttributeKindForName(
                               "alwaysinline", 12), 0));
@@ -125,7 +148,7 @@ int gj_ad_inner(LLVMModuleRef m, LLVMValueRef body, const char *kname,
   a.B = LLVMCreateBuilderInContext(a.C);
   for (f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     int p = active_param(f);
-    if (p >= 0 && differentiate(&a, f, (unsigned)p)) goto done;
+    if (p >= 0 && differentiate(&a, f, (unsigned)p, active_field(f))) goto done;
   }
   lower_floors(&a);
   rc = 0;

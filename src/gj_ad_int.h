@@ -29,6 +29,10 @@ typedef struct gj_ad {
   int loops;              /* the body has a loop */
   gj_sites *sites;        /* the kernel's check sites (the tape's) */
   int used_faults;        /* the body claims the fault record */
+  LLVMValueRef seed_par;  /* inner derivatives: a struct parameter whose
+                          ** float field at byte offset seed_off has
+                          ** tangent 1 (its other fields 0), or NULL */
+  long seed_off;
   const char *kname;
   unsigned line_kind;     /* !gj.line */
   gj_err *err;
@@ -55,6 +59,12 @@ void gj_ad_where(gj_ad *a, LLVMValueRef at, char *chunk, size_t size, int *line)
 /* The kernel array parameter that pointer p is derived from (through
 ** GEPs), or NULL (a local, shared or unknown pointer). */
 LLVMValueRef gj_ad_root(gj_ad *a, LLVMValueRef p);
+
+/* A float load (store 0) or store (1) I at p inside the struct parameter
+** a->seed_par: *t the load's tangent (1 at the seeded field, else NULL:
+** 0); 0, or -1 refused (a store into it, a field at an index that is not
+** a constant).  Elsewhere *t NULL and 0. */
+int gj_ad_seed(gj_ad *a, LLVMValueRef I, LLVMValueRef p, int store, LLVMValueRef *t);
 
 /* Is t a float type (float or double)? */
 int gj_ad_isfloat(LLVMTypeRef t);

@@ -24,7 +24,7 @@
 ** the first loop) and returns without the reverse, which would read what
 ** was not kept: never a silent wrong number.  Arrays: a read of x[i] adds
 ** its adjoint into dx[i], atomically unless the array is the work item's
-** own in a 1-D launch (find_own); a write y[i] = v takes dy[i] as v's
+** own in a 1-D launch (gj_ad_own.c); a write y[i] = v takes dy[i] as v's
 ** adjoint and zeroes dy[i] (Enzyme's convention).  A float scalar's
 ** adjoint is added (atomically) into element 0 of its adjoint array at the
 ** end.  Refused: a read of an array after a write to it in one launch,
@@ -44,16 +44,106 @@ static LLVMValueRef first_non_phi(LLVMBasicBlockRef b)
 }
 
 static int block_index(rev *R, LLVMBasicBlockRef b);
+static LLVMValueRef fwd(rev *R, LLVMValueRef v);
+
+/* Can the reverse pass compute v again from its operands, rather than keep
+** it on a stack?  Arithmetic, comparisons, casts, selects and addresses,
+** and loads from an array (or constant data) that nothing in the launch
+** writes: they give the same value again, bit for bit. */
+static int recomputable(rev *R, LLVMValueRef v)
+{
+  if (LLVMGetNumOperands(v) > 8) return 0;
+  switch (LLVMGetInstructionOpcode(v)) {
+  case LLVMAdd: case LLVMSub: case LLVMMul: case LLVMShl: case LLVMLShr:
+  case LLVMAShr: case LLVMAnd: case LLVMOr: case LLVMXor:
+  case LLVMFAdd: case LLVMFSub: case LLVMFMul: case LLVMFDiv: case LLVMFNeg:
+  case LLVMTrunc: case LLVMZExt: case LLVMSExt: case LLVMFPToUI: case LLVMFPToSI:
+  case LLVMUIToFP: case LLVMSIToFP: case LLVMFPTrunc: case LLVMFPExt:
+  case LLVMPtrToInt: case LLVMIntToPtr: case LLVMBitCast:
+  case LLVMICmp: case LLVMFCmp: case LLVMSelect: case LLVMGetElementPtr:
+  case LLVMFreeze:
+    return 1;
+  case LLVMLoad: {
+    LLVMValueRef p = LLVMGetOperand(v, 0), r;
+    if (LLVMGetVolatile(v) || LLVMGetOrdering(v) != LLVMAtomicOrderingNotAtomic) return 0;
+    while (LLVMIsAGetElementPtrInst(p) || LLVMIsAConstantExpr(p)) p = LLVMGetOperand(p, 0);
+    if (LLVMIsAGlobalVariable(p)) return LLVMIsGlobalConstant(p);
+    r = gj_ad_root(R->a, LLVMGetOperand(v, 0));
+    return !R->wild && r && !gj_admap_get(&R->written, r);
+  }
+  default:
+    return 0;
+  }
+}
+
+/* v computed again at a->B, from its operands where the reverse needs
+** them (once per reverse block: R->memo). */
+static LLVMValueRef recompute(rev *R, LLVMValueRef v)
+{
+  LLVMValueRef c = gj_admap_get(&R->memo, v), ops[8];
+  int n = LLVMGetNumOperands(v), i;
+  if (c) return c;
+  for (i = 0; i < n; i++)
+    if (!(ops[i] = fwd(R, LLVMGetOperand(v, i)))) return NULL;
+  c = LLVMInstructionClone(v);
+  for (i = 0; i < n; i++) LLVMSetOperand(c, (unsigned)i, ops[i]);
+  LLVMInsertIntoBuilder(R->a->B, c);
+  if (gj_admap_put(&R->memo, v, c)) return NULL;
+  return c;
+}
+
+/* Where the kernel writes memory: the arrays it writes (R->written), or
+** R->wild when it writes through a pointer of no known array.  A call's
+** pointer arguments count as written.  Local memory (allocas) is never
+** read again by recomputation. */
+static int find_written(rev *R)
+{
+  gj_ad *a = R->a;
+  unsigned b;
+  LLVMValueRef *I;
+  for (b = 0; b < R->nfb; b++)
+    for (I = R->ins[b]; *I; I++) {
+      LLVMOpcode op = LLVMGetInstructionOpcode(*I);
+      int k, n = 0;
+      LLVMValueRef ps[16];
+      if (op == LLVMStore) ps[n++] = LLVMGetOperand(*I, 1);
+      else if (op == LLVMAtomicRMW || op == LLVMAtomicCmpXchg) ps[n++] = LLVMGetOperand(*I, 0);
+      else if (op == LLVMCall) {
+        unsigned j, na = LLVMGetNumArgOperands(*I);
+        for (j = 0; j < na && n < 16; j++)
+          if (LLVMGetTypeKind(LLVMTypeOf(LLVMGetOperand(*I, j))) == LLVMPointerTypeKind)
+            ps[n++] = LLVMGetOperand(*I, j);
+        if (j < na) R->wild = 1;
+      }
+      for (k = 0; k < n; k++) {
+        LLVMValueRef p = ps[k], r = gj_ad_root(a, p);
+        if (r) {
+          if (gj_admap_put(&R->written, r, r)) return gj_err_set(a->err, "out of memory");
+          continue;
+        }
+        while (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p)) p = LLVMGetOperand(p, 0);
+        /* local memory, the work item's state (the body's first
+        ** parameter), a record a call returns (faults, prints): no array */
+        if (!LLVMIsAAllocaInst(p) && !LLVMIsACallInst(p) && p != LLVMGetParam(a->fn, 0))
+          R->wild = 1;
+      }
+    }
+  return 0;
+}
 
 /* The forward value v where the reverse pass (a->B) needs it: a slot,
-** or, defined in a loop, its stack. */
+** or, defined in a loop, computed again (recomputable) or its stack. */
 static LLVMValueRef fwd(rev *R, LLVMValueRef v)
 {
   LLVMValueRef s;
   LLVMBasicBlockRef bb;
-  int id = 0;
+  int id = 0, b0;
   if (!LLVMIsAInstruction(v)) return v;   /* arguments, constants */
+  if ((s = gj_adr_iv_value(R, v)) != NULL) return s;   /* a counted loop's */
   bb = LLVMGetInstructionParent(v);
+  b0 = block_index(R, bb);
+  if (b0 >= 0 && R->loop[b0] && !gj_admap_get(&R->keep, v) && recomputable(R, v))
+    return recompute(R, v);
   s = gj_admap_get(&R->keep, v);
   if (!s) {
     LLVMValueRef at = LLVMGetInstructionOpcode(v) == LLVMPHI
@@ -123,45 +213,8 @@ static int call_rule(rev *R, LLVMValueRef I, LLVMValueRef d)
   return 0;
 }
 
-/* Is v the work item's id in dimension 0 (a call of gj.global_id(wi, 0))? */
-static int is_gid0(LLVMValueRef v)
-{
-  LLVMValueRef f, d;
-  size_t len = 0;
-  const char *name;
-  if (!LLVMIsACallInst(v)) return 0;
-  f = LLVMGetCalledValue(v);
-  if (!LLVMIsAFunction(f)) return 0;
-  name = LLVMGetValueName2(f, &len);
-  d = LLVMGetOperand(v, 1);
-  return len == 12 && !strncmp(name, "gj.global_id", 12) && LLVMIsAConstantInt(d) &&
-         LLVMConstIntGetZExtValue(d) == 0;
-}
-
-/* The arrays with a shadow whose every use is an element at index
-** gj.global_id(0): in a 1-D launch no two work items touch one element,
-** so their adjoints are added plainly (no atomic). */
-static int find_own(rev *R)
-{
-  gj_ad *a = R->a;
-  size_t i;
-  for (i = 0; i < a->sh.cap; i++) {
-    LLVMValueRef r = a->sh.key[i];
-    LLVMUseRef u;
-    int ok = 1;
-    if (!r || !gj_admap_get(&a->roots, r)) continue;
-    for (u = LLVMGetFirstUse(r); u && ok; u = LLVMGetNextUse(u)) {
-      LLVMValueRef g = LLVMGetUser(u);
-      ok = LLVMIsAGetElementPtrInst(g) && LLVMGetNumOperands(g) == 2 &&
-           LLVMGetOperand(g, 0) == r && is_gid0(LLVMGetOperand(g, 1));
-    }
-    if (ok && gj_admap_put(&R->own, r, r)) return gj_err_set(a->err, "out of memory");
-  }
-  return 0;
-}
-
 /* *s += d for the read of an element of array root: plainly where the
-** launch is 1-D and the array is the work item's own (find_own), else
+** launch is 1-D and the array is the work item's own (gj_adr_find_own), else
 ** atomically.  May end a->B's block (rb's code goes on in a new one). */
 static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
                         LLVMValueRef s, LLVMValueRef d)
@@ -171,7 +224,8 @@ static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
   LLVMBasicBlockRef plain, atom, join;
   LLVMValueRef v;
   if (!root || !gj_admap_get(&R->own, root)) {
-    LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+    v = LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
+    if (root && !gj_admap_get(&R->atom, root)) gj_adr_mark_adj(a, v);
     return;
   }
   if (!R->oned) R->oned = gj_adr_slot(R, LLVMInt1TypeInContext(a->C), NULL);
@@ -184,6 +238,9 @@ static void add_adjoint(rev *R, LLVMBasicBlockRef rb, LLVMValueRef root,
   LLVMBuildStore(B, LLVMBuildFAdd(B, v, d, ""), s);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, atom);
+  /* (not marked: a 2-D launch's path; kept small, so that the optimizer
+  ** can unswitch the work-item loop on the launch's shape and vectorize
+  ** the plain one) */
   LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, s, d, LLVMAtomicOrderingMonotonic, 0);
   LLVMBuildBr(B, join);
   LLVMPositionBuilderAtEnd(B, join);
@@ -412,6 +469,7 @@ static int edge(rev *R, unsigned b, LLVMBasicBlockRef P)
       }
   }
   free(d);
+  gj_adr_iv_edge(R, b, P);
   LLVMBuildBr(R->a->B, LLVMValueAsBasicBlock(gj_admap_get(&R->rb, gj_adr_bbv(P))));
   return 0;
 }
@@ -443,6 +501,7 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
   for (I = R->ins[b]; *I; I++) n++;
   LLVMPositionBuilderAtEnd(a->B, rb);
   R->cur = rb;
+  gj_admap_free(&R->memo);
   while (n-- > 0) {
     LLVMValueRef v = R->ins[b][n], last, at;
     LLVMBasicBlockRef cb;
@@ -466,8 +525,30 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
     /* forward: which predecessor it came from, kept (in a loop: on a
     ** stack, read and popped by the reverse) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(a->C);
-    LLVMValueRef phi, from, sw, fs;
+    LLVMValueRef phi, from, sw, fs, iv = NULL;
+    LLVMBasicBlockRef ivfrom = NULL;
+    long long ivc = 0;
     int id = 0;
+    /* a loop's head entered from outside or along its back edge: a counted
+    ** loop's variable says which (its start only on the first entry), so
+    ** that no index is kept per iteration */
+    if (np == 2 && R->loop[b] && (iv = gj_adr_iv(R->fb[b], &ivfrom, &ivc)) != NULL &&
+        (ivfrom == pb[0] || ivfrom == pb[1])) {
+      LLVMValueRef v = fwd(R, iv), first;
+      if (!v) return gj_err_set(a->err, "out of memory");
+      first = LLVMBuildICmp(a->B, LLVMIntEQ, v, LLVMConstInt(LLVMTypeOf(iv),
+                                                             (unsigned long long)ivc, 1), "");
+      from = LLVMBuildSelect(a->B, first, LLVMConstInt(i32, ivfrom == pb[0] ? 0 : 1, 0),
+                             LLVMConstInt(i32, ivfrom == pb[0] ? 1 : 0, 0), "");
+      sw = LLVMBuildSwitch(a->B, from, exitb, np);
+      for (k = 0; k < np; k++) {
+        LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.edge");
+        LLVMAddCase(sw, LLVMConstInt(i32, k, 0), e);
+        LLVMPositionBuilderAtEnd(a->B, e);
+        if (edge(R, b, pb[k])) return -1;
+      }
+      return 0;
+    }
     LLVMPositionBuilderBefore(R->Bs, first_non_phi(R->fb[b]));
     phi = LLVMBuildPhi(R->Bs, i32, "");
     for (k = 0; k < np; k++) {
@@ -542,6 +623,7 @@ int gj_ad_reverse(gj_ad *a)
   int rc = -1;
   memset(&R, 0, sizeof(R));
   R.a = a;
+  gj_adr_merge_phis(a->fn);
   if (gj_ad_rpo(a->fn, &R.fb, &R.nfb, &back)) return gj_err_set(a->err, "out of memory");
   R.Ba = LLVMCreateBuilderInContext(a->C);
   R.Bs = LLVMCreateBuilderInContext(a->C);
@@ -557,7 +639,18 @@ int gj_ad_reverse(gj_ad *a)
     R.loop[b] = (char)reaches(&R, b, b, seen);
     free(seen);
   }
-  if (read_after_write(&R) || find_own(&R)) goto done;
+  if (read_after_write(&R) || gj_adr_find_own(&R) || find_written(&R)) goto done;
+  LLVMPositionBuilderBefore(R.Ba, LLVMGetFirstInstruction(R.fb[0]));
+  if (gj_adr_find_ivs(&R)) goto done;
+  /* the arrays the kernel adds into atomically: their adjoints are read
+  ** by the reverse of the add (dy[j]), so adds into them keep their order */
+  for (b = 0; b < R.nfb; b++)
+    for (I = R.ins[b]; *I; I++)
+      if (LLVMGetInstructionOpcode(*I) == LLVMAtomicRMW ||
+          LLVMGetInstructionOpcode(*I) == LLVMAtomicCmpXchg) {
+        LLVMValueRef r = gj_ad_root(a, LLVMGetOperand(*I, 0));
+        if (r && gj_admap_put(&R.atom, r, r)) goto oom;
+      }
   LLVMPositionBuilderBefore(R.Ba, LLVMGetFirstInstruction(R.fb[0]));
   if (back) {   /* the tape's slots */
     if (!a->tape) {
@@ -617,9 +710,10 @@ int gj_ad_reverse(gj_ad *a)
   for (i = 0; i < a->sadj.cap; i++) {
     LLVMValueRef k = a->sadj.key[i];
     if (!k) continue;
-    LLVMBuildAtomicRMW(a->B, LLVMAtomicRMWBinOpFAdd, a->sadj.val[i],
-                       LLVMBuildLoad2(a->B, LLVMTypeOf(k), gj_admap_get(&R.adj, k), ""),
-                       LLVMAtomicOrderingMonotonic, 0);
+    gj_adr_mark_adj(a, LLVMBuildAtomicRMW(a->B, LLVMAtomicRMWBinOpFAdd, a->sadj.val[i],
+                                          LLVMBuildLoad2(a->B, LLVMTypeOf(k),
+                                                         gj_admap_get(&R.adj, k), ""),
+                                          LLVMAtomicOrderingMonotonic, 0));
   }
   LLVMBuildRetVoid(a->B);
   /* after the slots (Ba inserts before the kernel's first instruction) */
@@ -645,6 +739,10 @@ done:
   gj_admap_free(&R.stkid);
   gj_admap_free(&R.mark);
   gj_admap_free(&R.own);
+  gj_adr_free_ivs(&R);
+  gj_admap_free(&R.atom);
+  gj_admap_free(&R.written);
+  gj_admap_free(&R.memo);
   gj_admap_free(&R.rend);
   free(R.loop);
   return rc;

@@ -15,16 +15,26 @@
 
 #include "gj_ad_rev.h"
 
+void gj_adr_mark_adj(gj_ad *a, LLVMValueRef I)
+{
+  unsigned kind = LLVMGetMDKindIDInContext(a->C, "gj.adj", 6);
+  LLVMSetMetadata(I, kind, LLVMMDNodeInContext(a->C, NULL, 0));
+}
+
 LLVMValueRef gj_adr_bbv(LLVMBasicBlockRef b)
 {
   return LLVMBasicBlockAsValue(b);
 }
 
-/* A slot of type t in the entry block, set to init (NULL: not set). */
+/* A slot of type t in the entry block, set to init (NULL: undef).  Even
+** a slot that every path stores before reading it is set on entry: the
+** target inlines the body into its work-item loop, where SROA would
+** otherwise see the previous work item's value reach the loads and carry
+** it around the loop in a phi (which keeps the cpu's vectorizer off). */
 LLVMValueRef gj_adr_slot(rev *R, LLVMTypeRef t, LLVMValueRef init)
 {
   LLVMValueRef s = LLVMBuildAlloca(R->Ba, t, "");
-  if (init) LLVMBuildStore(R->Ba, init, s);
+  LLVMBuildStore(R->Ba, init ? init : LLVMGetUndef(t), s);
   return s;
 }
 

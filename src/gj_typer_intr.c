@@ -5,6 +5,7 @@
 */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "gj_intr.h"
 #include "gj_typer.h"
@@ -317,7 +318,10 @@ void gj_typer_deriv_args(gj_cs *cs, int intr, int nargs, const gj_ty *args,
 ** gradient: one partial per argument after f (each active), then the
 ** value.  An active argument the typer knows as an integer is a number
 ** like any (f is typed at the default float for it: gj_typer_deriv_args).
-** Refused: an active argument that is not a number (a C integer), a first
+** An active argument may also be a struct of float fields (a vec3): its
+** partial is a new struct of the same type, field by field.
+** Refused: an active argument that is not a number (a C integer) or such a
+** struct, a first
 ** result that is not a number, an f that writes memory, prints, uses
 ** gpu.barrier or takes a derivative itself (nested). */
 static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
@@ -344,7 +348,19 @@ static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
     return gj_typer_error(cs, fn, i, "%s: at most %d arguments after the "
                           "function", nm, GJ_MAXRET - 1);
   gj_typer_deriv_args(cs, intr, nargs, args, ta);
-  for (j = 1; j <= nact; j++)
+  for (j = 1; j <= nact; j++) {
+    const gj_struct *st = ta[j].k == GJ_T_SREF ? gj_ty_struct(cs, ta[j]) : NULL;
+    if (st) {   /* a struct of floats: its partial is a struct of the same type */
+      int fi;
+      for (fi = 0; fi < st->nfields; fi++)
+        if (st->fields[fi].count || st->fields[fi].scalar >= GJ_SCALAR__MAX ||
+            !gj_scalar_isfloat((gj_scalar)st->fields[fi].scalar))
+          return gj_typer_error(cs, fn, i, "%s: argument %d is %s%s, whose field '%s' is "
+                                "not a float: only a struct of float fields (float, "
+                                "double) has a gradient", nm, j + 1,
+                                gj_struct_word(st->name), st->name, st->fields[fi].name);
+      continue;
+    }
     if (!float_number(ta[j])) {
       gj_ty_str(cs, args[j], b, sizeof(b));
       return gj_typer_error(cs, fn, i, "%s: argument %d is %s, not a number "
@@ -353,6 +369,7 @@ static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
                             "; gpu.derivative passes the arguments after its "
                             "first as they are" : "");
     }
+  }
   if (gj_typer_call_lua(cs, fn, i, args[0].aux, nargs - 1, ta + 1, fr, &nf) ||
       gj_typer_callee(cs, args[0].aux, nargs - 1, ta + 1,
                       fn->proto->ins[i].line, fn, &callee))
@@ -383,7 +400,17 @@ static int type_derivative(gj_cs *cs, gj_fn *fn, int i, int intr, int nargs,
     cs->deriv_chunk = fn->proto->chunk;
     cs->deriv_line = fn->proto->ins[i].line;
   }
-  for (j = 0; j < nact; j++) res[j] = float_of(cs, fr[0]);
+  for (j = 0; j < nact; j++) {
+    if (ta[j + 1].k == GJ_T_SREF) {   /* a new struct, made here */
+      memset(&res[j], 0, sizeof(res[j]));
+      res[j].k = GJ_T_SREF;
+      res[j].sid = ta[j + 1].sid;
+      res[j].space = GJ_SPACE_LOCAL;
+      res[j].aux = 1;
+    } else {
+      res[j] = float_of(cs, fr[0]);
+    }
+  }
   res[nact] = fr[0];
   *nres_out = nact + 1;
   return 0;

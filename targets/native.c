@@ -648,17 +648,17 @@ static int cpu_finish_module(void *ts, const gj_job *job,
   (void)ts;
   if (!cpu_split_find(m, &s)) {
     int r = cpu_bar_site(m, &s, err);
-    if (r == 1) return cpu_vectorize(m, job, &s, note, notesz, err);
+    if (r == 1) return cpu_vectorize(m, job, &s, note, notesz, err) ? -1 : cpu_adj_cache(m);
     if (r < 0) return -1;
     if (r == 2)
       snprintf(note, notesz, "not vectorized: an unexpected loop shape");
     else if (job->vectorize)
       snprintf(note, notesz, "not vectorized: a huge body (one x loop)");
-    return 0;
+    return cpu_adj_cache(m);
   }
   if (cpu_split(m, &s, err)) return -1;
   if (cpu_vectorize(m, job, &s, note, notesz, err)) return -1;
-  return cpu_aos(m, &s, note, notesz);
+  return cpu_aos(m, &s, note, notesz) ? -1 : cpu_adj_cache(m);
 }
 
 static int cpu_emit(void *ts, const gj_job *job, LLVMTargetMachineRef tm,

@@ -126,6 +126,12 @@ int cpu_bar_site(LLVMModuleRef m, cpu_split_site *s, gj_err *err);
 int cpu_aos(LLVMModuleRef m, const cpu_split_site *s, char *note,
             size_t notesz);
 
+/* Reverse mode's marked adjoint adds ("gj.adj", src/gj_ad_rev.h) in
+** gj_entry summed per call in a small table and added atomically once per
+** element (native_adj.c).  Never fails: a module without them is left as
+** it is.  After the vectorizer (it sees the atomic adds as they were). */
+int cpu_adj_cache(LLVMModuleRef m);
+
 /* The native target (native.c): wrap adds @gj_entry around @gj_body, emit
 ** gives a shared object that defines gj_entry (or the assembly), which
 ** the cpu runtime dlopens. */

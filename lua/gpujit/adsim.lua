@@ -402,6 +402,32 @@ return function(raise, set_dims)
   -- the compiled backends: nested derivatives and derivatives in a kernel
   -- that is itself differentiated are refused.
   local NESTED, depth = {}, 0
+  -- Struct v with the dual d in field fname: a proxy whose field reads give
+  -- d there and v's values elsewhere, and whose other keys are v's (its
+  -- metatype's methods, called with the proxy).  The metatype's operators
+  -- cannot take it (they build a struct, which cannot hold a dual): an
+  -- error at the using line, as is a store into it.
+  local function seeded(what, v, fname, d)
+    local function no_op()
+      error(what .. ": on sim, the struct that is differentiated supports field reads and "
+        .. "methods only (its metatype's operators would build a struct of dual numbers)", 2)
+    end
+    local pmeta = {
+      __index = function(_, key)
+        if key == fname then return d end
+        return v[key]
+      end,
+      __newindex = function()
+        error(what .. ": a store into the struct that is differentiated (an active argument "
+          .. "of gpu.gradient or gpu.derivative)", 2)
+      end,
+    }
+    for _, op in ipairs({ "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__unm",
+      "__lt", "__le", "__eq", "__concat", "__len", "__call" }) do
+      pmeta[op] = no_op
+    end
+    return setmetatable({}, pmeta)
+  end
   local function inner(name, gradient)
     local what = "gpu." .. name
     return function(f, ...)
@@ -420,22 +446,45 @@ return function(raise, set_dims)
       end
       local args = { ... }
       local nact = gradient and n or 1
+      local st = {}   -- per active struct argument: its type's entry
       for k = 1, nact do
-        if type(args[k]) ~= "number" then
+        local e = types.struct_of_value(args[k])
+        if e then
+          for _, fd in ipairs(e.fields) do
+            if fd.count or not types.is_float[fd.type] then
+              error(what .. ": argument " .. (k + 1) .. " is " .. e.name .. ", whose field '"
+                .. fd.name .. "' is not a float: only a struct of float fields (float, double) "
+                .. "has a gradient", 3)
+            end
+          end
+          st[k] = e
+        elseif type(args[k]) ~= "number" then
           error(what .. ": argument " .. (k + 1) .. " is a " .. type(args[k]) .. ", not a float "
             .. "number: only floats have a derivative", 3)
         end
       end
       local out, bad = {}, nil
+      local function pass(k, seed)
+        local a = { unpack(args, 1, n) }
+        a[k] = seed
+        local r = f(unpack(a, 1, n))
+        if isdual(r) then return r.d end
+        if type(r) ~= "number" then bad = type(r) end
+        return 0
+      end
       depth = depth + 1
       local ok, err = pcall(with_duals, function()
         for k = 1, nact do
-          local a = { unpack(args, 1, n) }
-          a[k] = dual(args[k], 1)
-          local r = f(unpack(a, 1, n))
-          if isdual(r) then out[k] = r.d
-          elseif type(r) == "number" then out[k] = 0
-          else bad = type(r) end
+          if st[k] then   -- one pass per field, the struct's partials a new struct
+            local v = args[k]
+            local r = ffi.new(types.struct_ctype(st[k]))
+            for _, fd in ipairs(st[k].fields) do
+              r[fd.name] = pass(k, seeded(what, v, fd.name, dual(v[fd.name], 1)))
+            end
+            out[k] = r
+          else
+            out[k] = pass(k, dual(args[k], 1))
+          end
         end
       end)
       depth = depth - 1

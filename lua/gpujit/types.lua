@@ -377,6 +377,19 @@ function M.struct(ct)
   return e, why
 end
 
+-- The struct entry of a struct cdata or of a reference to one (an element
+-- of an FFI array of structs), or nil.
+function M.struct_of_value(v)
+  if type(v) ~= "cdata" or not ffi.typeinfo then return nil end
+  local ti = ffi.typeinfo(tonumber(ffi.typeof(v)))
+  if ti and ct_kind(ti) == CT_PTR then   -- a reference: its struct
+    local cti = ffi.typeinfo(ct_child(ti))
+    if cti and ct_kind(cti) == CT_STRUCT then return (struct_entry(ct_child(ti))) end
+    return nil
+  end
+  return (M.struct(v))
+end
+
 -- The C name that gives struct entry e's own ctype (its typedef or its
 -- tag), or nil for one that has none ("struct 97").
 function M.struct_cname(e)
