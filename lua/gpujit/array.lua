@@ -376,7 +376,8 @@ local function check_shape(n, fname, level)
     return n, n, nil
   end
   if #n < 1 or #n > 8 then
-    fail(fname .. ": a shape is a list of 1 to 8 dimensions, got " .. #n, level + 1)
+    fail(fname .. ": a length or a shape (a list of 1 to 8 lengths) expected, got a table of "
+      .. #n, level + 1)
   end
   local total, dims = 1, {}
   for i = 1, #n do
