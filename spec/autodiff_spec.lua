@@ -379,6 +379,42 @@ for _, bk in ipairs(H.backends) do
     end
 
     if bk ~= "sim" then   -- sim keeps no tape (gpujit.adsim)
+      it("launches on two streams at once each get a tape of their own", function()
+        local n = 20000
+        local function inp(seed)
+          return darr(n, function(i) return 0.35 + 0.9 * math.abs(math.sin(seed * 7.1 + i * 1.3)) end)
+        end
+        local k = H.kernel(bk, branchy)
+        local gk = gpu.grad(k, { "a" })
+        local x = { inp(1), inp(2) }
+        local function run(j, cfg)
+          local da, dx = ffi.new("double[1]"), darr(n, function() return 0 end)
+          gk:launch(cfg, 1.7, da, x[j], dx, darr(n, function() return 0 end),
+            darr(n, function(i) return 1 + (i % 3) * j end), n)
+          return da, dx
+        end
+        local ref = { { run(1, { global = n }) }, { run(2, { global = n }) } }
+        local s = { gpu.stream(bk), gpu.stream(bk) }
+        local got = {}
+        for r = 1, 4 do
+          for j = 1, 2 do got[#got + 1] = { j, run(j, { global = n, stream = s[j] }) } end
+        end
+        s[1]:synchronize()
+        s[2]:synchronize()
+        for _, g in ipairs(got) do
+          local j, da, dx = g[1], g[2], g[3]
+          -- (a's adjoint sums every work item's part: in whatever order
+          -- the threads add them, so not bit for bit)
+          assert(math.abs(da[0] - ref[j][1][0]) <= 1e-12 * math.abs(ref[j][1][0]),
+            ("stream %d: da %.17g, expected %.17g"):format(j, da[0], ref[j][1][0]))
+          for i = 0, n - 1 do
+            if dx[i] ~= ref[j][2][i] then
+              error(("stream %d: dx[%d] %.17g, expected %.17g"):format(j, i, dx[i], ref[j][2][i]))
+            end
+          end
+        end
+      end)
+
   it("fails a launch whose loops need more tape than gpu.grad's tape option gives, at the loop", function()
         local k = H.kernel(bk, branchy)
         local gk = gpu.grad(k, { "a" }, { tape = 8 + N * 8 * 4 })   -- a few entries per stack

@@ -171,7 +171,7 @@ return function(dispatch, raise, on_sim)
       return ADS.launch(self, cfg, out, concat(pattern))
     end
     if self.mode == "reverse" then   -- the tape (src/gj_ad.h), last
-      out[#out + 1] = self:tape_buffer()
+      out[#out + 1] = self:tape_buffer(type(cfg) == "table" and cfg.stream or nil)
       pattern[#pattern + 1] = "2"
     end
     local k = inner(self, concat(pattern))
@@ -217,9 +217,25 @@ return function(dispatch, raise, on_sim)
   function methods:inspect_asm(tl, device) return inspect(self, "inspect_asm", tl, device) end
 
   -- Reverse mode's tape: the bytes the stacks of loops get, for all the
-  -- work items of a launch together (gpu.grad's tape option).
+  -- work items of a launch together (gpu.grad's tape option).  One for the
+  -- launches that wait, and one per stream (kept while the stream lives):
+  -- launches on one stream run one after the other, launches on two
+  -- streams may run at once and must not share a tape.
   local DEFAULT_TAPE = 16 * 1024 * 1024
-  function methods:tape_buffer()
+  function methods:tape_buffer(stream)
+    if stream ~= nil then
+      local per = self._stream_tapes
+      if per == nil then
+        per = setmetatable({}, { __mode = "k" })
+        self._stream_tapes = per
+      end
+      local t = per[stream]
+      if t == nil then
+        t = ffi.new("uint8_t[?]", self.tape_bytes)
+        per[stream] = t
+      end
+      return t
+    end
     local t = self._tape
     if t == nil then
       t = ffi.new("uint8_t[?]", self.tape_bytes)
