@@ -387,17 +387,17 @@ for _, bk in ipairs(H.backends) do
         local k = H.kernel(bk, branchy)
         local gk = gpu.grad(k, { "a" })
         local x = { inp(1), inp(2) }
-        local function run(j, cfg)
+        local function grad_of(j, cfg)
           local da, dx = ffi.new("double[1]"), darr(n, function() return 0 end)
           gk:launch(cfg, 1.7, da, x[j], dx, darr(n, function() return 0 end),
             darr(n, function(i) return 1 + (i % 3) * j end), n)
           return da, dx
         end
-        local ref = { { run(1, { global = n }) }, { run(2, { global = n }) } }
+        local ref = { { grad_of(1, { global = n }) }, { grad_of(2, { global = n }) } }
         local s = { gpu.stream(bk), gpu.stream(bk) }
         local got = {}
-        for r = 1, 4 do
-          for j = 1, 2 do got[#got + 1] = { j, run(j, { global = n, stream = s[j] }) } end
+        for _ = 1, 4 do
+          for j = 1, 2 do got[#got + 1] = { j, grad_of(j, { global = n, stream = s[j] }) } end
         end
         s[1]:synchronize()
         s[2]:synchronize()
