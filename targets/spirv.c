@@ -365,16 +365,21 @@ static unsigned block_pos(LLVMValueRef f, LLVMBasicBlockRef x)
 
 /* A pointer phi whose first incoming value is a constant or comes from a
 ** block laid out after the phi's (a back edge) crashes llvm-spirv-15
-** (signal 11): the same phi with an earlier block's value first. */
+** (signal 11): the same phi with an earlier block's value first.  A
+** global (a gpu.shared array) may come first: two phis that swap two
+** shared arrays in a loop (`a, b = b, a`) have nothing else from before
+** the loop, and with each other's value first they crash it too. */
 static void order_ptr_phi(LLVMBuilderRef b, LLVMValueRef f, LLVMValueRef phi)
 {
   unsigned j, n = LLVMCountIncoming(phi), at, first = n;
   LLVMValueRef nphi;
   at = block_pos(f, LLVMGetInstructionParent(phi));
-  for (j = 0; j < n && first == n; j++)
-    if (!LLVMIsAConstant(LLVMGetIncomingValue(phi, j)) &&
+  for (j = 0; j < n && first == n; j++) {
+    LLVMValueRef v = LLVMGetIncomingValue(phi, j);
+    if ((!LLVMIsAConstant(v) || LLVMIsAGlobalValue(v)) &&
         block_pos(f, LLVMGetIncomingBlock(phi, j)) < at)
       first = j;
+  }
   if (first == 0 || first == n) return;
   LLVMPositionBuilderBefore(b, phi);
   nphi = LLVMBuildPhi(b, LLVMTypeOf(phi), "");
