@@ -107,6 +107,24 @@ const char *ocl_errname(cl_int code, char buf[32])
   return buf;
 }
 
+void ocl_sigs_save(ocl_sigs *s)
+{
+  int i;
+  for (i = 1; i < 32; i++) sigaction(i, NULL, &s->a[i]);
+}
+
+void ocl_sigs_restore(const ocl_sigs *s)
+{
+  int i;
+  for (i = 1; i < 32; i++) {
+    struct sigaction now;
+    if (i == SIGKILL || i == SIGSTOP || i == SIGFPE) continue;
+    if (sigaction(i, NULL, &now) != 0) continue;
+    if (now.sa_handler != s->a[i].sa_handler || now.sa_flags != s->a[i].sa_flags)
+      sigaction(i, &s->a[i], NULL);
+  }
+}
+
 int ocl_fail(gj_err *err, const char *what, cl_int code)
 {
   char b[32];
@@ -356,7 +374,12 @@ static int ocl_open(gj_bstate **out, gj_err *err)
   st->CreateProgramWithIL = (__typeof__(clCreateProgramWithIL) *)dlsym(
     st->lib, "clCreateProgramWithIL");
   pthread_mutex_lock(&ocl_discovery_mu);
-  rc = list_devices(st, err);
+  {
+    ocl_sigs sigs;
+    ocl_sigs_save(&sigs);
+    rc = list_devices(st, err);
+    ocl_sigs_restore(&sigs);
+  }
   pthread_mutex_unlock(&ocl_discovery_mu);
   /* no gj_target_init: LLVM's targets are the compile's (gj_target_machine
   ** initializes them), not the runtime's */

@@ -11,6 +11,7 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>      /* CL_PLATFORM_NOT_FOUND_KHR */
 
+#include <signal.h>
 #include <stdint.h>
 
 #include <llvm-c/Core.h>
@@ -146,6 +147,16 @@ struct gj_bstate {
 const char *ocl_errname(cl_int code, char buf[32]);
 /* err = "opencl: <what>: <name of code>"; returns -1. */
 int ocl_fail(gj_err *err, const char *what, cl_int code);
+/* The process's signal actions (1..31), kept across a call into the
+** OpenCL platform: PoCL sets LLVM up when it finds its devices and builds
+** a program, and LLVM installs its crash, interrupt and info handlers over
+** the host's (SIGINT: LuaJIT's Ctrl-C, or whatever the host set).
+** ocl_sigs_restore puts back every action that changed but SIGFPE's, which
+** is PoCL's own, for its kernels.  A host thread that changes an action
+** while the call runs may see it put back. */
+typedef struct ocl_sigs { struct sigaction a[32]; } ocl_sigs;
+void ocl_sigs_save(ocl_sigs *s);
+void ocl_sigs_restore(const ocl_sigs *s);
 /* 1 when this process is a fork() child of the one that opened st. */
 #define OCL_IN_CHILD(st) ((st)->gen != gj_fork_gen())
 /* 0, or -1 with err saying that OpenCL cannot be used in this fork()

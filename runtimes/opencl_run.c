@@ -216,9 +216,14 @@ static int load_binary(gj_bstate *st, int dev, const char *art, size_t len,
              "clCreateProgramWithBinary", rc != CL_SUCCESS ? rc : status);
     goto fail;
   }
-  rc = st->cl.BuildProgram(p->prog, 1, &d->id,
-                           what == LOAD_SPIR ? "-x spir -spir-std=1.2" : "",
-                           NULL, NULL);
+  {
+    ocl_sigs sigs;   /* (opencl_int.h) */
+    ocl_sigs_save(&sigs);
+    rc = st->cl.BuildProgram(p->prog, 1, &d->id,
+                             what == LOAD_SPIR ? "-x spir -spir-std=1.2" : "",
+                             NULL, NULL);
+    ocl_sigs_restore(&sigs);
+  }
   if (rc != CL_SUCCESS) {
     ocl_fail(err, "clBuildProgram", rc);
     add_build_log(st, p->prog, d->id, err);
