@@ -213,6 +213,34 @@ static int add_kept(vlin *L, int edge, LLVMValueRef phi, int loop)
   return 0;
 }
 
+/* Loop l's entry values, one per phi of its header (lp->entry): a varying
+** phi's blend over the entry edges e[0..n), a uniform one's value from
+** outside the loop.  0, or -1 when out of memory. */
+static int entry_values(vctx *x, int l, const int *e, int n)
+{
+  vlin *L = x->lin;
+  lloop *lp = &L->loops[l];
+  LLVMBasicBlockRef hb = x->bbs[lp->head];
+  LLVMValueRef in;
+  size_t i, np = 0;
+  for (in = LLVMGetFirstInstruction(hb); in && LLVMIsAPHINode(in);
+       in = LLVMGetNextInstruction(in))
+    np++;
+  lp->entry = calloc(np ? np : 1, sizeof(LLVMValueRef));
+  if (!lp->entry) return -1;
+  for (in = LLVMGetFirstInstruction(hb), i = 0; i < np; in = LLVMGetNextInstruction(in), i++) {
+    if (vx_get(x, in)->kind == V_VEC) {
+      lp->entry[i] = blend(x, in, e, n);
+    } else {
+      unsigned j;
+      for (j = 0; j < LLVMCountIncoming(in); j++)
+        if (!vl_in_loop(L, l, vl_bidx(x, LLVMGetIncomingBlock(in, j))))
+          lp->entry[i] = vx_scal(x, LLVMGetIncomingValue(in, j));
+    }
+  }
+  return 0;
+}
+
 /* Loop l starts: its pre block (entry mask and entry values), then its
 ** header's phis of the mask, the exits' lanes and kept values. */
 static int loop_start(vctx *x, int l)
@@ -220,7 +248,7 @@ static int loop_start(vctx *x, int l)
   vlin *L = x->lin;
   lloop *lp = &L->loops[l];
   int h = lp->head, *e, n, k;
-  size_t i, np = 0;
+  size_t i;
   LLVMBasicBlockRef pre = LLVMInsertBasicBlockInContext(x->c, x->spre, "vec.lpre");
   LLVMValueRef in, em;
   e = malloc(2 * L->n * sizeof(int));
@@ -234,23 +262,9 @@ static int loop_start(vctx *x, int l)
   n = edges_in(x, h, l, 0, e);
   em = mask_of_edges(x, e, n);
   if (!em) em = mty_ones(x);
-  for (in = LLVMGetFirstInstruction(x->bbs[h]); in && LLVMIsAPHINode(in);
-       in = LLVMGetNextInstruction(in))
-    np++;
-  lp->entry = calloc(np ? np : 1, sizeof(LLVMValueRef));
-  if (!lp->entry) {
+  if (entry_values(x, l, e, n) != 0) {
     free(e);
     return -1;
-  }
-  for (in = LLVMGetFirstInstruction(x->bbs[h]), i = 0; i < np; in = LLVMGetNextInstruction(in), i++) {
-    if (vx_get(x, in)->kind == V_VEC) {
-      lp->entry[i] = blend(x, in, e, n);
-    } else {
-      unsigned j;
-      for (j = 0; j < LLVMCountIncoming(in); j++)
-        if (!vl_in_loop(L, l, vl_bidx(x, LLVMGetIncomingBlock(in, j))))
-          lp->entry[i] = vx_scal(x, LLVMGetIncomingValue(in, j));
-    }
   }
   free(e);
   /* the exit edges, and the phis at their targets */
@@ -414,8 +428,7 @@ static int uni_start(vctx *x, int l)
   vlin *L = x->lin;
   lloop *lp = &L->loops[l];
   int h = lp->head, *e, n, k;
-  size_t i, np = 0;
-  LLVMValueRef in;
+  size_t i;
   LLVMBasicBlockRef pre = LLVMInsertBasicBlockInContext(x->c, x->spre, "vec.upre");
   e = malloc(2 * L->n * sizeof(int));
   lp->ex = malloc(2 * L->n * sizeof(int));
@@ -427,23 +440,9 @@ static int uni_start(vctx *x, int l)
   LLVMPositionBuilderAtEnd(x->b, pre);
   n = edges_in(x, h, l, 0, e);
   L->umask = mask_of_edges(x, e, n);
-  for (in = LLVMGetFirstInstruction(x->bbs[h]); in && LLVMIsAPHINode(in);
-       in = LLVMGetNextInstruction(in))
-    np++;
-  lp->entry = calloc(np ? np : 1, sizeof(LLVMValueRef));
-  if (!lp->entry) {
+  if (entry_values(x, l, e, n) != 0) {
     free(e);
     return -1;
-  }
-  for (in = LLVMGetFirstInstruction(x->bbs[h]), i = 0; i < np; in = LLVMGetNextInstruction(in), i++) {
-    if (vx_get(x, in)->kind == V_VEC) {
-      lp->entry[i] = blend(x, in, e, n);
-    } else {
-      unsigned j;
-      for (j = 0; j < LLVMCountIncoming(in); j++)
-        if (!vl_in_loop(L, l, vl_bidx(x, LLVMGetIncomingBlock(in, j))))
-          lp->entry[i] = vx_scal(x, LLVMGetIncomingValue(in, j));
-    }
   }
   free(e);
   lp->nex = 0;
