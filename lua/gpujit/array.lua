@@ -131,42 +131,33 @@ local function shaped_ctype_of(elem, dims)
   return ct
 end
 
--- The ctype of a pointer to a row of a shaped array (T (*)[4][3]).
-local rowptr_cts = {}
-local function rowptr(elem, dims)
-  local key = elem .. dims_text(dims)
-  local ct = rowptr_cts[key]
+-- The ctype of elem declared as decl followed by the dimensions below the
+-- first: "(*)" a pointer to a row (T (*)[4][3]), "[?]" an array of rows
+-- (T[?][4][3]); memoized.
+local shaped_cts = {}
+local function shaped_ct(elem, dims, decl)
+  local key = elem .. decl .. dims_text(dims)
+  local ct = shaped_cts[key]
   if ct == nil then
     local st = types.structs[elem]
     local cname = st and types.struct_cname(st) or elem
     if cname then
-      ct = ffi.typeof(cname .. "(*)" .. dims_text(dims))
+      ct = ffi.typeof(cname .. decl .. dims_text(dims))
     else
-      ct = ffi.typeof("$(*)" .. dims_text(dims), types.struct_ctype(st))
+      ct = ffi.typeof("$" .. decl .. dims_text(dims), types.struct_ctype(st))
     end
-    rowptr_cts[key] = ct
+    shaped_cts[key] = ct
   end
   return ct
 end
 
+local function rowptr(elem, dims) return shaped_ct(elem, dims, "(*)") end
+
 -- A new FFI array of rows elements of the shape (T[?][4][3]), or of a
 -- plain one (T[?]) without dims.
-local shaped_vla_cts = {}
 local function shaped_vla(elem, dims, rows)
   if not dims then return types.vla(elem)(rows) end
-  local key = elem .. dims_text(dims)
-  local ct = shaped_vla_cts[key]
-  if ct == nil then
-    local st = types.structs[elem]
-    local cname = st and types.struct_cname(st) or elem
-    if cname then
-      ct = ffi.typeof(cname .. "[?]" .. dims_text(dims))
-    else
-      ct = ffi.typeof("$[?]" .. dims_text(dims), types.struct_ctype(st))
-    end
-    shaped_vla_cts[key] = ct
-  end
-  return ct(rows)
+  return shaped_ct(elem, dims, "[?]")(rows)
 end
 M.shaped_vla = shaped_vla
 
