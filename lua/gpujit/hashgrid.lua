@@ -63,19 +63,25 @@ local cell, index, index3 = M.cell, M.index, M.index3
 ---------------------------------------------------------------------------
 -- Build kernels.
 
--- A slot outside [0, slots) (a NaN or infinite coordinate) is stored as 0
--- and flagged: bad[0] = the point's index + 1 (one of them).
+-- Point i's slot s into key[i] (order[i] = i).  A slot outside [0, slots)
+-- (a NaN or infinite coordinate) is stored as 0 and flagged: bad[0] = the
+-- point's index + 1 (one of them).  A device function of the four key
+-- kernels below.
+local function put_key(s, i, key, order, bad, slots)
+  if not (s >= 0 and s < slots) then
+    s = 0
+    bad[0] = i + 1
+  end
+  key[i] = s
+  order[i] = i
+end
+
 local function make_keys2()
   return function(x, y, key, order, bad, inv, dim, slots, n)
     local i = gpu.global_id(0)
     if i < n then
       local s = index(cell(x[i], inv), cell(y[i], inv), dim)
-      if not (s >= 0 and s < slots) then
-        s = 0
-        bad[0] = i + 1
-      end
-      key[i] = s
-      order[i] = i
+      put_key(s, i, key, order, bad, slots)
     end
   end
 end
@@ -85,12 +91,7 @@ local function make_keys3()
     local i = gpu.global_id(0)
     if i < n then
       local s = index3(cell(x[i], inv), cell(y[i], inv), cell(z[i], inv), dim)
-      if not (s >= 0 and s < slots) then
-        s = 0
-        bad[0] = i + 1
-      end
-      key[i] = s
-      order[i] = i
+      put_key(s, i, key, order, bad, slots)
     end
   end
 end
@@ -102,12 +103,7 @@ local function make_keys2p()
     local i = gpu.global_id(0)
     if i < n then
       local s = index(cell(p[i][0], inv), cell(p[i][1], inv), dim)
-      if not (s >= 0 and s < slots) then
-        s = 0
-        bad[0] = i + 1
-      end
-      key[i] = s
-      order[i] = i
+      put_key(s, i, key, order, bad, slots)
     end
   end
 end
@@ -117,12 +113,7 @@ local function make_keys3p()
     local i = gpu.global_id(0)
     if i < n then
       local s = index3(cell(p[i][0], inv), cell(p[i][1], inv), cell(p[i][2], inv), dim)
-      if not (s >= 0 and s < slots) then
-        s = 0
-        bad[0] = i + 1
-      end
-      key[i] = s
-      order[i] = i
+      put_key(s, i, key, order, bad, slots)
     end
   end
 end
