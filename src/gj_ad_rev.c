@@ -490,6 +490,24 @@ static unsigned preds(rev *R, unsigned b, LLVMBasicBlockRef *out)
   return n;
 }
 
+/* The reverse of block b goes back along the edge from pb[from] (an i32
+** in 0..np): a switch on it, each case through edge(). */
+static int back_to(rev *R, unsigned b, LLVMValueRef from, LLVMBasicBlockRef exitb,
+                   LLVMBasicBlockRef *pb, unsigned np)
+{
+  gj_ad *a = R->a;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(a->C);
+  LLVMValueRef sw = LLVMBuildSwitch(a->B, from, exitb, np);
+  unsigned k;
+  for (k = 0; k < np; k++) {
+    LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.edge");
+    LLVMAddCase(sw, LLVMConstInt(i32, k, 0), e);
+    LLVMPositionBuilderAtEnd(a->B, e);
+    if (edge(R, b, pb[k])) return -1;
+  }
+  return 0;
+}
+
 /* Block b's reverse block, and its forward block's predecessor index. */
 static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlockRef *pb)
 {
@@ -525,7 +543,7 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
     /* forward: which predecessor it came from, kept (in a loop: on a
     ** stack, read and popped by the reverse) */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(a->C);
-    LLVMValueRef phi, from, sw, fs, iv = NULL;
+    LLVMValueRef phi, from, fs, iv = NULL;
     LLVMBasicBlockRef ivfrom = NULL;
     long long ivc = 0;
     int id = 0;
@@ -540,14 +558,7 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
                                                              (unsigned long long)ivc, 1), "");
       from = LLVMBuildSelect(a->B, first, LLVMConstInt(i32, ivfrom == pb[0] ? 0 : 1, 0),
                              LLVMConstInt(i32, ivfrom == pb[0] ? 1 : 0, 0), "");
-      sw = LLVMBuildSwitch(a->B, from, exitb, np);
-      for (k = 0; k < np; k++) {
-        LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.edge");
-        LLVMAddCase(sw, LLVMConstInt(i32, k, 0), e);
-        LLVMPositionBuilderAtEnd(a->B, e);
-        if (edge(R, b, pb[k])) return -1;
-      }
-      return 0;
+      return back_to(R, b, from, exitb, pb, np);
     }
     LLVMPositionBuilderBefore(R->Bs, first_non_phi(R->fb[b]));
     phi = LLVMBuildPhi(R->Bs, i32, "");
@@ -572,13 +583,7 @@ static int rev_block(rev *R, unsigned b, LLVMBasicBlockRef exitb, LLVMBasicBlock
     } else {
       from = LLVMBuildLoad2(a->B, i32, fs, "");
     }
-    sw = LLVMBuildSwitch(a->B, from, exitb, np);
-    for (k = 0; k < np; k++) {
-      LLVMBasicBlockRef e = LLVMAppendBasicBlockInContext(a->C, a->fn, "rev.edge");
-      LLVMAddCase(sw, LLVMConstInt(i32, k, 0), e);
-      LLVMPositionBuilderAtEnd(a->B, e);
-      if (edge(R, b, pb[k])) return -1;
-    }
+    return back_to(R, b, from, exitb, pb, np);
   }
   return 0;
 }
